@@ -1,0 +1,196 @@
+"""Transcript entries and their JSON codec.
+
+An entry is one immutable item of a transcript: a user message, an assistant message, a
+tool call, a tool result or a handoff. Each is a frozen dataclass with a ``type`` tag and a
+``created_at`` time (epoch seconds).
+
+The codec is lenient where it can be and strict where it must be: fields this version does
+not know are ignored on read, so rows written by a newer lovia still load; an unknown
+``type`` is an :class:`~lovia.errors.EntryDecodeError` that names the type and where it was
+found, because guessing at an entry's meaning would corrupt the conversation.
+
+This module imports nothing of lovia but its errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Union
+
+from lovia.errors import EntryDecodeError
+
+__all__ = [
+    "AssistantMessage",
+    "Entry",
+    "Handoff",
+    "ToolCall",
+    "ToolResult",
+    "UserMessage",
+    "ENTRY_TYPES",
+    "entry_from_dict",
+    "entry_from_json",
+    "entries_from_json",
+    "entry_to_dict",
+    "entry_to_json",
+]
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    """What the user said."""
+
+    type: ClassVar[str] = "user"
+    text: str
+    created_at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    """Text the model produced, attributed to the agent that was active."""
+
+    type: ClassVar[str] = "assistant"
+    text: str
+    agent: str | None = None
+    created_at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A request by the model to run a tool.
+
+    ``arguments`` is the JSON text the model produced, kept verbatim: it may not even be
+    valid JSON, and the model must see exactly what it wrote.
+    """
+
+    type: ClassVar[str] = "tool_call"
+    call_id: str
+    name: str
+    arguments: str = "{}"
+    agent: str | None = None
+    created_at: float = field(default_factory=_now)
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; raises ``ValueError`` if they are not a JSON object."""
+        value = json.loads(self.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError(f"tool arguments must be a JSON object, got {type(value).__name__}")
+        return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The outcome of one tool call, paired to it by ``call_id``.
+
+    ``trimmed_chars`` counts characters cut from ``output`` by ``trim_tool_results``; the
+    output then ends with a visible marker saying so (see :func:`lovia.transcript.trim_output`).
+    """
+
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    output: str
+    name: str | None = None
+    is_error: bool = False
+    trimmed_chars: int = 0
+    created_at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Handoff:
+    """Control passed from one agent to another."""
+
+    type: ClassVar[str] = "handoff"
+    from_agent: str
+    to_agent: str
+    call_id: str | None = None
+    created_at: float = field(default_factory=_now)
+
+
+Entry = Union[UserMessage, AssistantMessage, ToolCall, ToolResult, Handoff]
+
+ENTRY_TYPES: dict[str, type] = {
+    cls.type: cls for cls in (UserMessage, AssistantMessage, ToolCall, ToolResult, Handoff)
+}
+
+# Per type: the field names it accepts, and the ones it cannot do without.
+_FIELDS: dict[str, frozenset[str]] = {
+    name: frozenset(f.name for f in dataclasses.fields(cls)) for name, cls in ENTRY_TYPES.items()
+}
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    name: tuple(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    for name, cls in ENTRY_TYPES.items()
+}
+
+
+def entry_to_dict(entry: Entry) -> dict[str, Any]:
+    """A JSON-ready dict of ``entry``, with its ``type`` tag first."""
+    data: dict[str, Any] = {"type": entry.type}
+    for name in _FIELDS[entry.type]:
+        data[name] = getattr(entry, name)
+    return data
+
+
+def entry_from_dict(data: dict[str, Any], *, where: str = "") -> Entry:
+    """Rebuild an entry from :func:`entry_to_dict` output.
+
+    Unknown fields are ignored. An unknown or missing ``type``, a missing required field,
+    or something that is not a dict raises :class:`EntryDecodeError` naming ``where``.
+    """
+    at = f" in {where}" if where else ""
+    if not isinstance(data, dict):
+        raise EntryDecodeError(f"expected a transcript entry object{at}, found {type(data).__name__}")
+    type_name = data.get("type")
+    cls = ENTRY_TYPES.get(type_name)  # type: ignore[arg-type]
+    if cls is None:
+        known = ", ".join(sorted(ENTRY_TYPES))
+        raise EntryDecodeError(
+            f"unknown transcript entry type {type_name!r}{at}: this lovia knows {known}. "
+            "It was probably written by a newer lovia; upgrade lovia to read it."
+        )
+    known_fields = _FIELDS[type_name]
+    kwargs = {k: v for k, v in data.items() if k in known_fields}
+    missing = [name for name in _REQUIRED[type_name] if name not in kwargs]
+    if missing:
+        raise EntryDecodeError(
+            f"transcript entry of type {type_name!r}{at} is missing {', '.join(missing)}"
+        )
+    return cls(**kwargs)
+
+
+def entry_to_json(entry: Entry) -> str:
+    """``entry`` as compact JSON text."""
+    return json.dumps(entry_to_dict(entry), ensure_ascii=False, separators=(",", ":"))
+
+
+def entry_from_json(text: str, *, where: str = "") -> Entry:
+    """Parse JSON text written by :func:`entry_to_json` (or a newer lovia)."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        at = f" in {where}" if where else ""
+        raise EntryDecodeError(f"transcript entry{at} is not valid JSON: {exc}") from None
+    return entry_from_dict(data, where=where)
+
+
+def entries_from_json(rows: Iterable[str], *, where: str = "") -> list[Entry]:
+    """Decode many JSON entries; errors name ``where`` and the entry's position in it."""
+    entries: list[Entry] = []
+    append = entries.append
+    for position, text in enumerate(rows):
+        try:
+            append(entry_from_json(text))
+        except EntryDecodeError:
+            # Decode again with the location: building it for every entry would slow loads.
+            entry_from_json(text, where=f"{where}, entry #{position}" if where else f"entry #{position}")
+            raise
+    return entries

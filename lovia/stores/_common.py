@@ -1,0 +1,56 @@
+"""Rules every bundled store applies the same way."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Iterable, Sequence
+
+from lovia.checkpoint import Checkpointer
+from lovia.errors import UserError
+
+TITLE_CHARS = 200
+
+
+def new_run_id() -> str:
+    """A fresh, globally unique run id."""
+    return uuid.uuid4().hex
+
+
+def clean_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A private copy of ``meta`` that is known to survive JSON, as every store needs."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise UserError(f"segment meta must be a dict, got {type(meta).__name__}")
+    try:
+        return json.loads(json.dumps(meta))
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"segment meta must be JSON-serializable: {exc}") from None
+
+
+def check_keep(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise UserError(f"{name} must be a whole number of 0 or more, got {value!r}")
+
+
+def title_from(text: str) -> str:
+    """A one-line title made from a user message."""
+    return " ".join(text.split())[:TITLE_CHARS]
+
+
+async def forget_checkpoints(checkpointer: Checkpointer | None, run_ids: Iterable[str]) -> None:
+    """Delete the checkpoints of rewound runs, so that no later resume replays an undone tail.
+
+    Called before the rewind itself: a crash in between leaves completed runs without a
+    replay cache, which loses nothing, rather than a replayable tail that was undone.
+    """
+    if checkpointer is None:
+        return
+    for run_id in run_ids:
+        await checkpointer.delete(run_id)
+
+
+def rewound_run_ids(run_ids: Sequence[str], whole: int) -> list[str]:
+    """The run ids a rewind keeping ``whole`` intact runs touches (truncates or deletes)."""
+    return list(run_ids[whole:])

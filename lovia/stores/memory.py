@@ -1,0 +1,239 @@
+"""In-memory stores: for tests and ephemeral chat. They do not survive the process."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from lovia.checkpoint import Checkpointer, RunHead, RunSnapshot, RunStatus, RunSummary
+from lovia.entries import Entry, ToolResult, UserMessage
+from lovia.errors import UserError
+from lovia.session import Segment, SessionInfo, TrimResult
+from lovia.stores._common import (
+    check_keep,
+    clean_meta,
+    forget_checkpoints,
+    new_run_id,
+    rewound_run_ids,
+    title_from,
+)
+from lovia.transcript import locate_cut, trim_output, truncate_run
+
+__all__ = ["InMemoryCheckpointer", "InMemorySession"]
+
+
+@dataclass
+class _StoredSession:
+    segments: list[Segment] = field(default_factory=list)
+    created_at: float = field(default_factory=time.time)
+    last_activity: float = field(default_factory=time.time)
+    title: str | None = None
+
+
+class InMemorySession:
+    """A :class:`~lovia.session.Session` held in a dict; gone when the process ends.
+
+    It honours the same contract as :class:`~lovia.stores.sqlite.SQLiteSession`, including
+    ``rewind``, ``trim_tool_results`` and the listing used by the terminal UI.
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _StoredSession] = {}
+
+    async def __aenter__(self) -> "InMemorySession":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Nothing to release; present so stores are interchangeable."""
+
+    async def segments(self, session_id: str) -> list[Segment]:
+        stored = self._sessions.get(session_id)
+        return list(stored.segments) if stored else []
+
+    async def load(self, session_id: str) -> list[Entry]:
+        return [entry for segment in await self.segments(session_id) for entry in segment.entries]
+
+    async def append(
+        self,
+        session_id: str,
+        entries: Sequence[Entry],
+        *,
+        run_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str:
+        segment = Segment(run_id or new_run_id(), tuple(entries), clean_meta(meta))
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            stored = self._sessions[session_id] = _StoredSession()
+        elif any(s.run_id == segment.run_id for s in stored.segments):
+            return segment.run_id
+        stored.segments.append(segment)
+        stored.last_activity = time.time()
+        return segment.run_id
+
+    async def clear(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    async def rewind(
+        self, session_id: str, *, keep_entries: int, checkpointer: Checkpointer | None = None
+    ) -> int:
+        """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
+
+        Whole later runs are deleted; the run the cut lands in is truncated, made
+        tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
+        at or past the end changes nothing. With ``checkpointer``, the checkpoints of every
+        rewound run are deleted first.
+        """
+        check_keep("keep_entries", keep_entries)
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return 0
+        whole, partial = locate_cut([len(s.entries) for s in stored.segments], keep_entries)
+        rewound = rewound_run_ids([s.run_id for s in stored.segments], whole)
+        if not rewound:
+            return 0
+        await forget_checkpoints(checkpointer, rewound)
+        before = sum(len(s.entries) for s in stored.segments)
+        kept = stored.segments[:whole]
+        if partial:
+            cut = stored.segments[whole]
+            kept.append(Segment(cut.run_id, tuple(truncate_run(cut.entries, partial)), {}))
+        stored.segments = [s for s in kept if s.entries]
+        stored.last_activity = time.time()
+        return before - sum(len(s.entries) for s in stored.segments)
+
+    async def trim_tool_results(
+        self, session_id: str, keep_chars: int = 400, keep_runs: int = 1, *, dry_run: bool = False
+    ) -> TrimResult:
+        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``.
+
+        Structure, order and call-id pairing are kept and a marker says what was cut;
+        trimming again with the same arguments changes nothing. ``dry_run`` only counts.
+        """
+        check_keep("keep_chars", keep_chars)
+        check_keep("keep_runs", keep_runs)
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            return TrimResult()
+        older = len(stored.segments) - keep_runs
+        results = chars = 0
+        new_segments = list(stored.segments)
+        for index in range(max(0, older)):
+            segment = stored.segments[index]
+            entries = list(segment.entries)
+            changed = False
+            for position, entry in enumerate(entries):
+                if not isinstance(entry, ToolResult):
+                    continue
+                trimmed = trim_output(entry, keep_chars)
+                if trimmed is None:
+                    continue
+                results += 1
+                chars += len(entry.output) - len(trimmed.output)
+                entries[position] = trimmed
+                changed = True
+            if changed:
+                new_segments[index] = replace(segment, entries=tuple(entries))
+        if not dry_run:
+            stored.segments = new_segments
+        return TrimResult(results, chars)
+
+    async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
+        """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
+        infos = [self._info(session_id, stored) for session_id, stored in self._sessions.items()]
+        if query:
+            needle = query.casefold()
+            infos = [i for i in infos if needle in i.title.casefold() or needle in i.session_id.casefold()]
+        infos.sort(key=lambda i: i.last_activity or 0.0, reverse=True)
+        return infos[:limit] if limit is not None else infos
+
+    async def session_info(self, session_id: str) -> SessionInfo | None:
+        """One session as :meth:`list_sessions` shows it, or ``None``."""
+        stored = self._sessions.get(session_id)
+        return self._info(session_id, stored) if stored else None
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        """Give the session a title of its own (an empty title restores the default)."""
+        stored = self._sessions.get(session_id)
+        if stored is None:
+            stored = self._sessions[session_id] = _StoredSession()
+        stored.title = title_from(title) or None
+
+    @staticmethod
+    def _info(session_id: str, stored: _StoredSession) -> SessionInfo:
+        title = stored.title
+        if title is None:
+            first = next(
+                (e for s in stored.segments for e in s.entries if isinstance(e, UserMessage)), None
+            )
+            title = title_from(first.text) if first else ""
+        return SessionInfo(
+            session_id=session_id,
+            title=title,
+            entry_count=sum(len(s.entries) for s in stored.segments),
+            run_count=len(stored.segments),
+            created_at=stored.created_at,
+            last_activity=stored.last_activity,
+            total_run_seconds=sum(s.duration or 0.0 for s in stored.segments),
+        )
+
+
+class InMemoryCheckpointer:
+    """A :class:`~lovia.checkpoint.Checkpointer` held in a dict.
+
+    It cannot recover anything after a crash: use it for tests and for resuming within one
+    process, and :class:`~lovia.stores.sqlite.SQLiteCheckpointer` for crash recovery.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunSnapshot] = {}
+
+    async def __aenter__(self) -> "InMemoryCheckpointer":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Nothing to release; present so stores are interchangeable."""
+
+    async def save(self, snapshot: RunSnapshot) -> None:
+        stored = self._runs.get(snapshot.run_id)
+        have = len(stored.entries) if stored else 0
+        if len(snapshot.entries) < have:
+            raise UserError(
+                f"checkpoint of run {snapshot.run_id!r} holds {have} entries but the snapshot has "
+                f"{len(snapshot.entries)}: a run's checkpointed entries are append-only. "
+                "Delete the run (or restart it) to start over."
+            )
+        head = RunHead.from_dict(snapshot.head.to_dict())  # a private copy, as a file would hold
+        if stored is None:
+            self._runs[snapshot.run_id] = RunSnapshot(snapshot.run_id, head, list(snapshot.entries))
+        else:
+            stored.entries.extend(snapshot.entries[have:])
+            stored.head = head
+
+    async def load(self, run_id: str) -> RunSnapshot | None:
+        stored = self._runs.get(run_id)
+        if stored is None:
+            return None
+        return RunSnapshot(run_id, RunHead.from_dict(stored.head.to_dict()), list(stored.entries))
+
+    async def delete(self, run_id: str) -> bool:
+        return self._runs.pop(run_id, None) is not None
+
+    async def list_runs(
+        self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
+    ) -> list[RunSummary]:
+        """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
+        runs = [
+            RunSummary(s.run_id, RunHead.from_dict(s.head.to_dict()), len(s.entries))
+            for s in self._runs.values()
+            if statuses is None or s.head.status in statuses
+        ]
+        runs.sort(key=lambda r: r.head.updated_at, reverse=True)
+        return runs[:limit] if limit is not None else runs

@@ -1,0 +1,480 @@
+"""SQLite stores on aiosqlite: sessions and checkpoints that survive crashes.
+
+Both take a file path and ``wal=False``; ``wal=True`` switches the file to WAL journal mode
+with a long busy timeout, for a file shared by several stores or processes. New files are
+created readable by their owner only. See :mod:`lovia.stores._sqlite_db` for how opening,
+migration and transactions work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from typing import Any, Sequence
+
+from lovia.checkpoint import Checkpointer, RunHead, RunSnapshot, RunStatus, RunSummary
+from lovia.entries import Entry, ToolResult, entries_from_json, entry_from_json, entry_to_json
+from lovia.errors import StoreError, UserError
+from lovia.session import Segment, SessionInfo, TrimResult
+from lovia.stores._common import (
+    check_keep,
+    clean_meta,
+    forget_checkpoints,
+    new_run_id,
+    rewound_run_ids,
+    title_from,
+)
+from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema
+from lovia.transcript import locate_cut, trim_output, truncate_run
+
+__all__ = ["SQLiteCheckpointer", "SQLiteSession", "SESSION_SCHEMA", "CHECKPOINT_SCHEMA"]
+
+
+# -- schemas -----------------------------------------------------------------------------
+
+
+def _session_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE lovia_segments (
+            seq INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            entry_count INTEGER NOT NULL,
+            appended_at REAL NOT NULL,
+            UNIQUE (session_id, run_id)
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE lovia_entries (
+            seq INTEGER PRIMARY KEY,
+            segment_seq INTEGER NOT NULL,
+            session_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            data TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX lovia_entries_by_session ON lovia_entries (session_id)")
+
+
+def _session_v2(conn: sqlite3.Connection) -> None:
+    # Version 2 keeps per-session facts (a title given by a user, first and last activity)
+    # so that listing sessions does not have to scan every segment.
+    conn.execute(
+        """CREATE TABLE lovia_session_info (
+            session_id TEXT PRIMARY KEY,
+            title TEXT,
+            created_at REAL NOT NULL,
+            last_activity REAL NOT NULL
+        )"""
+    )
+    conn.execute(
+        """INSERT INTO lovia_session_info (session_id, title, created_at, last_activity)
+           SELECT session_id, NULL, MIN(appended_at), MAX(appended_at)
+           FROM lovia_segments GROUP BY session_id"""
+    )
+
+
+def _checkpoint_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE lovia_runs (
+            run_id TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            session_id TEXT,
+            updated_at REAL NOT NULL,
+            entry_count INTEGER NOT NULL,
+            head TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX lovia_runs_by_status ON lovia_runs (status, updated_at)")
+    conn.execute(
+        """CREATE TABLE lovia_run_entries (
+            run_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, position)
+        ) WITHOUT ROWID"""
+    )
+
+
+SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2))
+CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1,))
+
+
+class _SQLiteStore:
+    """What both SQLite stores share: a lazily opened database and a clean close."""
+
+    _schema: StoreSchema
+
+    def __init__(self, path: str | os.PathLike[str], *, wal: bool = False) -> None:
+        self._db = SQLiteDatabase(path, wal=wal, schema=self._schema)
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return str(self._db.path)
+
+    async def open(self) -> None:
+        """Open, validate and migrate the file now instead of at first use."""
+        await self._db.read(lambda conn: None, "opening")
+
+    async def close(self) -> None:
+        """Close the connection. Idempotent; the store cannot be used afterwards."""
+        await self._db.close()
+
+    async def __aenter__(self):
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r}, wal={self._db.wal})"
+
+
+def _encode(entries: Sequence[Entry]) -> list[tuple[str, str]]:
+    return [(entry.type, entry_to_json(entry)) for entry in entries]
+
+
+class SQLiteSession(_SQLiteStore):
+    """A :class:`~lovia.session.Session` in a SQLite file.
+
+    Besides the protocol it offers ``rewind``, ``trim_tool_results`` and the listing used by
+    the terminal UI (``list_sessions``, ``session_info``, ``rename_session``).
+    """
+
+    _schema = SESSION_SCHEMA
+
+    async def segments(self, session_id: str) -> list[Segment]:
+        def read(conn: sqlite3.Connection) -> list[Segment]:
+            heads = conn.execute(
+                "SELECT seq, run_id, meta FROM lovia_segments WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            grouped: dict[int, list[str]] = {seq: [] for seq, _, _ in heads}
+            for segment_seq, data in conn.execute(
+                "SELECT segment_seq, data FROM lovia_entries WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ):
+                grouped[segment_seq].append(data)
+            return [
+                Segment(
+                    run_id,
+                    tuple(entries_from_json(grouped[seq], where=self._where(session_id, run_id))),
+                    json.loads(meta),
+                )
+                for seq, run_id, meta in heads
+            ]
+
+        return await self._db.read(read, f"reading session {session_id!r}")
+
+    async def load(self, session_id: str) -> list[Entry]:
+        def read(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT data FROM lovia_entries WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+            return [data for (data,) in rows]
+
+        rows = await self._db.read(read, f"loading session {session_id!r}")
+        # Decoded on the event loop's thread: it is CPU work either way, and building
+        # objects here avoids handing them across threads.
+        return entries_from_json(rows, where=self._where(session_id))
+
+    async def append(
+        self,
+        session_id: str,
+        entries: Sequence[Entry],
+        *,
+        run_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str:
+        run_id = run_id or new_run_id()
+        meta_json = json.dumps(clean_meta(meta), separators=(",", ":"))
+        rows = _encode(entries)
+        now = time.time()
+
+        def write(conn: sqlite3.Connection) -> None:
+            if conn.execute(
+                "SELECT 1 FROM lovia_segments WHERE session_id = ? AND run_id = ?", (session_id, run_id)
+            ).fetchone():
+                return  # idempotent by run id: a replayed run never duplicates entries
+            segment_seq = conn.execute(
+                "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, run_id, meta_json, len(rows), now),
+            ).lastrowid
+            conn.executemany(
+                "INSERT INTO lovia_entries (segment_seq, session_id, type, data) VALUES (?, ?, ?, ?)",
+                [(segment_seq, session_id, type_name, data) for type_name, data in rows],
+            )
+            _touch(conn, session_id, now)
+
+        await self._db.write(write, f"appending to session {session_id!r}")
+        return run_id
+
+    async def clear(self, session_id: str) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM lovia_entries WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM lovia_segments WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM lovia_session_info WHERE session_id = ?", (session_id,))
+
+        await self._db.write(write, f"clearing session {session_id!r}")
+
+    async def rewind(
+        self, session_id: str, *, keep_entries: int, checkpointer: Checkpointer | None = None
+    ) -> int:
+        """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
+
+        Whole later runs are deleted; the run the cut lands in is truncated, made
+        tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
+        at or past the end changes nothing. With ``checkpointer``, the checkpoints of every
+        rewound run are deleted too, first, so no later resume replays the undone tail.
+        """
+        check_keep("keep_entries", keep_entries)
+        if checkpointer is not None:
+            planned = await self._db.read(
+                lambda conn: _plan_rewind(conn, session_id, keep_entries)[2], "planning a rewind"
+            )
+            await forget_checkpoints(checkpointer, planned)
+        else:
+            planned = []
+
+        def write(conn: sqlite3.Connection) -> tuple[int, list[str]]:
+            heads, (whole, partial), rewound = _plan_rewind(conn, session_id, keep_entries)
+            if not rewound:
+                return 0, []
+            before = sum(count for _, _, count in heads)
+            later = [seq for seq, _, _ in heads[whole + (1 if partial else 0):]]
+            conn.executemany("DELETE FROM lovia_entries WHERE segment_seq = ?", [(s,) for s in later])
+            conn.executemany("DELETE FROM lovia_segments WHERE seq = ?", [(s,) for s in later])
+            after = sum(count for _, _, count in heads[:whole])
+            if partial:
+                seq, run_id, _ = heads[whole]
+                rows = conn.execute(
+                    "SELECT seq, data FROM lovia_entries WHERE segment_seq = ? ORDER BY seq", (seq,)
+                ).fetchall()
+                entries = entries_from_json([d for _, d in rows], where=self._where(session_id, run_id))
+                kept = {id(e) for e in truncate_run(entries, partial)}
+                doomed = [(row_seq,) for (row_seq, _), e in zip(rows, entries) if id(e) not in kept]
+                conn.executemany("DELETE FROM lovia_entries WHERE seq = ?", doomed)
+                remaining = len(rows) - len(doomed)
+                if remaining:
+                    conn.execute(
+                        "UPDATE lovia_segments SET meta = '{}', entry_count = ? WHERE seq = ?", (remaining, seq)
+                    )
+                else:
+                    conn.execute("DELETE FROM lovia_segments WHERE seq = ?", (seq,))
+                after += remaining
+            _touch(conn, session_id, time.time())
+            return before - after, rewound
+
+        removed, rewound = await self._db.write(write, f"rewinding session {session_id!r}")
+        # A run appended between the plan and the rewind was rewound too: forget it as well.
+        await forget_checkpoints(checkpointer, [r for r in rewound if r not in planned])
+        return removed
+
+    async def trim_tool_results(
+        self, session_id: str, keep_chars: int = 400, keep_runs: int = 1, *, dry_run: bool = False
+    ) -> TrimResult:
+        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``.
+
+        Structure, order and call-id pairing are kept and a marker says what was cut;
+        trimming again with the same arguments changes nothing. ``dry_run`` only counts.
+        """
+        check_keep("keep_chars", keep_chars)
+        check_keep("keep_runs", keep_runs)
+
+        def work(conn: sqlite3.Connection) -> TrimResult:
+            seqs = [seq for (seq,) in conn.execute(
+                "SELECT seq FROM lovia_segments WHERE session_id = ? ORDER BY seq", (session_id,)
+            )]
+            older = seqs[: max(0, len(seqs) - keep_runs)]
+            if not older:
+                return TrimResult()
+            # Only rows long enough to be worth cutting are decoded at all.
+            rows = conn.execute(
+                "SELECT seq, data FROM lovia_entries WHERE session_id = ? AND type = 'tool_result' "
+                "AND segment_seq <= ? AND length(data) > ? ORDER BY seq",
+                (session_id, older[-1], keep_chars),
+            ).fetchall()
+            updates: list[tuple[str, int]] = []
+            chars = 0
+            for seq, data in rows:
+                entry = entry_from_json(data, where=self._where(session_id))
+                assert isinstance(entry, ToolResult)
+                trimmed = trim_output(entry, keep_chars)
+                if trimmed is not None:
+                    chars += len(entry.output) - len(trimmed.output)
+                    updates.append((entry_to_json(trimmed), seq))
+            if updates and not dry_run:
+                conn.executemany("UPDATE lovia_entries SET data = ? WHERE seq = ?", updates)
+            return TrimResult(len(updates), chars)
+
+        if dry_run:
+            return await self._db.read(work, f"measuring tool outputs of session {session_id!r}")
+        return await self._db.write(work, f"trimming tool outputs of session {session_id!r}")
+
+    async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
+        """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
+        infos = await self._db.read(lambda conn: _session_infos(conn, None), "listing sessions")
+        if query:
+            needle = query.casefold()
+            infos = [i for i in infos if needle in i.title.casefold() or needle in i.session_id.casefold()]
+        return infos[:limit] if limit is not None else infos
+
+    async def session_info(self, session_id: str) -> SessionInfo | None:
+        """One session as :meth:`list_sessions` shows it, or ``None``."""
+        infos = await self._db.read(lambda conn: _session_infos(conn, session_id), "reading a session")
+        return infos[0] if infos else None
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        """Give the session a title of its own (an empty title restores the default)."""
+        def write(conn: sqlite3.Connection) -> None:
+            _touch(conn, session_id, time.time(), bump=False)
+            conn.execute(
+                "UPDATE lovia_session_info SET title = ? WHERE session_id = ?",
+                (title_from(title) or None, session_id),
+            )
+
+        await self._db.write(write, f"renaming session {session_id!r}")
+
+    def _where(self, session_id: str, run_id: str | None = None) -> str:
+        run = f", run {run_id!r}" if run_id else ""
+        return f"session {session_id!r}{run} of {self.path}"
+
+
+def _touch(conn: sqlite3.Connection, session_id: str, now: float, *, bump: bool = True) -> None:
+    conn.execute(
+        "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) VALUES (?, NULL, ?, ?) "
+        + ("ON CONFLICT (session_id) DO UPDATE SET last_activity = excluded.last_activity" if bump
+           else "ON CONFLICT (session_id) DO NOTHING"),
+        (session_id, now, now),
+    )
+
+
+def _plan_rewind(
+    conn: sqlite3.Connection, session_id: str, keep_entries: int
+) -> tuple[list[tuple[int, str, int]], tuple[int, int], list[str]]:
+    heads = conn.execute(
+        "SELECT seq, run_id, entry_count FROM lovia_segments WHERE session_id = ? ORDER BY seq", (session_id,)
+    ).fetchall()
+    cut = locate_cut([count for _, _, count in heads], keep_entries)
+    return heads, cut, rewound_run_ids([run_id for _, run_id, _ in heads], cut[0])
+
+
+def _session_infos(conn: sqlite3.Connection, only: str | None) -> list[SessionInfo]:
+    where, args = ("WHERE i.session_id = ?", (only,)) if only is not None else ("", ())
+    rows = conn.execute(
+        f"""SELECT i.session_id, i.title, i.created_at, i.last_activity,
+                   COALESCE(SUM(g.entry_count), 0), COUNT(g.seq),
+                   COALESCE(SUM(MAX(0, json_extract(g.meta, '$.timing.finished_at')
+                                       - json_extract(g.meta, '$.timing.started_at'))), 0)
+            FROM lovia_session_info AS i LEFT JOIN lovia_segments AS g USING (session_id)
+            {where}
+            GROUP BY i.session_id ORDER BY i.last_activity DESC""",
+        args,
+    ).fetchall()
+    infos = []
+    for session_id, title, created_at, last_activity, entry_count, run_count, seconds in rows:
+        if title is None:
+            first = conn.execute(
+                "SELECT data FROM lovia_entries WHERE session_id = ? AND type = 'user' ORDER BY seq LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            title = title_from(json.loads(first[0]).get("text", "")) if first else ""
+        infos.append(SessionInfo(session_id, title, entry_count, run_count, created_at, last_activity, float(seconds)))
+    return infos
+
+
+class SQLiteCheckpointer(_SQLiteStore):
+    """A :class:`~lovia.checkpoint.Checkpointer` in a SQLite file.
+
+    Each ``save`` appends only the entries past those already stored and replaces the
+    head, in one transaction, so its cost does not grow with the run's length.
+    """
+
+    _schema = CHECKPOINT_SCHEMA
+
+    async def save(self, snapshot: RunSnapshot) -> None:
+        run_id, head, entries = snapshot.run_id, snapshot.head, snapshot.entries
+        head_json = json.dumps(head.to_dict(), separators=(",", ":"))
+        total = len(entries)
+
+        def write(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT entry_count FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
+            have = row[0] if row else 0
+            if total < have:
+                raise UserError(
+                    f"checkpoint of run {run_id!r} holds {have} entries but the snapshot has {total}: "
+                    "a run's checkpointed entries are append-only. Delete the run (or restart it) to start over."
+                )
+            fresh = _encode(entries[have:])
+            conn.executemany(
+                "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
+                [(run_id, have + i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
+            )
+            conn.execute(
+                "INSERT INTO lovia_runs (run_id, status, session_id, updated_at, entry_count, head) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, "
+                "session_id = excluded.session_id, updated_at = excluded.updated_at, "
+                "entry_count = excluded.entry_count, head = excluded.head",
+                (run_id, head.status, head.session_id, head.updated_at, total, head_json),
+            )
+
+        await self._db.write(write, f"saving the checkpoint of run {run_id!r}")
+
+    async def load(self, run_id: str) -> RunSnapshot | None:
+        def read(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:
+            row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                return None
+            rows = conn.execute(
+                "SELECT data FROM lovia_run_entries WHERE run_id = ? ORDER BY position", (run_id,)
+            ).fetchall()
+            return row[0], [data for (data,) in rows]
+
+        found = await self._db.read(read, f"loading the checkpoint of run {run_id!r}")
+        if found is None:
+            return None
+        head_json, rows = found
+        entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
+        return RunSnapshot(run_id, _decode_head(head_json, run_id, self.path), entries)
+
+    async def delete(self, run_id: str) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM lovia_run_entries WHERE run_id = ?", (run_id,))
+            return conn.execute("DELETE FROM lovia_runs WHERE run_id = ?", (run_id,)).rowcount > 0
+
+        return await self._db.write(write, f"deleting the checkpoint of run {run_id!r}")
+
+    async def list_runs(
+        self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
+    ) -> list[RunSummary]:
+        """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+            sql = "SELECT run_id, head, entry_count FROM lovia_runs"
+            args: list[Any] = []
+            if statuses is not None:
+                sql += f" WHERE status IN ({', '.join('?' for _ in statuses)})"
+                args.extend(statuses)
+            sql += " ORDER BY updated_at DESC"
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(limit)
+            return conn.execute(sql, args).fetchall()
+
+        if statuses is not None and not statuses:
+            return []
+        rows = await self._db.read(read, "listing runs")
+        return [RunSummary(run_id, _decode_head(head, run_id, self.path), count) for run_id, head, count in rows]
+
+
+def _decode_head(text: str, run_id: str, path: str) -> RunHead:
+    try:
+        return RunHead.from_dict(json.loads(text))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"the head of run {run_id!r} in {path} cannot be read ({exc}); it was left as it is") from None

@@ -1,0 +1,115 @@
+"""Pure functions over lists of transcript entries.
+
+Nothing here does I/O or keeps state, so the stores, the runner and the terminal UI share
+one definition of what "tool-consistent", "dangling" and "trimmed" mean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from lovia.entries import Entry, Handoff, ToolCall, ToolResult
+
+__all__ = [
+    "dangling_tool_calls",
+    "drop_dangling_tool_calls",
+    "locate_cut",
+    "pair_tool_calls",
+    "trim_marker",
+    "trim_output",
+    "truncate_run",
+    "untrimmed_body",
+]
+
+
+def pair_tool_calls(entries: Sequence[Entry]) -> dict[str, tuple[ToolCall, ToolResult | None]]:
+    """Each tool call by ``call_id``, with its result or ``None`` if it has none yet."""
+    pairs: dict[str, tuple[ToolCall, ToolResult | None]] = {}
+    for entry in entries:
+        if isinstance(entry, ToolCall):
+            pairs[entry.call_id] = (entry, None)
+        elif isinstance(entry, ToolResult) and entry.call_id in pairs:
+            pairs[entry.call_id] = (pairs[entry.call_id][0], entry)
+    return pairs
+
+
+def dangling_tool_calls(entries: Sequence[Entry]) -> list[ToolCall]:
+    """Tool calls that have no result: the ones a resume would execute (again)."""
+    return [call for call, result in pair_tool_calls(entries).values() if result is None]
+
+
+def drop_dangling_tool_calls(entries: Sequence[Entry]) -> list[Entry]:
+    """``entries`` made tool-consistent: every tool call has its result and vice versa.
+
+    Tool calls without a result are dropped, as are results whose call is absent and
+    handoffs that a dropped call triggered. Everything else keeps its order. Use it before
+    recording an abandoned partial run as a finished segment.
+    """
+    calls = {e.call_id for e in entries if isinstance(e, ToolCall)}
+    results = {e.call_id for e in entries if isinstance(e, ToolResult)}
+    paired = calls & results
+    kept: list[Entry] = []
+    for entry in entries:
+        if isinstance(entry, (ToolCall, ToolResult)) and entry.call_id not in paired:
+            continue
+        if isinstance(entry, Handoff) and entry.call_id is not None and entry.call_id in calls - paired:
+            continue
+        kept.append(entry)
+    return kept
+
+
+def locate_cut(run_lengths: Sequence[int], keep_entries: int) -> tuple[int, int]:
+    """Where a rewind to ``keep_entries`` (counted over the flat view) lands.
+
+    Returns ``(whole, partial)``: the first ``whole`` runs are kept intact, and the first
+    ``partial`` entries of run number ``whole`` are kept (``0`` when the cut falls on a run
+    boundary); every later run goes. ``keep_entries`` at or past the end keeps everything.
+    """
+    if keep_entries < 0:
+        raise ValueError(f"keep_entries must be 0 or more, got {keep_entries}")
+    remaining = keep_entries
+    for index, length in enumerate(run_lengths):
+        if remaining < length:
+            return index, remaining
+        remaining -= length
+    return len(run_lengths), 0
+
+
+def truncate_run(entries: Sequence[Entry], keep: int) -> list[Entry]:
+    """The first ``keep`` entries of one run, made tool-consistent.
+
+    A tool call whose result fell past the cut is dropped with it.
+    """
+    return drop_dangling_tool_calls(list(entries[:keep]))
+
+
+def trim_marker(trimmed_chars: int) -> str:
+    """The visible note that ends a trimmed tool output."""
+    return f"\n[… {trimmed_chars} characters trimmed by lovia]"
+
+
+def untrimmed_body(result: ToolResult) -> str:
+    """The part of ``result.output`` that came from the tool, without any trim marker."""
+    if result.trimmed_chars:
+        marker = trim_marker(result.trimmed_chars)
+        if result.output.endswith(marker):
+            return result.output[: -len(marker)]
+    return result.output
+
+
+def trim_output(result: ToolResult, keep_chars: int) -> ToolResult | None:
+    """``result`` with its output cut to ``keep_chars`` characters plus a marker.
+
+    Returns ``None`` when there is nothing worth cutting (no more than the marker's own
+    length), so trimming twice with the same
+    ``keep_chars`` changes nothing the second time. ``call_id``, name, error flag and time
+    are kept, so pairing and order survive.
+    """
+    if keep_chars < 0:
+        raise ValueError(f"keep_chars must be 0 or more, got {keep_chars}")
+    body = untrimmed_body(result)
+    total = result.trimmed_chars + len(body) - keep_chars
+    if len(body) - keep_chars <= len(trim_marker(total)):
+        return None  # cutting would save less than the marker costs
+    return dataclasses.replace(result, output=body[:keep_chars] + trim_marker(total), trimmed_chars=total)
