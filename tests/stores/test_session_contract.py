@@ -1,0 +1,336 @@
+"""The Session contract, as every bundled store must honour it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lovia import (
+    AssistantMessage,
+    Handoff,
+    RewindableSession,
+    RunHead,
+    RunSnapshot,
+    Session,
+    ToolCall,
+    ToolResult,
+    UserError,
+    UserMessage,
+)
+from lovia.transcript import dangling_tool_calls, pair_tool_calls
+
+
+def user(text: str) -> UserMessage:
+    return UserMessage(text=text)
+
+
+def reply(text: str) -> AssistantMessage:
+    return AssistantMessage(text=text, agent="bot")
+
+
+def call(call_id: str, name: str = "lookup") -> ToolCall:
+    return ToolCall(call_id=call_id, name=name, arguments='{"q": 1}', agent="bot")
+
+
+def result(call_id: str, output: str = "ok") -> ToolResult:
+    return ToolResult(call_id=call_id, output=output, name="lookup")
+
+
+async def test_store_satisfies_the_protocols(session):
+    assert isinstance(session, Session)
+    assert isinstance(session, RewindableSession)
+
+
+async def test_unknown_session_is_empty(session):
+    assert await session.load("nobody") == []
+    assert await session.segments("nobody") == []
+
+
+async def test_append_keeps_runs_in_order_and_load_is_their_concatenation(session):
+    first = [user("My project is called Atlas."), reply("Noted.")]
+    second = [user("What is it called?"), call("c1"), result("c1"), reply("Atlas")]
+    await session.append("u1", first, run_id="r1", meta={"timing": {"started_at": 1.0, "finished_at": 2.5}})
+    await session.append("u1", second, run_id="r2")
+
+    segments = await session.segments("u1")
+    assert [s.run_id for s in segments] == ["r1", "r2"]
+    assert list(segments[0].entries) == first
+    assert list(segments[1].entries) == second
+    assert segments[0].meta == {"timing": {"started_at": 1.0, "finished_at": 2.5}}
+    assert segments[0].duration == 1.5
+    assert segments[1].meta == {} and segments[1].duration is None
+    assert await session.load("u1") == first + second
+
+
+async def test_append_without_run_id_makes_a_fresh_one(session):
+    a = await session.append("u1", [user("a")])
+    b = await session.append("u1", [user("b")])
+    assert a and b and a != b
+    assert [s.run_id for s in await session.segments("u1")] == [a, b]
+
+
+async def test_append_under_a_stored_run_id_is_a_no_op(session):
+    await session.append("u1", [user("a"), reply("b")], run_id="r1", meta={"v": 1})
+    returned = await session.append("u1", [user("different")], run_id="r1", meta={"v": 2})
+    assert returned == "r1"
+    segments = await session.segments("u1")
+    assert len(segments) == 1
+    assert [e.text for e in segments[0].entries] == ["a", "b"]
+    assert segments[0].meta == {"v": 1}
+
+
+async def test_run_ids_are_scoped_to_their_session(session):
+    await session.append("u1", [user("a")], run_id="r1")
+    await session.append("u2", [user("b")], run_id="r1")
+    assert [e.text for e in await session.load("u2")] == ["b"]
+
+
+async def test_many_tasks_appending_one_run_id_store_one_segment(session):
+    entries = [user("once"), reply("only once")]
+    await asyncio.gather(*(session.append("u1", entries, run_id="same") for _ in range(20)))
+    segments = await session.segments("u1")
+    assert len(segments) == 1 and list(segments[0].entries) == entries
+
+
+async def test_meta_is_copied_and_must_be_json(session):
+    meta = {"timing": {"started_at": 1.0, "finished_at": 2.0}, "context": {"summary": "x"}}
+    await session.append("u1", [user("a")], run_id="r1", meta=meta)
+    meta["context"]["summary"] = "changed later"
+    assert (await session.segments("u1"))[0].meta["context"] == {"summary": "x"}
+    with pytest.raises(UserError, match="JSON"):
+        await session.append("u1", [user("b")], meta={"bad": object()})
+    assert len(await session.segments("u1")) == 1
+
+
+async def test_every_entry_type_round_trips(session):
+    entries = [
+        user("hi ☃"),
+        reply("calling"),
+        call("c1"),
+        ToolResult(call_id="c1", output="boom", is_error=True, name="lookup"),
+        Handoff(from_agent="bot", to_agent="expert", call_id="c2"),
+    ]
+    await session.append("u1", entries)
+    assert await session.load("u1") == entries
+
+
+async def test_clear_forgets_the_session_only(session):
+    await session.append("u1", [user("a")])
+    await session.append("u2", [user("b")])
+    await session.clear("u1")
+    assert await session.load("u1") == []
+    assert [e.text for e in await session.load("u2")] == ["b"]
+    assert [i.session_id for i in await session.list_sessions()] == ["u2"]
+    await session.append("u1", [user("again")], run_id="r-after-clear")
+    assert [e.text for e in await session.load("u1")] == ["again"]
+
+
+async def test_sqlite_history_survives_reopening(stores):
+    if not stores.persistent:
+        pytest.skip("in-memory stores do not survive the process, by design")
+    first = stores.session()
+    await first.append("u1", [user("kept")], run_id="r1", meta={"k": [1, 2]})
+    await first.close()
+    second = stores.session()
+    [segment] = await second.segments("u1")
+    assert (segment.run_id, segment.meta) == ("r1", {"k": [1, 2]})
+    assert [e.text for e in segment.entries] == ["kept"]
+
+
+# -- rewind -------------------------------------------------------------------------------
+
+
+async def _three_runs(session) -> None:
+    await session.append("u1", [user("one"), reply("1")], run_id="r1", meta={"m": 1})
+    await session.append(
+        "u1", [user("two"), call("c1"), result("c1"), call("c2"), result("c2"), reply("2")], run_id="r2", meta={"m": 2}
+    )
+    await session.append("u1", [user("three"), reply("3")], run_id="r3", meta={"m": 3})
+
+
+async def test_rewind_on_a_run_boundary_deletes_later_runs_whole(session):
+    await _three_runs(session)
+    removed = await session.rewind("u1", keep_entries=8)
+    assert removed == 2
+    segments = await session.segments("u1")
+    assert [s.run_id for s in segments] == ["r1", "r2"]
+    assert segments[1].meta == {"m": 2}  # not cut into: keeps its meta
+
+
+async def test_rewind_inside_a_run_truncates_it_and_drops_its_meta(session):
+    await _three_runs(session)
+    removed = await session.rewind("u1", keep_entries=5)  # one, 1, two, c1, result c1
+    assert removed == 5
+    segments = await session.segments("u1")
+    assert [s.run_id for s in segments] == ["r1", "r2"]
+    assert segments[0].meta == {"m": 1}
+    assert segments[1].meta == {}
+    assert [type(e).__name__ for e in segments[1].entries] == ["UserMessage", "ToolCall", "ToolResult"]
+
+
+async def test_rewind_drops_a_tool_call_whose_result_falls_past_the_cut(session):
+    await _three_runs(session)
+    removed = await session.rewind("u1", keep_entries=6)  # ... c1, result c1, c2 (dangling)
+    loaded = await session.load("u1")
+    assert removed == 5
+    assert dangling_tool_calls(loaded) == []
+    assert [e.call_id for e in loaded if isinstance(e, ToolCall)] == ["c1"]
+    assert all(r is not None for _, r in pair_tool_calls(loaded).values())
+
+
+async def test_rewind_drops_an_earlier_call_of_the_run_whose_result_was_cut():
+    from lovia.transcript import truncate_run
+
+    # Parallel calls: both results come after both calls; cutting between the results
+    # leaves the second call dangling, so it goes too.
+    entries = [user("u"), call("a"), call("b"), result("a"), result("b")]
+    assert truncate_run(entries, 4) == [entries[0], entries[1], entries[3]]
+
+
+async def test_rewind_to_zero_empties_and_past_the_end_is_a_no_op(session):
+    await _three_runs(session)
+    assert await session.rewind("u1", keep_entries=10) == 0
+    assert await session.rewind("u1", keep_entries=99) == 0
+    assert len(await session.load("u1")) == 10
+    assert [s.meta for s in await session.segments("u1")] == [{"m": 1}, {"m": 2}, {"m": 3}]
+    assert await session.rewind("u1", keep_entries=0) == 10
+    assert await session.load("u1") == []
+    assert await session.rewind("nobody", keep_entries=0) == 0
+
+
+async def test_rewind_then_append_continues_the_conversation(session):
+    await _three_runs(session)
+    await session.rewind("u1", keep_entries=2)
+    await session.append("u1", [user("edited two"), reply("2'")], run_id="r4")
+    assert [e.text for e in await session.load("u1")] == ["one", "1", "edited two", "2'"]
+
+
+async def test_rewind_cut_that_leaves_a_run_empty_removes_it(session):
+    await session.append("u1", [user("one")], run_id="r1")
+    await session.append("u1", [call("c1"), result("c1")], run_id="r2")
+    assert await session.rewind("u1", keep_entries=2) == 2  # the lone dangling call goes too
+    assert [s.run_id for s in await session.segments("u1")] == ["r1"]
+
+
+async def test_rewind_rejects_a_negative_count(session):
+    await _three_runs(session)
+    with pytest.raises(UserError, match="keep_entries"):
+        await session.rewind("u1", keep_entries=-1)
+    assert len(await session.load("u1")) == 10
+
+
+async def test_rewind_deletes_checkpoints_of_rewound_runs(stores):
+    session, checkpointer = stores.session(), stores.checkpointer()
+    await _three_runs(session)
+    for run_id in ("r1", "r2", "r3", "elsewhere"):
+        await checkpointer.save(RunSnapshot(run_id, RunHead(agent="bot", status="completed"), [user(run_id)]))
+    await session.rewind("u1", keep_entries=5, checkpointer=checkpointer)
+    assert await checkpointer.load("r1") is not None
+    assert await checkpointer.load("r2") is None  # truncated: a resume would replay the undone tail
+    assert await checkpointer.load("r3") is None
+    assert await checkpointer.load("elsewhere") is not None
+
+
+# -- trim -------------------------------------------------------------------------------
+
+
+async def test_trim_cuts_old_outputs_and_keeps_structure(session):
+    big = "x" * 5000
+    await session.append("u1", [user("a"), call("c1"), result("c1", big), result("c1b", "short"), reply("a")], run_id="r1")
+    await session.append("u1", [user("b"), call("c2"), result("c2", big), reply("b")], run_id="r2")
+    before = await session.load("u1")
+
+    trimmed = await session.trim_tool_results("u1", keep_chars=400, keep_runs=1)
+    after = await session.load("u1")
+    assert trimmed.results_trimmed == 1
+    assert trimmed.chars_removed == len(big) - len(after[2].output)
+    assert [type(e) for e in after] == [type(e) for e in before]
+    assert [getattr(e, "call_id", None) for e in after] == [getattr(e, "call_id", None) for e in before]
+    old = after[2]
+    assert old.output.startswith("x" * 400) and "4600 characters trimmed" in old.output
+    assert old.trimmed_chars == 4600 and old.is_error is False and old.created_at == before[2].created_at
+    assert after[3].output == "short"
+    assert after[7].output == big  # the last run is kept whole
+    assert pair_tool_calls(after).keys() == pair_tool_calls(before).keys()
+
+
+async def test_trim_is_idempotent(session):
+    await session.append("u1", [call("c1"), result("c1", "y" * 3000)], run_id="r1")
+    await session.append("u1", [user("later")], run_id="r2")
+    first = await session.trim_tool_results("u1", keep_chars=100, keep_runs=1)
+    once = await session.load("u1")
+    second = await session.trim_tool_results("u1", keep_chars=100, keep_runs=1)
+    assert first.results_trimmed == 1 and second.results_trimmed == 0 and second.chars_removed == 0
+    assert await session.load("u1") == once
+
+
+async def test_trim_again_with_less_cuts_further_and_counts_everything(session):
+    await session.append("u1", [call("c1"), result("c1", "z" * 3000)], run_id="r1")
+    await session.trim_tool_results("u1", keep_chars=1000, keep_runs=0)
+    await session.trim_tool_results("u1", keep_chars=100, keep_runs=0)
+    entry = (await session.load("u1"))[1]
+    assert entry.output.startswith("z" * 100) and not entry.output.startswith("z" * 101)
+    assert entry.trimmed_chars == 2900 and "2900 characters trimmed" in entry.output
+
+
+async def test_trim_dry_run_counts_without_changing(session):
+    await session.append("u1", [call("c1"), result("c1", "y" * 3000)], run_id="r1")
+    await session.append("u1", [user("later")], run_id="r2")
+    before = await session.load("u1")
+    estimate = await session.trim_tool_results("u1", keep_chars=100, keep_runs=1, dry_run=True)
+    assert estimate.results_trimmed == 1 and estimate.chars_removed > 2800
+    assert await session.load("u1") == before
+    assert await session.trim_tool_results("u1", keep_chars=100, keep_runs=1) == estimate
+
+
+async def test_trim_keep_runs_covering_everything_changes_nothing(session):
+    await session.append("u1", [call("c1"), result("c1", "y" * 3000)], run_id="r1")
+    assert (await session.trim_tool_results("u1", keep_runs=1)).results_trimmed == 0
+    assert (await session.trim_tool_results("nobody")).results_trimmed == 0
+    with pytest.raises(UserError):
+        await session.trim_tool_results("u1", keep_chars=-5)
+
+
+# -- listing for the UI -------------------------------------------------------------------
+
+
+async def test_list_sessions_reports_titles_counts_and_timings(session):
+    await session.append("u1", [user("  Plan the\nAtlas launch "), reply("ok")], run_id="r1",
+                         meta={"timing": {"started_at": 100.0, "finished_at": 102.5}})
+    await session.append("u1", [user("more"), reply("ok")], run_id="r2",
+                         meta={"timing": {"started_at": 200.0, "finished_at": 201.0}})
+    await session.append("u1", [user("untimed")], run_id="r3")
+    await asyncio.sleep(0.01)
+    await session.append("u2", [reply("no user text yet")], run_id="r1")
+
+    infos = await session.list_sessions()
+    assert [i.session_id for i in infos] == ["u2", "u1"]  # most recent activity first
+    u1 = infos[1]
+    assert u1.title == "Plan the Atlas launch"
+    assert (u1.entry_count, u1.run_count) == (5, 3)
+    assert u1.total_run_seconds == pytest.approx(3.5)
+    assert u1.created_at <= u1.last_activity
+    assert infos[0].title == ""
+    assert await session.session_info("u1") == u1
+    assert await session.session_info("nobody") is None
+
+
+async def test_list_sessions_filters_and_renames(session):
+    await session.append("u1", [user("Atlas launch")])
+    await session.append("u2", [user("Groceries")])
+    assert [i.session_id for i in await session.list_sessions(query="atlas")] == ["u1"]
+    assert [i.session_id for i in await session.list_sessions(query="U2")] == ["u2"]
+    await session.rename_session("u2", "Weekly shop")
+    assert (await session.session_info("u2")).title == "Weekly shop"
+    assert [i.session_id for i in await session.list_sessions(query="weekly")] == ["u2"]
+    await session.rename_session("u2", "")
+    assert (await session.session_info("u2")).title == "Groceries"
+    assert len(await session.list_sessions(limit=1)) == 1
+
+
+async def test_listing_follows_rewind(session):
+    await _three_runs(session)
+    await session.rewind("u1", keep_entries=2)
+    info = await session.session_info("u1")
+    assert (info.entry_count, info.run_count) == (2, 1)
