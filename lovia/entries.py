@@ -146,6 +146,24 @@ def entry_from_dict(data: dict[str, Any], *, where: str = "") -> Entry:
     Unknown fields are ignored. An unknown or missing ``type``, a missing required field,
     or something that is not a dict raises :class:`EntryDecodeError` naming ``where``.
     """
+    return _decode(dict(data) if isinstance(data, dict) else data, where)
+
+
+def _decode(data: Any, where: str) -> Entry:
+    """Like :func:`entry_from_dict`, but may consume ``data`` (the caller's own copy)."""
+    # Fast path, taken by every row this version wrote: the fields match exactly.
+    if type(data) is dict and type(type_name := data.pop("type", None)) is str:
+        cls = ENTRY_TYPES.get(type_name)
+        if cls is not None:
+            try:
+                return cls(**data)
+            except TypeError:
+                pass  # unknown or missing fields: the careful path below says which
+        data["type"] = type_name
+    return _decode_carefully(data, where)
+
+
+def _decode_carefully(data: Any, where: str) -> Entry:
     at = f" in {where}" if where else ""
     if not isinstance(data, dict):
         raise EntryDecodeError(f"expected a transcript entry object{at}, found {type(data).__name__}")
@@ -179,18 +197,19 @@ def entry_from_json(text: str, *, where: str = "") -> Entry:
     except (TypeError, ValueError) as exc:
         at = f" in {where}" if where else ""
         raise EntryDecodeError(f"transcript entry{at} is not valid JSON: {exc}") from None
-    return entry_from_dict(data, where=where)
+    return _decode(data, where)
 
 
 def entries_from_json(rows: Iterable[str], *, where: str = "") -> list[Entry]:
     """Decode many JSON entries; errors name ``where`` and the entry's position in it."""
+    # The hot loop of every load: the common case is inlined, anything odd goes the long way.
     entries: list[Entry] = []
-    append = entries.append
+    append, loads, types = entries.append, json.loads, ENTRY_TYPES
     for position, text in enumerate(rows):
         try:
-            append(entry_from_json(text))
-        except EntryDecodeError:
-            # Decode again with the location: building it for every entry would slow loads.
-            entry_from_json(text, where=f"{where}, entry #{position}" if where else f"entry #{position}")
-            raise
+            data = loads(text)
+            append(types[data.pop("type")](**data))
+        except Exception:
+            label = f"{where}, entry #{position}" if where else f"entry #{position}"
+            append(entry_from_json(text, where=label))  # decodes, or raises the precise error
     return entries
