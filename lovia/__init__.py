@@ -5,6 +5,8 @@ Everything the documentation's snippets import lives here.
 
 __version__ = "0.1.0"
 
+from lovia.agent import Agent, RunHooks
+from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.checkpoint import (
     CheckpointOptions,
     Checkpointer,
@@ -15,50 +17,104 @@ from lovia.checkpoint import (
     RunSummary,
 )
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
+from lovia.context import ContextPolicy, FileResultStore
 from lovia.errors import (
+    AgentResolutionError,
     DatabaseFileError,
     EntryDecodeError,
+    GuardrailTripped,
     LoviaError,
+    MaxTurnsExceeded,
     ModelError,
     SchemaError,
     StoreError,
     UserError,
 )
+from lovia.models import DemoModel, Model, OpenAIChatModel, ScriptedModel, ScriptedTurn, resolve_model
+from lovia.runtime import (
+    HandoffOccurred,
+    MessageCompleted,
+    RunCompleted,
+    RunEvent,
+    RunFailed,
+    RunInterrupted,
+    RunResult,
+    RunStarted,
+    RunStream,
+    Runner,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultReceived,
+    TurnFinished,
+)
 from lovia.session import RewindableSession, Segment, Session, SessionInfo, TrimResult
 from lovia.stores import InMemoryCheckpointer, InMemorySession, SQLiteCheckpointer, SQLiteSession
+from lovia.tools import RunContext, Tool, ToolContext, tool
 from lovia.transcript import drop_dangling_tool_calls
 from lovia.usage import Usage
 
 __all__ = [
+    "Agent",
+    "AgentResolutionError",
     "AssistantMessage",
+    "BUILTIN_TOOLS",
     "CheckpointOptions",
     "Checkpointer",
+    "ContextPolicy",
     "DatabaseFileError",
+    "DemoModel",
     "Entry",
     "EntryDecodeError",
+    "FileResultStore",
+    "GuardrailTripped",
     "Handoff",
+    "HandoffOccurred",
     "InMemoryCheckpointer",
     "InMemorySession",
     "ListableCheckpointer",
     "LoviaError",
+    "MaxTurnsExceeded",
+    "MessageCompleted",
+    "Model",
     "ModelError",
+    "OpenAIChatModel",
     "RewindableSession",
+    "RunCompleted",
+    "RunContext",
+    "RunEvent",
+    "RunFailed",
     "RunHead",
+    "RunHooks",
+    "RunInterrupted",
     "RunOwner",
+    "RunResult",
     "RunSnapshot",
+    "RunStarted",
+    "RunStream",
     "RunSummary",
+    "Runner",
     "SQLiteCheckpointer",
     "SQLiteSession",
     "SchemaError",
+    "ScriptedModel",
+    "ScriptedTurn",
     "Segment",
     "Session",
     "SessionInfo",
     "StoreError",
+    "TextDelta",
+    "Tool",
     "ToolCall",
+    "ToolCallStarted",
+    "ToolContext",
     "ToolResult",
+    "ToolResultReceived",
     "TrimResult",
+    "TurnFinished",
     "Usage",
     "UserError",
     "UserMessage",
     "drop_dangling_tool_calls",
+    "resolve_model",
+    "tool",
 ]

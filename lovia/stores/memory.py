@@ -214,7 +214,7 @@ class InMemoryCheckpointer:
         if stored is None:
             self._runs[snapshot.run_id] = RunSnapshot(snapshot.run_id, head, list(snapshot.entries))
         else:
-            stored.entries.extend(snapshot.entries[have:])
+            stored.entries.extend(snapshot.entries[have:len(snapshot.entries)])
             stored.head = head
 
     async def load(self, run_id: str) -> RunSnapshot | None:

@@ -412,7 +412,8 @@ class SQLiteCheckpointer(_SQLiteStore):
                     f"checkpoint of run {run_id!r} holds {have} entries but the snapshot has {total}: "
                     "a run's checkpointed entries are append-only. Delete the run (or restart it) to start over."
                 )
-            fresh = _encode(entries[have:])
+            # Bounded by ``total``: the runner may append more while this runs on the worker thread.
+            fresh = _encode(entries[have:total])
             conn.executemany(
                 "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
                 [(run_id, have + i, type_name, data) for i, (type_name, data) in enumerate(fresh)],

@@ -1,0 +1,133 @@
+"""Agents: instructions, tools, handoffs, a model, guardrails and hooks."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Sequence, TypeVar, Union
+
+from lovia.errors import AgentResolutionError
+from lovia.tools import RunContext, Tool, ToolSpec
+
+if TYPE_CHECKING:
+    from lovia.entries import ToolCall, ToolResult
+    from lovia.models.base import Model
+    from lovia.runtime.result import RunResult
+
+__all__ = ["Agent", "Guardrail", "RunHooks", "agent_graph", "handoff_tool_name"]
+
+DepsT = TypeVar("DepsT")
+
+Instructions = Union[str, Callable[[RunContext[Any]], Union[str, Awaitable[str]]]]
+Guardrail = Callable[[RunContext[Any], str], Union[str, None, Awaitable[Union[str, None]]]]
+"""A check on the run's input (input guardrail) or final output (output guardrail).
+
+It returns ``None`` to let the run go on, or a reason (a string) to stop it; the run then
+fails with :class:`~lovia.errors.GuardrailTripped` carrying that reason.
+"""
+
+
+class RunHooks:
+    """Callbacks around a run; subclass and override what you need. All are no-ops here.
+
+    Hooks run on a run's original execution only: a replay of a completed run does not
+    call them again.
+    """
+
+    async def on_run_start(self, ctx: RunContext[Any], agent: "Agent[Any]") -> None:
+        """Before the first model turn of a fresh or resumed run."""
+
+    async def on_tool_start(self, ctx: RunContext[Any], call: "ToolCall") -> None:
+        """Before a tool executes."""
+
+    async def on_tool_end(self, ctx: RunContext[Any], call: "ToolCall", result: "ToolResult") -> None:
+        """After a tool produced its result (or error)."""
+
+    async def on_handoff(self, ctx: RunContext[Any], source: "Agent[Any]", target: "Agent[Any]") -> None:
+        """After control passed from ``source`` to ``target``."""
+
+    async def on_run_end(self, ctx: RunContext[Any], result: "RunResult") -> None:
+        """After the run completed and was persisted."""
+
+
+def handoff_tool_name(agent_name: str) -> str:
+    """The tool a model calls to hand the conversation to ``agent_name``."""
+    return "transfer_to_" + (re.sub(r"[^a-zA-Z0-9_]+", "_", agent_name).strip("_").lower() or "agent")
+
+
+@dataclass(eq=False)
+class Agent(Generic[DepsT]):
+    """A named assistant.
+
+    ``instructions`` is a string or a function of the :class:`RunContext` (sync or async),
+    rendered at every run start and every resume. ``handoffs`` are agents this one may
+    pass control to; the model sees one ``transfer_to_<name>`` tool per target. ``model``
+    is a :class:`~lovia.models.base.Model` or a model string; ``None`` uses the configured
+    default (``LOVIA_MODEL``, else the offline demo). Names must be unique across the
+    handoff graph: resume finds agents by name.
+    """
+
+    name: str
+    instructions: Instructions = ""
+    tools: Sequence[Tool] = ()
+    handoffs: Sequence["Agent[DepsT]"] = ()
+    model: "Model | str | None" = None
+    handoff_description: str = ""
+    input_guardrails: Sequence[Guardrail] = ()
+    output_guardrails: Sequence[Guardrail] = ()
+    hooks: RunHooks | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.strip():
+            raise ValueError("an agent needs a name")
+        self.tools = list(self.tools)
+        self.handoffs = list(self.handoffs)
+
+    async def render_instructions(self, ctx: RunContext[DepsT]) -> str:
+        """The system prompt for this run, freshly rendered."""
+        if callable(self.instructions):
+            value = self.instructions(ctx)
+            if inspect.isawaitable(value):
+                value = await value
+            return str(value)
+        return self.instructions
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """Everything the model is offered: own tools, then one transfer tool per handoff."""
+        specs = [t.spec for t in self.tools]
+        for target in self.handoffs:
+            about = f": {target.handoff_description}" if target.handoff_description else "."
+            specs.append(ToolSpec(handoff_tool_name(target.name), f"Hand the conversation to {target.name}{about}",
+                                  {"type": "object", "properties": {}, "additionalProperties": False}))
+        return specs
+
+    def find_tool(self, name: str) -> Tool | None:
+        """This agent's own tool called ``name``."""
+        return next((t for t in self.tools if t.name == name), None)
+
+    def handoff_target(self, tool_name: str) -> "Agent[DepsT] | None":
+        """The agent a ``transfer_to_*`` tool of this agent hands to."""
+        return next((a for a in self.handoffs if handoff_tool_name(a.name) == tool_name), None)
+
+
+def agent_graph(entry: Agent[Any]) -> dict[str, Agent[Any]]:
+    """Every agent reachable from ``entry`` through handoffs, by name.
+
+    Raises :class:`AgentResolutionError` if two distinct agents share a name.
+    """
+    found: dict[str, Agent[Any]] = {}
+    stack = [entry]
+    while stack:
+        agent = stack.pop()
+        known = found.get(agent.name)
+        if known is agent:
+            continue
+        if known is not None:
+            raise AgentResolutionError(
+                f"two different agents are both named {agent.name!r} in the handoff graph of {entry.name!r}; "
+                "agent names must be unique there, because a resumed run finds its agent by name"
+            )
+        found[agent.name] = agent
+        stack.extend(agent.handoffs)
+    return found

@@ -1,0 +1,87 @@
+"""Models: the protocol, the scripted test model, the offline demo and OpenAI-compatible.
+
+Model strings: ``demo`` (offline, the default), ``openai:NAME`` (OpenAI, or any compatible
+server given a base URL), ``ollama:NAME`` (a local Ollama, ``http://127.0.0.1:11434/v1``
+unless ``OLLAMA_HOST`` or a base URL says otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+
+from lovia.errors import UserError
+from lovia.models.base import (
+    FinishChunk,
+    Model,
+    ModelChunk,
+    ModelRequest,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
+from lovia.models.demo import DemoModel
+from lovia.models.openai_chat import OpenAIChatModel
+from lovia.models.scripted import ScriptedCall, ScriptedModel, ScriptedTurn, call
+
+__all__ = [
+    "DemoModel",
+    "FinishChunk",
+    "Model",
+    "ModelChunk",
+    "ModelRequest",
+    "OpenAIChatModel",
+    "ScriptedCall",
+    "ScriptedModel",
+    "ScriptedTurn",
+    "TextChunk",
+    "ToolCallChunk",
+    "UsageChunk",
+    "call",
+    "default_model_spec",
+    "resolve_model",
+]
+
+OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
+
+
+def default_model_spec() -> str:
+    """The model an agent without one uses: ``LOVIA_MODEL``, else the offline ``demo``."""
+    return os.environ.get("LOVIA_MODEL", "").strip() or "demo"
+
+
+def _ollama_url() -> str:
+    host = os.environ.get("OLLAMA_HOST", "").strip()
+    if not host:
+        return OLLAMA_DEFAULT_URL
+    if "://" not in host:
+        host = f"http://{host}"
+    return host.rstrip("/") + "/v1"
+
+
+def resolve_model(spec: "str | Model | None" = None, *, base_url: str | None = None,
+                  api_key: str | None = None) -> Model:
+    """The model named by ``spec`` (see the module docstring); ``None`` means the default.
+
+    ``base_url`` falls back to ``LOVIA_BASE_URL``; the key to ``LOVIA_API_KEY``, then
+    ``OPENAI_API_KEY``. Raises :class:`UserError` for a string it cannot read.
+    """
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    text = (spec or default_model_spec()).strip()
+    base_url = base_url or os.environ.get("LOVIA_BASE_URL") or None
+    if text == "demo":
+        return DemoModel()
+    provider, _, name = text.partition(":")
+    if not name:
+        raise UserError(
+            f"cannot read model {text!r}: use demo, openai:NAME (e.g. openai:gpt-4.1-mini) or ollama:NAME "
+            "(e.g. ollama:qwen2.5)"
+        )
+    if provider == "openai":
+        source = "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") else "OPENAI_API_KEY"
+        key = api_key or os.environ.get("LOVIA_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        return OpenAIChatModel(name, base_url=base_url, api_key=key, api_key_source=source, label=text)
+    if provider == "ollama":
+        return OpenAIChatModel(name, base_url=base_url or _ollama_url(), api_key=api_key or "ollama",
+                               api_key_source="LOVIA_API_KEY", label=text)
+    raise UserError(f"unknown model provider {provider!r} in {text!r}: use demo, openai:NAME or ollama:NAME")

@@ -1,0 +1,591 @@
+"""The run loop: model turns, tool calls, handoffs, sessions and checkpoints.
+
+``Runner.run`` returns a :class:`RunResult`; ``Runner.stream`` yields typed events and then
+offers the result. Both follow ``sessions-and-checkpoints.md``:
+
+- with a session, history is loaded at start and the run's own entries are appended as one
+  timed segment on completion (never when interrupted);
+- with a checkpoint, the run is snapshotted after every model turn and every tool result;
+  an existing run id resumes, replays, restarts or fails per ``if_run_exists``;
+- on success the checkpoint is finalized first, then the session append, then the optional
+  delete, so a crash between them heals on the next replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import warnings
+from dataclasses import replace
+from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
+
+from lovia.agent import Agent, agent_graph
+from lovia.checkpoint import CheckpointOptions, RunHead, RunOwner, RunSnapshot
+from lovia.context import ContextPolicy
+from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
+from lovia.errors import AgentResolutionError, GuardrailTripped, MaxTurnsExceeded, UserError
+from lovia.models import ModelRequest, resolve_model
+from lovia.models.base import FinishChunk, Model, TextChunk, ToolCallChunk, UsageChunk
+from lovia.runtime.events import (
+    HandoffOccurred,
+    MessageCompleted,
+    RunCompleted,
+    RunEvent,
+    RunFailed,
+    RunInterrupted,
+    RunStarted,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultReceived,
+    TurnFinished,
+)
+from lovia.runtime.result import RunResult
+from lovia.session import Segment, Session
+from lovia.stores._common import new_run_id
+from lovia.tools import RunContext, Tool, ToolArgumentsError, ToolContext
+from lovia.transcript import dangling_tool_calls
+from lovia.usage import Usage
+
+__all__ = ["DEFAULT_MAX_TURNS", "RunStream", "Runner"]
+
+DEFAULT_MAX_TURNS = 25
+FIRST_INPUT_CHARS = 200
+T = TypeVar("T")
+
+# Runs executing in this process, by (checkpointer, run id): a second concurrent execution of
+# the same run would interleave two transcripts in one checkpoint.
+_ACTIVE_RUNS: set[tuple[int, str]] = set()
+
+
+class Runner:
+    """Runs agents. Stateless: everything a run needs is passed to ``run`` or ``stream``."""
+
+    @staticmethod
+    async def run(
+        agent: Agent[Any],
+        input: str | Sequence[Entry | str] | None,
+        *,
+        session: Session | None = None,
+        session_id: str | None = None,
+        checkpoint: CheckpointOptions | None = None,
+        deps: Any = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        context_policy: ContextPolicy | None = None,
+    ) -> RunResult:
+        """Run ``agent`` on ``input`` to completion and return the result.
+
+        Cancelling the awaiting task stops the run: its checkpoint is marked
+        ``interrupted`` before the cancellation propagates, and nothing is appended to the
+        session. Errors propagate after the checkpoint is marked ``failed``.
+        """
+        stream = Runner.stream(agent, input, session=session, session_id=session_id, checkpoint=checkpoint,
+                               deps=deps, max_turns=max_turns, context_policy=context_policy)
+        async for _ in stream:
+            pass
+        if stream.result is None:  # stopped through stream.stop(), which run() never calls
+            raise asyncio.CancelledError()
+        return stream.result
+
+    @staticmethod
+    def stream(
+        agent: Agent[Any],
+        input: str | Sequence[Entry | str] | None,
+        *,
+        session: Session | None = None,
+        session_id: str | None = None,
+        checkpoint: CheckpointOptions | None = None,
+        deps: Any = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        context_policy: ContextPolicy | None = None,
+    ) -> "RunStream":
+        """A run whose events are yielded as they happen; iterate it once.
+
+        After iteration ``result`` holds the :class:`RunResult` (``None`` if stopped).
+        ``stop()`` interrupts the run: the stream then yields :class:`RunInterrupted` and ends.
+        """
+        return RunStream(_Run(agent, input, session=session, session_id=session_id, checkpoint=checkpoint,
+                              deps=deps, max_turns=max_turns, context_policy=context_policy))
+
+
+_DONE = object()
+
+
+class RunStream:
+    """The events of one run; see :meth:`Runner.stream`."""
+
+    def __init__(self, run: "_Run") -> None:
+        self._run = run
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._task: asyncio.Task[RunResult] | None = None
+        self.result: RunResult | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (the checkpoint's, or a fresh one)."""
+        return self._run.run_id
+
+    @property
+    def stopped(self) -> bool:
+        """True once the run was stopped by :meth:`stop` or cancellation."""
+        return self._task is not None and self._task.cancelled()
+
+    def stop(self) -> None:
+        """Interrupt the run; the checkpoint says ``interrupted`` and the stream ends."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def __aiter__(self) -> AsyncIterator[RunEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[RunEvent]:
+        if self._task is not None:
+            raise UserError("a run stream can be iterated only once")
+        self._task = asyncio.ensure_future(self._run.execute(self._queue.put_nowait))
+        self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
+        try:
+            while (item := await self._queue.get()) is not _DONE:
+                yield item
+            if self._task.cancelled():
+                return
+            self.result = self._task.result()  # raises the run's error, after its RunFailed event
+        finally:
+            if not self._task.done():
+                self._task.cancel()
+                await _settle(self._task)
+
+
+class _Run:
+    """One execution of a run: the state the loop carries between steps."""
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        input: str | Sequence[Entry | str] | None,
+        *,
+        session: Session | None,
+        session_id: str | None,
+        checkpoint: CheckpointOptions | None,
+        deps: Any,
+        max_turns: int,
+        context_policy: ContextPolicy | None,
+    ) -> None:
+        if session is not None and not session_id:
+            raise UserError("a session needs a session_id: pass session_id=... to say which conversation this is")
+        if max_turns < 1:
+            raise UserError(f"max_turns must be at least 1, got {max_turns}")
+        self.entry_agent = agent
+        self.input_entries = _input_entries(input)
+        self.session = session
+        self.session_id = session_id
+        self.checkpoint = checkpoint
+        self.deps = deps
+        self.max_turns = max_turns
+        self.policy = context_policy
+        self.run_id = checkpoint.run_id if checkpoint else new_run_id()
+        self.agent = agent
+        self.entries: list[Entry] = []
+        self.history: list[Entry] = []
+        self.head: RunHead | None = None
+        self.run_state: dict[str, Any] = {}  # the context policy's state for this run's own results
+        self.conversation_state: dict[str, Any] = {}  # ... and for the whole conversation
+        self._models: dict[str, Model] = {}
+        self._instructions: dict[str, str] = {}
+        self._graph: dict[str, Agent[Any]] | None = None
+        self._handoff_call_id: str | None = None
+        self._emit: Callable[[RunEvent], None] = lambda event: None
+
+    # -- entry point -----------------------------------------------------------------------
+
+    async def execute(self, emit: Callable[[RunEvent], None]) -> RunResult:
+        self._emit = emit
+        try:
+            snapshot = await self._existing_snapshot()
+            if snapshot is not None and snapshot.head.status == "completed":
+                return await self._replay(snapshot)
+            key = (id(self.checkpoint.checkpointer) if self.checkpoint else 0, self.run_id)
+            self._refuse_live(snapshot, key)
+            _ACTIVE_RUNS.add(key)
+            try:
+                return await self._drive(snapshot)
+            finally:
+                _ACTIVE_RUNS.discard(key)
+        except asyncio.CancelledError:
+            await self._mark("interrupted")
+            emit(RunInterrupted(self.run_id))
+            raise
+        except BaseException as exc:
+            await self._mark("failed", error=f"{type(exc).__name__}: {exc}")
+            emit(RunFailed(self.run_id, exc))
+            raise
+
+    async def _existing_snapshot(self) -> RunSnapshot | None:
+        options = self.checkpoint
+        if options is None:
+            return None
+        snapshot = options.resume_from
+        if snapshot is not None and snapshot.run_id != options.run_id:
+            raise UserError(f"resume_from holds run {snapshot.run_id!r}, but the checkpoint options name "
+                            f"{options.run_id!r}; pass the same run id")
+        if snapshot is None:
+            snapshot = await options.checkpointer.load(options.run_id)
+        policy = options.if_run_exists
+        if snapshot is None:
+            if policy == "resume_only":
+                raise UserError(f"no stored run {options.run_id!r} to resume (if_run_exists='resume_only'); "
+                                "check the run id, or use 'resume' to start it fresh")
+            return None
+        if policy == "fail":
+            raise UserError(f"run {options.run_id!r} already exists (status {snapshot.head.status}) and "
+                            "if_run_exists='fail'; use a new run id, or 'resume' / 'restart'")
+        if policy == "restart":
+            await options.checkpointer.delete(options.run_id)
+            return None
+        if options.resume_from is not None:
+            # A rehydrated snapshot becomes the stored one, so later saves extend it.
+            await options.checkpointer.delete(options.run_id)
+            await options.checkpointer.save(RunSnapshot(snapshot.run_id, snapshot.head, list(snapshot.entries)))
+        return snapshot
+
+    def _refuse_live(self, snapshot: RunSnapshot | None, key: tuple[int, str]) -> None:
+        if key in _ACTIVE_RUNS:
+            raise UserError(f"run {self.run_id!r} is already executing in this process; wait for it or stop it")
+        owner = snapshot.head.owner if snapshot else None
+        if snapshot is not None and snapshot.head.status == "running" and owner is not None:
+            me = _owner()
+            if (owner.host, owner.pid) != (me.host, me.pid) and owner.is_alive():
+                raise UserError(f"run {self.run_id!r} is being executed by process {owner.pid} on {owner.host}; "
+                                "wait for it to finish or stop it, then resume")
+
+    # -- fresh runs and resumes ------------------------------------------------------------
+
+    async def _drive(self, snapshot: RunSnapshot | None) -> RunResult:
+        segments: list[Segment] = await self.session.segments(self.session_id) if self.session else []
+        self.history = [entry for segment in segments for entry in segment.entries]
+        now = time.time()
+        resumed = snapshot is not None
+        if snapshot is None:
+            self.entries = list(self.input_entries)
+            self.head = RunHead(
+                agent=self.entry_agent.name, status="running", started_at=now, updated_at=now,
+                session_id=self.session_id, first_input=_first_input(self.input_entries), owner=_owner(),
+                entry_agent=self.entry_agent.name,
+            )
+        else:
+            self.head = snapshot.head
+            self.entries = list(snapshot.entries)
+            self.agent = self._agent_named(self.head.agent, what="the active agent")
+            self.head.status, self.head.owner, self.head.error = "running", _owner(), None
+            self.head.session_id = self.session_id or self.head.session_id
+        self.run_state = dict(self.head.context_state)
+        if self.policy is not None:
+            self.conversation_state = self.policy.carried_state(segments, self.run_state)
+
+        self._emit(RunStarted(self.run_id, self.agent.name, resumed, self.session_id, self._model(self.agent).name))
+        await self._save()
+        if self.agent.hooks:
+            await self.agent.hooks.on_run_start(self._context(), self.agent)
+        if resumed:
+            # Calls the crash left without results run again (same turn), never completed ones;
+            # then a handoff that fired but was not applied is completed.
+            dangling = dangling_tool_calls(self.entries)
+            if dangling:
+                await self._run_tools(dangling, rerun=True)
+            if self.head.pending_handoff:
+                await self._apply_handoff()
+        else:
+            await self._check_guardrails(self.agent.input_guardrails, _input_text(self.input_entries), "input")
+        final_text, finish = await self._loop()
+        return await self._complete(final_text, finish)
+
+    async def _loop(self) -> tuple[str, str | None]:
+        head = self.head
+        assert head is not None
+        while True:
+            if head.turn >= self.max_turns:
+                raise MaxTurnsExceeded(f"run {self.run_id!r} reached max_turns={self.max_turns} without a final "
+                                       "answer; raise max_turns or check the agent's tools")
+            text, calls, usage, finish = await self._model_turn()
+            head.turn += 1
+            head.usage += usage
+            message = AssistantMessage(text=text, agent=self.agent.name) if text else None
+            if message:
+                self.entries.append(message)
+            self.entries.extend(calls)
+            await self._save()  # after the model turn
+            if message:
+                self._emit(MessageCompleted(message))
+            if not calls:
+                self._emit(TurnFinished(head.turn, self.agent.name, replace(head.usage)))
+                return text, finish
+            await self._run_tools(calls, rerun=False)
+            if head.pending_handoff:
+                await self._apply_handoff()
+            self._emit(TurnFinished(head.turn, self.agent.name, replace(head.usage)))
+
+    async def _model_turn(self) -> tuple[str, list[ToolCall], Usage, str | None]:
+        agent = self.agent
+        if agent.name not in self._instructions:  # rendered once per start or resume, per agent
+            self._instructions[agent.name] = await agent.render_instructions(self._context())
+        specs = agent.tool_specs()
+        recall = self._recall_tool()
+        if recall is not None:
+            specs.append(recall.spec)
+        request = ModelRequest(self._instructions[agent.name], [*self.history, *self.entries], specs, agent.name)
+        text: list[str] = []
+        slots: dict[int, dict[str, Any]] = {}
+        usage = Usage()
+        finish: str | None = None
+        async for chunk in self._model(agent).stream(request):
+            if isinstance(chunk, TextChunk):
+                if chunk.text:
+                    text.append(chunk.text)
+                    self._emit(TextDelta(chunk.text, agent.name))
+            elif isinstance(chunk, ToolCallChunk):
+                slot = slots.setdefault(chunk.index, {"call_id": None, "name": "", "arguments": []})
+                slot["call_id"] = slot["call_id"] or chunk.call_id
+                slot["name"] = slot["name"] or chunk.name or ""
+                slot["arguments"].append(chunk.arguments)
+            elif isinstance(chunk, UsageChunk):
+                usage.add(chunk.usage)
+            elif isinstance(chunk, FinishChunk):
+                finish = chunk.reason
+        usage.requests = max(usage.requests, 1)
+        calls = [
+            ToolCall(call_id=slot["call_id"] or f"call_{new_run_id()[:16]}", name=slot["name"],
+                     arguments="".join(slot["arguments"]) or "{}", agent=agent.name)
+            for _, slot in sorted(slots.items())
+        ]
+        return "".join(text), calls, usage, finish
+
+    # -- tools and handoffs ------------------------------------------------------------------
+
+    async def _run_tools(self, calls: Sequence[ToolCall], *, rerun: bool) -> None:
+        """Execute ``calls`` concurrently; each result is appended and snapshotted as it lands."""
+
+        async def execute(call: ToolCall) -> None:
+            self._emit(ToolCallStarted(call, rerun))
+            result = await self._tool_result(call)
+            self.entries.append(result)
+            await self._save()  # after every tool result
+            self._emit(ToolResultReceived(result))
+            if self.agent.hooks:
+                await self.agent.hooks.on_tool_end(self._tool_context(call), call, result)
+
+        tasks = [asyncio.ensure_future(execute(call)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                await _settle(task)
+            raise
+
+    async def _tool_result(self, call: ToolCall) -> ToolResult:
+        target = self.agent.handoff_target(call.name)
+        if target is not None:
+            return self._handoff_result(call, target)
+        tool = self.agent.find_tool(call.name) or self._recall_tool(named=call.name)
+        if tool is None:
+            available = ", ".join(spec.name for spec in self.agent.tool_specs()) or "none"
+            return ToolResult(call_id=call.call_id, name=call.name, is_error=True,
+                              output=f"unknown tool {call.name!r}; available tools: {available}")
+        ctx = self._tool_context(call)
+        if self.agent.hooks:
+            await self.agent.hooks.on_tool_start(ctx, call)
+        try:
+            output, is_error = await tool.invoke(ctx, call.arguments), False
+        except ToolArgumentsError as exc:
+            output, is_error = f"invalid arguments for {call.name}: {exc}", True
+        except Exception as exc:  # the model sees the failure and can react to it
+            output, is_error = f"{type(exc).__name__}: {exc}", True
+        result = ToolResult(call_id=call.call_id, output=output, name=call.name, is_error=is_error)
+        if self.policy is not None:
+            result = await self.policy.process_result(result, run_id=self.run_id, run_state=self.run_state)
+            self.conversation_state.setdefault("archived", {}).update(self.run_state.get("archived", {}))
+            assert self.head is not None
+            self.head.context_state = dict(self.run_state)
+        return result
+
+    def _handoff_result(self, call: ToolCall, target: Agent[Any]) -> ToolResult:
+        assert self.head is not None
+        if self.head.pending_handoff:
+            return ToolResult(call_id=call.call_id, name=call.name, is_error=True,
+                              output=f"a handoff to {self.head.pending_handoff} is already under way this turn")
+        self.head.pending_handoff = target.name
+        self._handoff_call_id = call.call_id
+        return ToolResult(call_id=call.call_id, name=call.name, output=f"Transferred to {target.name}.")
+
+    async def _apply_handoff(self) -> None:
+        head = self.head
+        assert head is not None and head.pending_handoff
+        source, target = self.agent, self._agent_named(head.pending_handoff, what="the handoff target")
+        self.entries.append(Handoff(from_agent=source.name, to_agent=target.name, call_id=self._handoff_call_id))
+        self.agent, head.agent, head.pending_handoff, self._handoff_call_id = target, target.name, None, None
+        await self._save()
+        self._emit(HandoffOccurred(source.name, target.name))
+        if source.hooks:
+            await source.hooks.on_handoff(self._context(), source, target)
+
+    def _recall_tool(self, named: str | None = None) -> Tool | None:
+        if self.policy is None:
+            return None
+        recall = self.policy.recall_tool(self.conversation_state)
+        if recall is None or (named is not None and recall.name != named):
+            return None
+        return recall
+
+    # -- completion, replay, failure -----------------------------------------------------------
+
+    async def _complete(self, final_text: str, finish: str | None) -> RunResult:
+        head = self.head
+        assert head is not None
+        await self._check_guardrails(self.agent.output_guardrails, final_text, "output")
+        result = RunResult(final_output=final_text, new_entries=list(self.entries), usage=replace(head.usage),
+                           last_agent=self.agent.name, run_id=self.run_id, finish_reason=finish,
+                           session_id=self.session_id)
+        head.status = "completed"
+        await self._save()  # 1. the checkpoint is finalized
+        await self._append_to_session(self.entries, head, finished_at=time.time())  # 2. the session append
+        if self.checkpoint is not None and self.checkpoint.delete_on_success:
+            await self.checkpoint.checkpointer.delete(self.run_id)  # 3. only now may the snapshot go
+        if self.agent.hooks:
+            await self.agent.hooks.on_run_end(self._context(), result)
+        self._emit(RunCompleted(result))
+        return result
+
+    async def _replay(self, snapshot: RunSnapshot) -> RunResult:
+        """A completed run: its stored result, without the model, hooks or guardrails."""
+        head = snapshot.head
+        notes: list[str] = []
+        try:
+            last_agent = agent_graph(self.entry_agent).get(head.agent)
+        except AgentResolutionError:
+            last_agent = None
+        if last_agent is None:
+            note = (f"agent {head.agent!r} of completed run {self.run_id!r} is not in the handoff graph of "
+                    f"{self.entry_agent.name!r} any more; replaying it as {self.entry_agent.name!r}")
+            warnings.warn(note, RuntimeWarning, stacklevel=2)
+            notes.append(note)
+            last_agent = self.entry_agent
+        # Re-applied idempotently: heals a crash between finalization and the append.
+        await self._append_to_session(snapshot.entries, head, finished_at=head.updated_at)
+        if self.checkpoint is not None and self.checkpoint.delete_on_success:
+            await self.checkpoint.checkpointer.delete(self.run_id)
+        final = next((e.text for e in reversed(snapshot.entries) if isinstance(e, AssistantMessage)), "")
+        result = RunResult(final_output=final, new_entries=list(snapshot.entries), usage=replace(head.usage),
+                           last_agent=last_agent.name, run_id=self.run_id, finish_reason=None,
+                           session_id=self.session_id, replayed=True, warnings=notes)
+        self._emit(RunCompleted(result))
+        return result
+
+    async def _append_to_session(self, entries: Sequence[Entry], head: RunHead, *, finished_at: float) -> None:
+        if self.session is None or self.session_id is None:
+            return
+        meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": finished_at}}
+        if head.context_state:
+            meta["context"] = head.context_state
+        await self.session.append(self.session_id, list(entries), run_id=self.run_id, meta=meta)
+
+    async def _mark(self, status: str, *, error: str | None = None) -> None:
+        """Record how the run stopped; shielded, so a cancelled run still says ``interrupted``."""
+        if self.checkpoint is None or self.head is None or self.head.status == "completed":
+            return
+        self.head.status = status  # type: ignore[assignment]
+        self.head.error = error
+        try:
+            await _settle(asyncio.ensure_future(self._save()), reraise=True)
+        except Exception as exc:  # the run's own error matters more; say why the mark is missing
+            warnings.warn(f"could not mark run {self.run_id!r} {status}: {exc}", RuntimeWarning, stacklevel=2)
+
+    async def _save(self) -> None:
+        if self.checkpoint is None or self.head is None:
+            return
+        self.head.updated_at = time.time()
+        await self.checkpoint.checkpointer.save(RunSnapshot(self.run_id, self.head, self.entries))
+
+    # -- small helpers -----------------------------------------------------------------------
+
+    def _agent_named(self, name: str, *, what: str) -> Agent[Any]:
+        if self._graph is None:
+            self._graph = agent_graph(self.entry_agent)
+        agent = self._graph.get(name)
+        if agent is None:
+            known = ", ".join(sorted(self._graph))
+            raise AgentResolutionError(
+                f"{what} of run {self.run_id!r} is {name!r}, which is not in the handoff graph of "
+                f"{self.entry_agent.name!r} (it has {known}). Was it renamed or removed? An in-flight run "
+                "needs the agent it was using; restore it to resume the run."
+            )
+        return agent
+
+    def _model(self, agent: Agent[Any]) -> Model:
+        if agent.name not in self._models:
+            self._models[agent.name] = resolve_model(agent.model)
+        return self._models[agent.name]
+
+    def _context(self) -> RunContext[Any]:
+        assert self.head is not None
+        return RunContext(self.run_id, self.deps, self.agent.name, self.session_id, self.head.turn, self.head.usage)
+
+    def _tool_context(self, call: ToolCall) -> ToolContext[Any]:
+        assert self.head is not None
+        return ToolContext(self.run_id, self.deps, self.agent.name, self.session_id, self.head.turn,
+                           self.head.usage, call_id=call.call_id)
+
+    async def _check_guardrails(self, guardrails: Sequence[Any], text: str, kind: str) -> None:
+        for guardrail in guardrails:
+            verdict = guardrail(self._context(), text)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict:
+                name = getattr(guardrail, "__name__", "guardrail")
+                raise GuardrailTripped(f"{kind} guardrail {name} stopped run {self.run_id!r}: {verdict}")
+
+
+_OWNER: RunOwner | None = None
+
+
+def _owner() -> RunOwner:
+    global _OWNER
+    if _OWNER is None or _OWNER.pid != RunOwner.current().pid:  # recomputed after a fork
+        _OWNER = RunOwner.current()
+    return _OWNER
+
+
+def _input_entries(input: str | Sequence[Entry | str] | None) -> list[Entry]:
+    if input is None:
+        return []
+    if isinstance(input, str):
+        return [UserMessage(text=input)]
+    entries: list[Entry] = []
+    for item in input:
+        entries.append(UserMessage(text=item) if isinstance(item, str) else item)
+    return entries
+
+
+def _input_text(entries: Sequence[Entry]) -> str:
+    return "\n".join(e.text for e in entries if isinstance(e, UserMessage))
+
+
+def _first_input(entries: Sequence[Entry]) -> str:
+    return " ".join(_input_text(entries).split())[:FIRST_INPUT_CHARS]
+
+
+async def _settle(task: "asyncio.Future[T]", *, reraise: bool = False) -> T | None:
+    """Wait for ``task`` to finish even if we are cancelled meanwhile."""
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
+        except BaseException:
+            break
+    if task.cancelled():
+        return None
+    if task.exception() is not None:
+        if reraise:
+            raise task.exception()  # type: ignore[misc]
+        return None
+    return task.result()
