@@ -91,8 +91,13 @@ class ContextPolicy:
         return {"archived": archived}
 
     async def process_result(self, result: ToolResult, *, run_id: str, run_state: dict[str, Any]) -> ToolResult:
-        """Archive ``result`` if it is long, cut it if it is very long; record it in ``run_state``."""
-        if self.result_store is None or len(result.output) <= self.archive_over_chars:
+        """Archive ``result`` if it is long, cut it if it is very long; record it in ``run_state``.
+
+        A recalled output is a copy of an archived one and is passed through whole: cutting it
+        would make recall useless for exactly the outputs it exists for.
+        """
+        if (self.result_store is None or len(result.output) <= self.archive_over_chars
+                or result.name == RECALL_TOOL_NAME):
             return result
         key = FileResultStore.key_for(run_id, result.call_id)
         await self.result_store.put(key, result.output)

@@ -1,0 +1,52 @@
+"""Helpers for runner tests: real stores that also record what was done to them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lovia import InMemoryCheckpointer, InMemorySession, RunSnapshot
+from lovia.entries import Entry
+
+
+class RecordingCheckpointer(InMemoryCheckpointer):
+    """An in-memory checkpointer that logs each save (status and entry types) and delete."""
+
+    def __init__(self, log: list | None = None) -> None:
+        super().__init__()
+        self.log: list[tuple[Any, ...]] = log if log is not None else []
+
+    async def save(self, snapshot: RunSnapshot) -> None:
+        await super().save(snapshot)
+        self.log.append(("save", snapshot.head.status, [e.type for e in snapshot.entries]))
+
+    async def delete(self, run_id: str) -> bool:
+        self.log.append(("delete", run_id))
+        return await super().delete(run_id)
+
+
+class RecordingSession(InMemorySession):
+    """An in-memory session that logs appends into a shared log, and can be told to fail."""
+
+    def __init__(self, log: list | None = None) -> None:
+        super().__init__()
+        self.log: list[tuple[Any, ...]] = log if log is not None else []
+        self.fail_appends: BaseException | None = None
+
+    async def append(self, session_id: str, entries, *, run_id=None, meta=None) -> str:
+        self.log.append(("append", session_id, run_id))
+        if self.fail_appends is not None:
+            raise self.fail_appends
+        return await super().append(session_id, entries, run_id=run_id, meta=meta)
+
+
+def kinds(entries: list[Entry]) -> list[str]:
+    return [e.type for e in entries]
+
+
+def comparable(entries: list[Entry]) -> list[tuple]:
+    """Entries without their times and generated ids, for comparing two runs."""
+    out = []
+    for e in entries:
+        data = {k: getattr(e, k) for k in e.__dataclass_fields__ if k not in ("created_at", "call_id")}
+        out.append((e.type, tuple(sorted(data.items()))))
+    return out
