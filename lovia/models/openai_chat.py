@@ -89,6 +89,7 @@ class OpenAIChatModel:
             kwargs["tools"] = [_tool_param(spec) for spec in request.tools]
         if self._include_usage:
             kwargs["stream_options"] = {"include_usage": True}
+        connected = False  # past this point a transport error means the stream broke off
         try:
             try:
                 stream = await self._client.chat.completions.create(**kwargs)
@@ -98,6 +99,7 @@ class OpenAIChatModel:
                 self._include_usage = False  # an older server: ask without it from now on
                 del kwargs["stream_options"]
                 stream = await self._client.chat.completions.create(**kwargs)
+            connected = True
             finish: str | None = None
             async for chunk in stream:
                 if getattr(chunk, "usage", None):
@@ -125,18 +127,18 @@ class OpenAIChatModel:
                     f"{self.name}: the stream ended before the model finished its answer", retriable=True
                 )
             yield FinishChunk(finish)
+        except ModelError:
+            raise
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
-        except openai.APITimeoutError:
-            raise _model_error(f"{self.name} did not answer in time ({self._where()})") from None
-        except openai.APIConnectionError as exc:
+        except Exception as exc:  # transport errors; their types differ between client versions
+            if connected:
+                raise _model_error(f"{self.name}: the stream broke off ({_cause(exc)})", retriable=True) from None
+            if isinstance(exc, openai.APITimeoutError):
+                raise _model_error(f"{self.name} did not answer in time ({self._where()})") from None
             raise _model_error(
                 f"cannot reach {self.name} at {self._where()}: {_cause(exc)}. Is the server running?"
             ) from None
-        except ModelError:
-            raise
-        except Exception as exc:  # the transport's own errors differ between client versions
-            raise _model_error(f"{self.name}: the stream broke off ({_cause(exc)})", retriable=True) from None
 
     def _where(self) -> str:
         return self.base_url or "api.openai.com"

@@ -1,0 +1,141 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that streams server-sent events.
+
+The requested ``model`` picks the behaviour, so one server serves every test:
+``text``, ``tools``, ``die`` (breaks the connection mid-stream), ``die-once`` (breaks before
+its first event once, then works), ``no-finish`` (ends cleanly but never says it finished),
+``no-stream-options`` (a server that rejects ``stream_options``), ``auth`` (401), ``missing`` (404),
+``overloaded`` (500). Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+USAGE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
+         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+SCRIPTS: dict[str, list[dict[str, Any]]] = {
+    "text": [_chunk({"role": "assistant", "content": ""}), _chunk({"content": "Hello"}), _chunk({"content": ", "}),
+             _chunk({"content": "world"}), _chunk({}, "stop"), USAGE],
+    "tools": [
+        _chunk({"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "call_A", "type": "function", "function": {"name": "add", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 2,'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b": 3}'}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "call_B", "type": "function",
+                                "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}]}),
+        _chunk({}, "tool_calls"), USAGE],
+}
+
+
+class SSEServer:
+    """Start with ``with SSEServer() as server``; ``server.base_url`` is its /v1 address."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._die_once_served = False
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                with outer._lock:
+                    outer.requests.append(body)
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
+                outer._respond(self, body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> "SSEServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- behaviours --------------------------------------------------------------------------
+
+    def _respond(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        model = body.get("model", "text")
+        errors = {"auth": (401, "Incorrect API key provided."), "missing": (404, "The model does not exist."),
+                  "overloaded": (500, "The server is overloaded.")}
+        if model in errors:
+            status, message = errors[model]
+            return self._json(handler, status, {"error": {"message": message, "type": "invalid_request_error"}})
+        if model == "no-stream-options" and "stream_options" in body:
+            return self._json(handler, 400, {"error": {"message": "unknown field: stream_options"}})
+        if model == "die-once":
+            with self._lock:
+                first, self._die_once_served = not self._die_once_served, True
+            if first:
+                self._start_stream(handler)
+                return self._break(handler)
+            model = "text"
+        self._start_stream(handler)
+        script = SCRIPTS.get(model, SCRIPTS["text"])
+        if model == "die":
+            for event in script[:3]:
+                self._event(handler, event)
+            return self._break(handler)
+        if model == "no-finish":
+            script = [c for c in script if not c["choices"] or not c["choices"][0]["finish_reason"]]
+        for event in script:
+            self._event(handler, event)
+        self._write_chunk(handler, b"data: [DONE]\n\n")
+        self._write_chunk(handler, b"")
+
+    @staticmethod
+    def _json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    @staticmethod
+    def _start_stream(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+
+    def _event(self, handler: BaseHTTPRequestHandler, event: dict[str, Any]) -> None:
+        self._write_chunk(handler, f"data: {json.dumps(event)}\n\n".encode())
+
+    @staticmethod
+    def _write_chunk(handler: BaseHTTPRequestHandler, data: bytes) -> None:
+        handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        handler.wfile.flush()
+
+    @staticmethod
+    def _break(handler: BaseHTTPRequestHandler) -> None:
+        """Cut the connection in the middle of a chunk, as a crashing server would."""
+        handler.wfile.write(b"40\r\ndata: {\"trunc")
+        handler.wfile.flush()
+        handler.close_connection = True
+        handler.connection.shutdown(2)
