@@ -1,0 +1,32 @@
+"""The README's examples run as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_runner_example_runs(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    code = re.search(r"## The runner\n\n```python\n(.*?)```", readme, re.S).group(1)
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LOVIA_MODEL": ""}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Your project is called **Atlas**.", "**(12 + 30) * 7 = 294**"]
+
+
+def test_the_readme_opens_with_the_two_commands():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    block = lines[lines.index("```sh") + 1:lines.index("```sh") + 3]
+    assert block[0].endswith("pip install -e . && .venv/bin/lovia")
+    assert block[1].endswith("pip install -e '.[test]' && .venv/bin/python -m pytest -q")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".venv/bin/python -m pytest -q" in ci
