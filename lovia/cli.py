@@ -1,25 +1,124 @@
-"""The ``lovia`` command."""
+"""The ``lovia`` command: open the terminal UI on the user's data file."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
+import os
 import sys
+from pathlib import Path
 
 from lovia import __version__
+from lovia.agent import Agent
+from lovia.builtin_tools import BUILTIN_TOOLS
+from lovia.errors import LoviaError, UserError
+
+DEFAULT_INSTRUCTIONS = (
+    "You are lovia's assistant in a terminal. Be concise and use Markdown. You have tools: "
+    "current_time, calculate and wait; use them when they help."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from lovia.themes import THEME_NAMES
+
     parser = argparse.ArgumentParser(
         prog="lovia",
-        description="Chat with an agent from the terminal; sessions and in-flight runs survive crashes.",
+        description="Chat with an agent from the terminal; sessions and in-flight runs survive crashes. "
+                    "With no options it opens your sessions on the offline demo model.",
+        epilog="Environment: LOVIA_MODEL, LOVIA_BASE_URL, LOVIA_API_KEY or OPENAI_API_KEY, OLLAMA_HOST, "
+               "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives).",
     )
     parser.add_argument("--version", action="version", version=f"lovia {__version__}")
+    parser.add_argument("--db", type=Path, help="the SQLite file for sessions and checkpoints "
+                                                "(default: lovia.db in your user data directory)")
+    parser.add_argument("--agent", metavar="MODULE:ATTR", help="drive your own Agent, e.g. myproject.agents:support")
+    parser.add_argument("--model", help="demo, openai:NAME or ollama:NAME (default: LOVIA_MODEL, the config file, "
+                                        "else demo)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument("--theme", help=f"one of {', '.join(THEME_NAMES)} (or any Textual theme); remembered")
     return parser
 
 
+def load_agent(spec: str) -> Agent:
+    """Import ``module:attr`` (the current directory is importable) and check it is an Agent."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"--agent takes MODULE:ATTR, e.g. myproject.agents:support; got {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"cannot import {module_name!r} for --agent: {exc}") from None
+    agent = getattr(module, attr, None)
+    if callable(agent) and not isinstance(agent, Agent):
+        agent = agent()
+    if not isinstance(agent, Agent):
+        raise UserError(f"{spec} is not a lovia Agent (found {type(agent).__name__})")
+    return agent
+
+
+async def check_database(path: Path) -> None:
+    """Open, validate and migrate the file with throwaway stores, so errors come before the UI."""
+    from lovia.stores import SQLiteCheckpointer, SQLiteSession
+
+    async with SQLiteSession(path, wal=True), SQLiteCheckpointer(path, wal=True):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    build_parser().parse_args(argv)
-    return 0
+    args = build_parser().parse_args(argv)
+    try:
+        app = build_app(args)
+    except LoviaError as exc:
+        print(f"lovia: {exc}", file=sys.stderr)
+        return 2
+    app.run()
+    return app.return_code or 0
+
+
+def build_app(args: argparse.Namespace):
+    from textual.theme import BUILTIN_THEMES
+
+    from lovia.context import ContextPolicy, FileResultStore
+    from lovia.models import resolve_model
+    from lovia.stores import SQLiteCheckpointer, SQLiteSession
+    from lovia.themes import THEME_NAMES
+    from lovia.tui.app import LoviaApp
+    from lovia.tui.backend import ChatBackend
+    from lovia.tui.config import Config, RememberedState, data_dir, default_db_path
+
+    config = Config.load()
+    theme = args.theme or config.theme
+    if theme and theme not in THEME_NAMES and theme not in BUILTIN_THEMES:
+        raise UserError(f"unknown theme {theme!r}: use one of {', '.join(THEME_NAMES)} or a Textual theme")
+    model_spec = args.model or os.environ.get("LOVIA_MODEL") or config.model or "demo"
+    base_url = args.base_url or os.environ.get("LOVIA_BASE_URL") or config.base_url
+    model = resolve_model(model_spec, base_url=base_url)
+
+    agent = load_agent(args.agent) if args.agent else Agent(
+        name="assistant", instructions=DEFAULT_INSTRUCTIONS, tools=BUILTIN_TOOLS)
+    if agent.model is None:
+        agent.model = model
+    label = agent.model if isinstance(agent.model, str) else agent.model.name
+    label = f"{label} (offline)" if getattr(agent.model, "offline", False) else label
+    if args.agent:
+        label = f"agent {agent.name} · {label}"
+
+    db = args.db or default_db_path()
+    if args.db is None:
+        try:
+            db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create the data directory {db.parent}: {exc.strerror}") from None
+    asyncio.run(check_database(db))
+    backend = ChatBackend(
+        SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent,
+        context_policy=ContextPolicy(result_store=FileResultStore(db.parent / "tool-outputs")),
+    )
+    state = RememberedState(data_dir() / "state.json")
+    return LoviaApp(backend, model_label=label, theme=theme, state=state)
 
 
 if __name__ == "__main__":

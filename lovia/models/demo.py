@@ -26,7 +26,7 @@ HELP = """I'm **lovia's offline demo model**: no network, no API key, a few fixe
 Try:
 - `what time is it?`: calls the `current_time` tool
 - `calculate (12 + 30) * 7`: calls `calculate`
-- `wait 20`: a slow tool; press **ctrl+s** to stop it, then resume it from the runs list
+- `wait 20`: a slow tool; press **escape** to stop it, then **ctrl+r** (or the runs list) resumes it
 - `my project is called Atlas`, then later `what is my project called?`
 
 For a real model, start lovia with `--model ollama:qwen2.5`, `--model openai:gpt-4.1-mini`,

@@ -1,0 +1,234 @@
+"""What the terminal UI does to sessions and runs, over the store protocols only.
+
+The UI never touches SQL: it asks this object. Capabilities the stores may lack (listing,
+rewind, trim) are reported by ``can_*`` properties, and the UI hides what is missing.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lovia.agent import Agent
+from lovia.checkpoint import CheckpointOptions, Checkpointer, RunSnapshot, RunSummary
+from lovia.context import ContextPolicy
+from lovia.entries import Entry, UserMessage
+from lovia.errors import UserError
+from lovia.runtime import Runner, RunStream
+from lovia.session import Session, SessionInfo, TrimResult
+from lovia.transcript import drop_dangling_tool_calls
+
+RunState = Literal["completed", "running", "interrupted", "crashed", "failed"]
+RESUMABLE = ("running", "interrupted", "failed")
+
+
+@dataclass(frozen=True)
+class TranscriptRun:
+    """One run as the transcript shows it: a stored segment or an in-flight checkpoint."""
+
+    run_id: str
+    entries: tuple[Entry, ...]
+    state: RunState
+    started_at: float | None
+    duration: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A session's completed runs (in order), then its in-flight runs (oldest first)."""
+
+    session_id: str
+    runs: tuple[TranscriptRun, ...]
+    stored_entries: int = field(default=0)
+
+
+def run_state(summary_head: Any) -> RunState:
+    """How a run's head reads to a user: a ``running`` run whose process died is ``crashed``."""
+    if summary_head.crashed:
+        return "crashed"
+    return summary_head.status
+
+
+class ChatBackend:
+    """Sessions, runs and the agent the UI drives."""
+
+    def __init__(self, session: Session, checkpointer: Checkpointer, agent: Agent[Any], *,
+                 context_policy: ContextPolicy | None = None, max_turns: int = 25) -> None:
+        self.session = session
+        self.checkpointer = checkpointer
+        self.agent = agent
+        self.context_policy = context_policy
+        self.max_turns = max_turns
+
+    async def close(self) -> None:
+        """Close both stores (the ones that can be closed)."""
+        for store in (self.session, self.checkpointer):
+            close = getattr(store, "close", None)
+            if close is not None:
+                await close()
+
+    # -- capabilities --------------------------------------------------------------------
+
+    @property
+    def can_rewind(self) -> bool:
+        """Edit-and-resend and regenerate need ``rewind``."""
+        return callable(getattr(self.session, "rewind", None))
+
+    @property
+    def can_trim(self) -> bool:
+        return callable(getattr(self.session, "trim_tool_results", None))
+
+    @property
+    def can_list_sessions(self) -> bool:
+        return callable(getattr(self.session, "list_sessions", None))
+
+    @property
+    def can_list_runs(self) -> bool:
+        return callable(getattr(self.checkpointer, "list_runs", None))
+
+    # -- sessions ------------------------------------------------------------------------
+
+    @staticmethod
+    def new_session_id() -> str:
+        return f"s-{uuid.uuid4().hex[:12]}"
+
+    async def sessions(self, query: str | None = None) -> list[SessionInfo]:
+        if not self.can_list_sessions:
+            return []
+        return await self.session.list_sessions(query=query or None)  # type: ignore[attr-defined]
+
+    async def session_info(self, session_id: str) -> SessionInfo | None:
+        if not callable(getattr(self.session, "session_info", None)):
+            return None
+        return await self.session.session_info(session_id)  # type: ignore[attr-defined]
+
+    async def rename(self, session_id: str, title: str) -> None:
+        rename = getattr(self.session, "rename_session", None)
+        if rename is None:
+            raise UserError("this session store cannot rename sessions")
+        await rename(session_id, title)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Forget the session and every in-flight run of it."""
+        for summary in await self.runs(session_id=session_id, include_completed=True):
+            await self.checkpointer.delete(summary.run_id)
+        await self.session.clear(session_id)
+
+    async def transcript(self, session_id: str) -> Transcript:
+        """The full transcript: the session's completed runs plus its in-flight ones."""
+        runs = [
+            TranscriptRun(s.run_id, s.entries, "completed", s.started_at, s.duration)
+            for s in await self.session.segments(session_id)
+        ]
+        stored = sum(len(r.entries) for r in runs)
+        for summary in reversed(await self.runs(session_id=session_id)):
+            snapshot = await self.checkpointer.load(summary.run_id)
+            if snapshot is not None:
+                head = snapshot.head
+                runs.append(TranscriptRun(summary.run_id, tuple(snapshot.entries), run_state(head),
+                                          head.started_at, None, head.error))
+        return Transcript(session_id, tuple(runs), stored)
+
+    # -- runs ----------------------------------------------------------------------------
+
+    async def runs(self, *, session_id: str | None = None, include_completed: bool = False) -> list[RunSummary]:
+        """Runs a user may resume (interrupted, crashed, failed), newest first."""
+        if not self.can_list_runs:
+            return []
+        statuses = None if include_completed else list(RESUMABLE)
+        found = await self.checkpointer.list_runs(statuses=statuses)  # type: ignore[attr-defined]
+        if not include_completed:
+            # A run ``running`` in a live process is someone's current work, not a leftover.
+            found = [r for r in found if r.head.status != "running" or r.head.crashed]
+        if session_id is not None:
+            found = [r for r in found if r.head.session_id == session_id]
+        return found
+
+    async def snapshot(self, run_id: str) -> RunSnapshot | None:
+        return await self.checkpointer.load(run_id)
+
+    def send(self, session_id: str, text: str) -> RunStream:
+        """Start a new run of the agent on ``text`` in ``session_id``."""
+        if not text.strip():
+            raise UserError("an empty message is not sent")
+        run_id = f"run-{uuid.uuid4().hex}"
+        return Runner.stream(self.agent, text, session=self.session, session_id=session_id,
+                             checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
+                             context_policy=self.context_policy)
+
+    async def resume(self, run_id: str) -> tuple[str, RunStream]:
+        """Continue an interrupted, crashed or failed run; returns its session id and stream."""
+        snapshot = await self.checkpointer.load(run_id)
+        if snapshot is None:
+            raise UserError(f"run {run_id} is gone; it may have been finished or discarded elsewhere")
+        if snapshot.head.status == "completed":
+            raise UserError(f"run {run_id} already completed; nothing to resume")
+        session_id = snapshot.head.session_id
+        if session_id is None:
+            raise UserError(f"run {run_id} belongs to no session, so it cannot be shown here")
+        stream = Runner.stream(self.agent, [], session=self.session, session_id=session_id,
+                               checkpoint=CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only"),
+                               max_turns=self.max_turns, context_policy=self.context_policy)
+        return session_id, stream
+
+    async def discard(self, run_id: str) -> None:
+        await self.checkpointer.delete(run_id)
+
+    async def finalize(self, run_id: str) -> int:
+        """Record an abandoned run in its session as a partial, tool-consistent segment.
+
+        Dangling tool calls are dropped (``drop_dangling_tool_calls``); the checkpoint is
+        deleted after the append. Returns how many entries were kept.
+        """
+        snapshot = await self.checkpointer.load(run_id)
+        if snapshot is None:
+            raise UserError(f"run {run_id} is gone; nothing to finalize")
+        head = snapshot.head
+        if head.session_id is None:
+            raise UserError(f"run {run_id} belongs to no session; discard it instead")
+        kept = drop_dangling_tool_calls(snapshot.entries)
+        meta = {"timing": {"started_at": head.started_at, "finished_at": time.time()}, "partial": True}
+        await self.session.append(head.session_id, kept, run_id=run_id, meta=meta)
+        await self.checkpointer.delete(run_id)
+        return len(kept)
+
+    # -- rewind and trim -----------------------------------------------------------------
+
+    async def rewind(self, session_id: str, keep_entries: int) -> int:
+        if not self.can_rewind:
+            raise UserError("this session store cannot rewind")
+        return await self.session.rewind(session_id, keep_entries=keep_entries,  # type: ignore[attr-defined]
+                                         checkpointer=self.checkpointer)
+
+    async def last_user_message(self, session_id: str) -> tuple[int, str] | None:
+        """Index (in the flat stored view) and text of the last user message."""
+        entries = await self.session.load(session_id)
+        for index in range(len(entries) - 1, -1, -1):
+            if isinstance(entries[index], UserMessage):
+                return index, entries[index].text
+        return None
+
+    async def regenerate(self, session_id: str) -> tuple[str, RunStream]:
+        """Drop the last exchange and ask again with the same user message (returned too)."""
+        found = await self.last_user_message(session_id)
+        if found is None:
+            raise UserError("nothing to regenerate: this session has no message yet")
+        index, text = found
+        await self.rewind(session_id, index)
+        return text, self.send(session_id, text)
+
+    async def resend_edited(self, session_id: str, keep_entries: int, text: str) -> RunStream:
+        """Edit-and-resend: drop everything from the edited message on, then send ``text``."""
+        if not text.strip():
+            raise UserError("an empty message is not sent")
+        await self.rewind(session_id, keep_entries)
+        return self.send(session_id, text)
+
+    async def trim(self, session_id: str, *, dry_run: bool, keep_chars: int = 400, keep_runs: int = 1) -> TrimResult:
+        if not self.can_trim:
+            raise UserError("this session store cannot trim tool outputs")
+        return await self.session.trim_tool_results(  # type: ignore[attr-defined]
+            session_id, keep_chars=keep_chars, keep_runs=keep_runs, dry_run=dry_run)

@@ -1,0 +1,91 @@
+"""Where lovia keeps its files, the user's config file, and what the app remembers.
+
+- data: ``<user data dir>/lovia.db`` (platformdirs), holding sessions and checkpoints;
+- config: ``<user config dir>/config.toml``, written by the user, read only:
+  ``model = "ollama:qwen2.5"``, ``base_url = "http://127.0.0.1:8080/v1"``, ``theme = "lovia-light"``;
+- state: ``<user data dir>/state.json``, what the app remembers (the last theme), so the
+  user's config file is never rewritten.
+The API key is never read from or written to any file: it comes from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from lovia.errors import UserError
+
+APP_NAME = "lovia"
+CONFIG_KEYS = {"model", "base_url", "theme"}
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("LOVIA_DATA_DIR") or platformdirs.user_data_dir(APP_NAME))
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("LOVIA_CONFIG") or Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml")
+
+
+def default_db_path() -> Path:
+    return data_dir() / "lovia.db"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The user's config file, validated."""
+
+    model: str | None = None
+    base_url: str | None = None
+    theme: str | None = None
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> "Config":
+        path = path or config_path()
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read the config file {path}: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"the config file {path} is not valid TOML ({exc}); fix or remove it") from None
+        unknown = sorted(set(data) - CONFIG_KEYS)
+        if unknown:
+            raise UserError(f"the config file {path} has unknown keys {', '.join(unknown)}; "
+                            f"lovia reads {', '.join(sorted(CONFIG_KEYS))}")
+        for key, value in data.items():
+            if not isinstance(value, str):
+                raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
+        return cls(**data)
+
+
+class RememberedState:
+    """Small facts the app remembers between runs, in ``state.json``; losing them loses nothing."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or data_dir() / "state.json"
+
+    def load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def remember(self, **values: Any) -> None:
+        data = self.load()
+        data.update(values)
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            temp = self.path.with_suffix(".tmp")
+            temp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+            os.replace(temp, self.path)
+        except OSError:
+            pass  # remembering is a convenience: never fail the app over it

@@ -1,0 +1,69 @@
+"""HelpScreen: every key, read from the bindings of the widgets that own them."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+# Keys Textual itself provides, which are not in our classes' BINDINGS.
+BUILTIN_KEYS = [
+    ("ctrl+p", "Command palette: every action by name"),
+    ("ctrl+q", "Quit"),
+    ("tab / shift+tab", "Move focus"),
+]
+
+
+def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
+    """(pane, [(keys, what)]) for every pane, from the live BINDINGS."""
+    from lovia.tui.app import LoviaApp
+    from lovia.tui.widgets.chat_panel import ChatPanel
+    from lovia.tui.widgets.composer import Composer
+    from lovia.tui.widgets.runs_pane import RunList
+    from lovia.tui.widgets.sessions_pane import SessionList
+    from lovia.tui.widgets.transcript import Transcript
+
+    groups = [
+        ("Anywhere", LoviaApp), ("Conversation", ChatPanel), ("Composer", Composer), ("Transcript", Transcript),
+        ("Sessions list", SessionList), ("Runs list", RunList),
+    ]
+    table = []
+    for title, cls in groups:
+        rows = []
+        for binding in cls.BINDINGS:
+            if isinstance(binding, Binding):
+                rows.append((binding.key.replace(",", " / "), binding.description or binding.action))
+        if title == "Anywhere":
+            rows += BUILTIN_KEYS
+        if title == "Sessions list":
+            rows.append(("any letter", "Type to filter"))
+        table.append((title, rows))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close")]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 80; height: 90%; border: thick $accent; background: $surface; padding: 1 2; }
+    """
+
+    def compose(self) -> ComposeResult:
+        table = Table(show_header=False, box=None, padding=(0, 2), expand=True)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        for title, rows in key_table():
+            table.add_row(f"[b u]{title}[/]", "")
+            for keys, what in rows:
+                table.add_row(keys, what)
+            table.add_row("", "")
+        with VerticalScroll():
+            yield Static("lovia keys — escape closes", classes="title")
+            yield Static(table)
+
+    async def action_dismiss(self, result=None) -> None:
+        self.dismiss(None)

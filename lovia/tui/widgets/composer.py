@@ -1,0 +1,50 @@
+"""Composer: where the user writes. Enter sends; ctrl+j starts a new line."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+
+class Composer(TextArea):
+    """A multi-line message box. An empty (or blank) message is never sent."""
+
+    BINDINGS = [
+        Binding("enter", "submit", "Send", priority=True),
+        Binding("ctrl+j", "newline", "New line", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    Composer { height: auto; min-height: 3; max-height: 12; border: tall $panel; }
+    Composer:focus { border: tall $accent; }
+    Composer.-editing { border: tall $warning; }
+    """
+
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(soft_wrap=True, show_line_numbers=False, **kwargs)
+        self.placeholder = "Message — enter to send, ctrl+j for a new line"
+
+    def action_submit(self) -> None:
+        text = self.text
+        if not text.strip():
+            self.notify("Type a message first: an empty message is not sent.", severity="warning")
+            return
+        self.post_message(self.Submitted(text))
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "ctrl+j":  # TextArea would not insert it itself
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
+        await super()._on_key(event)

@@ -1,0 +1,124 @@
+"""SessionsPane: every session with title, size, last activity and total run time."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from lovia.session import SessionInfo
+from lovia.tui import format
+
+
+class SessionList(OptionList):
+    """The list itself: typing a letter starts filtering."""
+
+    BINDINGS = [
+        Binding("f2", "rename", "Rename"),
+        Binding("delete", "delete", "Delete"),
+        Binding("slash", "filter", "Filter", show=False),
+    ]
+
+    def action_rename(self) -> None:
+        self.post_message(SessionsPane.Action("rename", self._current()))
+
+    def action_delete(self) -> None:
+        self.post_message(SessionsPane.Action("delete", self._current()))
+
+    def action_filter(self) -> None:
+        self.screen.query_one("#session-filter", Input).focus()
+
+    def _current(self) -> str | None:
+        if self.highlighted is None:
+            return None
+        return self.get_option_at_index(self.highlighted).id
+
+    async def _on_key(self, event) -> None:
+        if event.character and event.character.isprintable() and not event.character.isspace() \
+                and event.key not in ("slash",):
+            event.stop()
+            filter_input = self.screen.query_one("#session-filter", Input)
+            filter_input.focus()
+            filter_input.insert_text_at_cursor(event.character)
+            return
+        await super()._on_key(event)
+
+
+class SessionsPane(Vertical):
+    """Filter box and list; posts :class:`Selected` and :class:`Action` messages up."""
+
+    DEFAULT_CSS = """
+    SessionsPane { width: 38; border-right: solid $panel; }
+    SessionsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
+    SessionsPane Input { margin: 0 0 1 0; }
+    SessionsPane SessionList { height: 1fr; border: none; }
+    SessionsPane SessionList:focus { border-left: tall $accent; }
+    """
+
+    class Selected(Message):
+        def __init__(self, session_id: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+
+    class Action(Message):
+        def __init__(self, action: str, session_id: str | None) -> None:
+            super().__init__()
+            self.action = action
+            self.session_id = session_id
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.sessions: list[SessionInfo] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("Sessions", classes="pane-title")
+        yield Input(placeholder="type to filter…", id="session-filter")
+        yield SessionList(id="session-list")
+
+    def show(self, sessions: list[SessionInfo], current: str | None) -> None:
+        """Show ``sessions`` (already filtered), keeping ``current`` highlighted."""
+        self.sessions = sessions
+        options = self.query_one(SessionList)
+        options.clear_options()
+        options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
+                             for info in sessions])
+        ids = [info.session_id for info in sessions]
+        if current in ids:
+            options.highlighted = ids.index(current)
+        if not sessions:
+            options.add_option(Option(Text("No sessions yet: write a message to start one.", style="dim"),
+                                      disabled=True))
+
+    @property
+    def query_text(self) -> str:
+        return self.query_one("#session-filter", Input).value
+
+    @on(OptionList.OptionSelected, "#session-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self.post_message(self.Selected(event.option.id))
+
+    @on(Input.Changed, "#session-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(self.Action("filter", None))
+
+    @on(Input.Submitted, "#session-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one(SessionList).focus()
+
+
+def _label(info: SessionInfo, current: bool) -> Text:
+    title = format.one_line(info.title or "(untitled)", 34)
+    text = Text(("▶ " if current else "") + title, style="bold" if current else "")
+    text.append(f"\n{info.entry_count} entries · {info.run_count} runs · {format.duration(info.total_run_seconds)}",
+                style="dim")
+    text.append(f"\n{format.when(info.last_activity)}", style="dim")
+    return text

@@ -1,0 +1,306 @@
+"""Transcript: the conversation, rendered lazily, with a message cursor.
+
+Only the newest ``PAGE`` items are mounted when a session opens; older ones are mounted a
+page at a time when the view is scrolled (or the cursor moves) to the top, so a 10,000-entry
+session opens at once. Streaming appends to the last message; nothing above it re-renders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
+from lovia.tui.backend import Transcript as TranscriptData, TranscriptRun
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.message_view import MessageView
+from lovia.tui.widgets.notice import NoticeView
+from lovia.tui.widgets.run_header import RunHeader
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.tui.widgets.user_message import UserMessageView
+
+PAGE = 60
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One thing to show: a run header, or an entry (a tool call carries its result)."""
+
+    run: TranscriptRun | None = None
+    entry: Entry | None = None
+    result: ToolResult | None = None
+    flat_index: int | None = None
+
+
+class Transcript(VerticalScroll, can_focus=True):
+    """The live transcript pane."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Previous", show=False),
+        Binding("down,j", "cursor(1)", "Next", show=False),
+        Binding("home", "cursor_home", "First", show=False),
+        Binding("end", "cursor_end", "Last", show=False),
+        Binding("enter", "toggle", "Expand"),
+        Binding("c", "copy", "Copy"),
+        Binding("y", "copy_code", "Copy code"),
+        Binding("e", "edit", "Edit & resend"),
+        Binding("t", "trim", "Trim outputs"),
+    ]
+
+    DEFAULT_CSS = """
+    Transcript { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+    Transcript:focus { border-left: tall $accent; }
+    Transcript .older { color: $text-muted; text-style: italic; }
+    """
+
+    selected: reactive[int] = reactive(-1, init=False)
+
+    class EditRequested(Message):
+        """The user wants to edit the user message at ``flat_index`` and resend it."""
+
+        def __init__(self, flat_index: int, text: str) -> None:
+            super().__init__()
+            self.flat_index = flat_index
+            self.text = text
+
+    class TrimRequested(Message):
+        """The user asked to trim old tool outputs of this session."""
+
+    class CopyRequested(Message):
+        def __init__(self, text: str, what: str) -> None:
+            super().__init__()
+            self.text = text
+            self.what = what
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._items: list[_Item] = []
+        self._first_mounted = 0
+        self._loading_older = False
+        self._live_message: AssistantMessageView | None = None
+        self._live_header: RunHeader | None = None
+        self._tool_views: dict[str, ToolCallView] = {}
+        self.can_edit = True
+
+    # -- showing a session -----------------------------------------------------------------
+
+    async def show(self, transcript: TranscriptData | None) -> None:
+        """Replace what is shown with ``transcript`` (``None``: an empty new session)."""
+        await self.remove_children()
+        self._items = list(_items(transcript.runs)) if transcript else []
+        self._tool_views.clear()
+        self._live_message = self._live_header = None
+        self._first_mounted = max(0, len(self._items) - PAGE)
+        await self.mount_all([self._widget(item) for item in self._items[self._first_mounted:]])
+        self.selected = -1
+        self.scroll_end(animate=False, immediate=True)
+
+    @property
+    def older_hidden(self) -> int:
+        """How many items are not mounted yet."""
+        return self._first_mounted
+
+    async def load_older(self) -> bool:
+        """Mount the page of items before the first mounted one; False if none are left."""
+        if self._first_mounted == 0 or self._loading_older:
+            return False
+        self._loading_older = True
+        try:
+            start = max(0, self._first_mounted - PAGE)
+            widgets = [self._widget(item) for item in self._items[start:self._first_mounted]]
+            first = self.children[0] if self.children else None
+            height_before = self.virtual_size.height
+            await self.mount_all(widgets, before=first) if first else await self.mount_all(widgets)
+            self._first_mounted = start
+            if self.selected >= 0:
+                self.selected += len([w for w in widgets if isinstance(w, MessageView)])
+            self.call_after_refresh(self._keep_place, height_before)
+            return True
+        finally:
+            self._loading_older = False
+
+    def _keep_place(self, height_before: int) -> None:
+        self.scroll_to(y=self.scroll_y + self.virtual_size.height - height_before, animate=False)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new <= 0 < old and self._first_mounted:
+            self.run_worker(self.load_older(), exclusive=True, group="older")
+
+    def _widget(self, item: _Item) -> Widget:
+        if item.run is not None:
+            return RunHeader(item.run.run_id, item.run.started_at, item.run.state, item.run.duration)
+        entry = item.entry
+        if isinstance(entry, UserMessage):
+            return UserMessageView(entry, item.flat_index)
+        if isinstance(entry, AssistantMessage):
+            return AssistantMessageView(entry.text, entry.agent, item.flat_index)
+        if isinstance(entry, ToolCall):
+            view = ToolCallView(entry, item.result, item.flat_index, dangling_state="will run again on resume")
+            self._tool_views[entry.call_id] = view
+            return view
+        if isinstance(entry, Handoff):
+            return NoticeView(f"⇢ handed from {entry.from_agent} to {entry.to_agent}", "handoff")
+        if isinstance(entry, ToolResult):  # a result whose call is not shown
+            return NoticeView(f"⚙ result of {entry.call_id}: {entry.output[:200]}")
+        return NoticeView(f"({type(entry).__name__})")
+
+    # -- live runs -------------------------------------------------------------------------
+
+    async def begin_run(self, run_id: str, started_at: float | None, *, resumed: bool) -> None:
+        """A run started (or resumed: its header, if shown, goes back to running)."""
+        self._live_message = None
+        if resumed:
+            header = next((h for h in self.query(RunHeader) if h.run_id == run_id), None)
+            if header is not None:
+                header.set_state("running")
+                self._live_header = header
+                return
+        self._live_header = RunHeader(run_id, started_at, "running")
+        await self._append(self._live_header)
+
+    async def add_user(self, message: UserMessage) -> None:
+        await self._append(UserMessageView(message))
+
+    async def stream_text(self, text: str, agent: str) -> None:
+        if self._live_message is None:
+            self._live_message = AssistantMessageView("", agent)
+            await self._append(self._live_message)
+        await self._live_message.write(text)
+        if self.scroll_offset.y >= self.max_scroll_y - 3:
+            self.scroll_end(animate=False)
+
+    async def end_message(self) -> None:
+        if self._live_message is not None:
+            await self._live_message.finish()
+            self._live_message = None
+
+    async def add_tool_call(self, call: ToolCall) -> None:
+        await self.end_message()
+        view = self._tool_views.get(call.call_id)
+        if view is None:  # a re-run on resume keeps the view it had
+            view = ToolCallView(call)
+            self._tool_views[call.call_id] = view
+            await self._append(view)
+
+    def add_tool_result(self, result: ToolResult) -> None:
+        view = self._tool_views.get(result.call_id)
+        if view is not None:
+            view.set_result(result)
+
+    async def add_notice(self, text: str, kind: str = "info") -> None:
+        await self.end_message()
+        await self._append(NoticeView(text, kind))
+
+    async def end_run(self, state: str, seconds: float | None = None) -> None:
+        await self.end_message()
+        if self._live_header is not None:
+            self._live_header.set_state(state, seconds)
+        self._live_header = None
+
+    async def _append(self, widget: Widget) -> None:
+        follow = self.scroll_offset.y >= self.max_scroll_y - 3
+        await self.mount(widget)
+        if follow:
+            self.scroll_end(animate=False)
+
+    # -- the cursor ------------------------------------------------------------------------
+
+    @property
+    def views(self) -> list[MessageView]:
+        return list(self.query(MessageView))
+
+    @property
+    def selected_view(self) -> MessageView | None:
+        views = self.views
+        return views[self.selected] if 0 <= self.selected < len(views) else None
+
+    def watch_selected(self, old: int, new: int) -> None:
+        views = self.views
+        if 0 <= old < len(views):
+            views[old].remove_class("-selected")
+        if 0 <= new < len(views):
+            views[new].add_class("-selected")
+            self.scroll_to_widget(views[new], animate=False)
+
+    async def action_cursor(self, step: int) -> None:
+        views = self.views
+        if not views:
+            return
+        if self.selected < 0:
+            self.selected = len(views) - 1
+            return
+        target = self.selected + step
+        if target < 0:
+            if await self.load_older():
+                self.selected = max(0, self.selected - 1)
+            return
+        self.selected = min(target, len(views) - 1)
+
+    async def action_cursor_home(self) -> None:
+        while await self.load_older():
+            pass
+        self.selected = 0
+
+    def action_cursor_end(self) -> None:
+        self.selected = len(self.views) - 1
+
+    def action_toggle(self) -> None:
+        view = self.selected_view
+        if isinstance(view, ToolCallView):
+            view.toggle()
+
+    def action_copy(self) -> None:
+        view = self.selected_view
+        if view is not None:
+            self.post_message(self.CopyRequested(view.copy_text(), "message"))
+
+    def action_copy_code(self) -> None:
+        view = self.selected_view
+        blocks = view.code_blocks() if isinstance(view, AssistantMessageView) else []
+        if blocks:
+            self.post_message(self.CopyRequested(blocks[-1], "code block"))
+        else:
+            self.notify("The selected message has no code block.", severity="warning")
+
+    def action_edit(self) -> None:
+        view = self.selected_view
+        if not isinstance(view, UserMessageView):
+            self.notify("Select one of your messages to edit it (↑/↓).", severity="warning")
+        elif view.flat_index is None:
+            self.notify("That message belongs to a run still in flight; resume or finalize it first.",
+                        severity="warning")
+        else:
+            self.post_message(self.EditRequested(view.flat_index, view.message.text))
+
+    def action_trim(self) -> None:
+        self.post_message(self.TrimRequested())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "edit" and not self.can_edit:
+            return False
+        return True
+
+
+def _items(runs: Iterable[TranscriptRun]) -> Iterable[_Item]:
+    flat = 0
+    for run in runs:
+        yield _Item(run=run)
+        results = {e.call_id: e for e in run.entries if isinstance(e, ToolResult)}
+        called = {e.call_id for e in run.entries if isinstance(e, ToolCall)}
+        stored = run.state == "completed"
+        for entry in run.entries:
+            index = flat if stored else None
+            flat += 1 if stored else 0
+            if isinstance(entry, ToolResult) and entry.call_id in called:
+                continue  # shown inside its call
+            if isinstance(entry, ToolCall):
+                yield _Item(entry=entry, result=results.get(entry.call_id), flat_index=index)
+            else:
+                yield _Item(entry=entry, flat_index=index)

@@ -1,0 +1,29 @@
+"""UserMessageView: what the user said."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from lovia.entries import UserMessage
+from lovia.tui.widgets.message_view import MessageView
+
+
+class UserMessageView(MessageView):
+    DEFAULT_CSS = """
+    UserMessageView { margin: 1 0 0 0; }
+    UserMessageView > Static { color: $text; }
+    UserMessageView .who { color: $primary; text-style: bold; }
+    """
+
+    def __init__(self, message: UserMessage, flat_index: int | None = None) -> None:
+        super().__init__(flat_index)
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        yield Static("you", classes="who")
+        yield Static(Text(self.message.text))
+
+    def copy_text(self) -> str:
+        return self.message.text
