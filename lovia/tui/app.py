@@ -24,8 +24,9 @@ class LoviaApp(App[None]):
     TITLE = "lovia"
     BINDINGS = [
         Binding("ctrl+n", "new_session", "New session"),
-        Binding("f6", "next_pane", "Next pane"),
-        Binding("shift+f6", "previous_pane", "Previous pane", show=False),
+        # priority: TextArea has its own f6, and switching panes must work from every pane
+        Binding("f6", "next_pane", "Next pane", priority=True),
+        Binding("shift+f6", "previous_pane", "Previous pane", show=False, priority=True),
         Binding("ctrl+t", "next_theme", "Theme"),
         Binding("f1", "help", "Help"),
     ]

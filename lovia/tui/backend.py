@@ -150,14 +150,20 @@ class ChatBackend:
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
         return await self.checkpointer.load(run_id)
 
-    def send(self, session_id: str, text: str) -> RunStream:
-        """Start a new run of the agent on ``text`` in ``session_id``."""
+    def send(self, session_id: str, text: str) -> tuple[UserMessage, RunStream]:
+        """Start a new run of the agent on ``text`` in ``session_id``.
+
+        Returns the user message as it will be stored (show that one: it is equal to the
+        stored entry, so it can be found again for an edit) and the run's stream.
+        """
         if not text.strip():
             raise UserError("an empty message is not sent")
+        message = UserMessage(text=text)
         run_id = f"run-{uuid.uuid4().hex}"
-        return Runner.stream(self.agent, text, session=self.session, session_id=session_id,
-                             checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
-                             context_policy=self.context_policy)
+        stream = Runner.stream(self.agent, [message], session=self.session, session_id=session_id,
+                               checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
+                               context_policy=self.context_policy)
+        return message, stream
 
     async def resume(self, run_id: str) -> tuple[str, RunStream]:
         """Continue an interrupted, crashed or failed run; returns its session id and stream."""
@@ -203,28 +209,32 @@ class ChatBackend:
         return await self.session.rewind(session_id, keep_entries=keep_entries,  # type: ignore[attr-defined]
                                          checkpointer=self.checkpointer)
 
-    async def last_user_message(self, session_id: str) -> tuple[int, str] | None:
-        """Index (in the flat stored view) and text of the last user message."""
+    async def last_user_message(self, session_id: str) -> UserMessage | None:
+        """The session's last stored user message."""
         entries = await self.session.load(session_id)
-        for index in range(len(entries) - 1, -1, -1):
-            if isinstance(entries[index], UserMessage):
-                return index, entries[index].text
-        return None
+        return next((e for e in reversed(entries) if isinstance(e, UserMessage)), None)
 
-    async def regenerate(self, session_id: str) -> tuple[str, RunStream]:
-        """Drop the last exchange and ask again with the same user message (returned too)."""
-        found = await self.last_user_message(session_id)
-        if found is None:
+    async def position_of(self, session_id: str, message: UserMessage) -> int | None:
+        """Where ``message`` stands in the stored transcript (what rewind counts), if stored."""
+        entries = await self.session.load(session_id)
+        return next((i for i in range(len(entries) - 1, -1, -1) if entries[i] == message), None)
+
+    async def regenerate(self, session_id: str) -> tuple[UserMessage, RunStream]:
+        """Drop the last exchange and ask again with the same user message."""
+        last = await self.last_user_message(session_id)
+        if last is None:
             raise UserError("nothing to regenerate: this session has no message yet")
-        index, text = found
-        await self.rewind(session_id, index)
-        return text, self.send(session_id, text)
+        return await self.resend_edited(session_id, last, last.text)
 
-    async def resend_edited(self, session_id: str, keep_entries: int, text: str) -> RunStream:
-        """Edit-and-resend: drop everything from the edited message on, then send ``text``."""
+    async def resend_edited(self, session_id: str, original: UserMessage, text: str) -> tuple[UserMessage, RunStream]:
+        """Edit-and-resend: drop ``original`` and everything after it, then send ``text``."""
         if not text.strip():
             raise UserError("an empty message is not sent")
-        await self.rewind(session_id, keep_entries)
+        position = await self.position_of(session_id, original)
+        if position is None:
+            raise UserError("that message is not in the session any more (it belongs to a run still in flight, "
+                            "or was rewound): resume or finalize the run first")
+        await self.rewind(session_id, position)
         return self.send(session_id, text)
 
     async def trim(self, session_id: str, *, dry_run: bool, keep_chars: int = 400, keep_runs: int = 1) -> TrimResult:

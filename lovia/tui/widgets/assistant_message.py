@@ -22,8 +22,8 @@ class AssistantMessageView(MessageView):
     AssistantMessageView Markdown { margin: 0; padding: 0; background: transparent; }
     """
 
-    def __init__(self, text: str = "", agent: str | None = None, flat_index: int | None = None) -> None:
-        super().__init__(flat_index)
+    def __init__(self, text: str = "", agent: str | None = None) -> None:
+        super().__init__()
         self.text = text
         self.agent = agent or "assistant"
         self._stream: MarkdownStream | None = None

@@ -45,7 +45,7 @@ class ChatPanel(Vertical):
         Binding("escape", "stop", "Stop"),
         Binding("ctrl+r", "resume", "Resume"),
         Binding("ctrl+g", "regenerate", "Regenerate"),
-        Binding("ctrl+e", "edit_last", "Edit last"),
+        Binding("ctrl+l", "edit_last", "Edit last"),
     ]
 
     DEFAULT_CSS = """
@@ -71,7 +71,7 @@ class ChatPanel(Vertical):
         self.backend = backend
         self.stream: RunStream | None = None
         self.live_run_id: str | None = None
-        self._editing: int | None = None  # flat index of the message being edited
+        self._editing: UserMessage | None = None  # the stored message being edited
 
     def compose(self) -> ComposeResult:
         yield Static("New session", id="chat-title")
@@ -115,20 +115,19 @@ class ChatPanel(Vertical):
             return
         if self.session_id is None:
             self.session_id = self.backend.new_session_id()
-        text = event.text
         try:
             if self._editing is not None:
-                keep = self._editing
+                original = self._editing
                 self._cancel_edit()
-                stream = await self.backend.resend_edited(self.session_id, keep, text)
+                message, stream = await self.backend.resend_edited(self.session_id, original, event.text)
                 await self.open_session(self.session_id)
             else:
-                stream = self.backend.send(self.session_id, text)
+                message, stream = self.backend.send(self.session_id, event.text)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             return
         self.composer.clear()
-        await self.transcript.add_user(UserMessage(text=text))
+        await self.transcript.add_user(message)
         self._drive(stream, resumed=False)
 
     def _drive(self, stream: RunStream, *, resumed: bool) -> None:
@@ -212,33 +211,44 @@ class ChatPanel(Vertical):
         if self.running or self.session_id is None:
             return
         try:
-            text, stream = await self.backend.regenerate(self.session_id)
+            message, stream = await self.backend.regenerate(self.session_id)
         except LoviaError as exc:
             self.notify(str(exc), severity="warning")
             return
         await self.open_session(self.session_id)
-        await self.transcript.add_user(UserMessage(text=text))
+        await self.transcript.add_user(message)
         self._drive(stream, resumed=False)
 
     async def action_edit_last(self) -> None:
         if self.session_id is None:
             return
-        found = await self.backend.last_user_message(self.session_id)
-        if found is None:
+        last = await self.backend.last_user_message(self.session_id)
+        if last is None:
             self.notify("Nothing to edit yet.")
             return
-        self.start_edit(*found)
+        self.start_edit(last)
+
+    @on(Composer.EditLastRequested)
+    async def _edit_last_requested(self, event: Composer.EditLastRequested) -> None:
+        event.stop()
+        if self.check_action("edit_last", ()):
+            await self.action_edit_last()
 
     @on(Transcript.EditRequested)
-    def _edit_requested(self, event: Transcript.EditRequested) -> None:
+    async def _edit_requested(self, event: Transcript.EditRequested) -> None:
         event.stop()
-        self.start_edit(event.flat_index, event.text)
+        if self.session_id is None or await self.backend.position_of(self.session_id, event.message) is None:
+            self.notify("That message belongs to a run still in flight: resume or finalize it first.",
+                        severity="warning")
+            return
+        self.start_edit(event.message)
 
-    def start_edit(self, flat_index: int, text: str) -> None:
-        self._editing = flat_index
+    def start_edit(self, message: UserMessage) -> None:
+        """Put ``message`` in the composer; sending it rewinds to just before it."""
+        self._editing = message
         self.add_class("-editing")
         self.composer.add_class("-editing")
-        self.composer.text = text
+        self.composer.text = message.text
         self.composer.focus()
 
     def _cancel_edit(self) -> None:

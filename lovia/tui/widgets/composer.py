@@ -9,7 +9,10 @@ from textual.widgets import TextArea
 
 
 class Composer(TextArea):
-    """A multi-line message box. An empty (or blank) message is never sent."""
+    """A multi-line message box. An empty (or blank) message is never sent.
+
+    ``up`` in an empty composer asks to edit the last message, as chat apps do.
+    """
 
     BINDINGS = [
         Binding("enter", "submit", "Send", priority=True),
@@ -21,6 +24,9 @@ class Composer(TextArea):
     Composer:focus { border: tall $accent; }
     Composer.-editing { border: tall $warning; }
     """
+
+    class EditLastRequested(Message):
+        """``up`` in an empty composer: edit the last message."""
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -46,5 +52,10 @@ class Composer(TextArea):
             event.stop()
             event.prevent_default()
             self.action_newline()
+            return
+        if event.key == "up" and not self.text:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.EditLastRequested())
             return
         await super()._on_key(event)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -26,6 +26,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
     CheckpointInspector .dangling { color: $warning; }
     """
 
+    shown: RenderableType = ""
+
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint", classes="pane-title")
         yield Static(id="inspector-body")
@@ -33,7 +35,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
     def show(self, snapshot: RunSnapshot | None) -> None:
         body = self.query_one("#inspector-body", Static)
         if snapshot is None:
-            body.update(Text("Select a run in the runs list, or start one, to inspect its checkpoint.", style="dim"))
+            self.shown = Text("Select a run in the runs list, or start one, to inspect its checkpoint.", style="dim")
+            body.update(self.shown)
             return
         head = snapshot.head
         table = Table.grid(padding=(0, 1))
@@ -68,7 +71,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             lines.append(", ".join(f"{c.name} ({c.call_id})" for c in dangling))
         else:
             lines.append("\nNo dangling tool calls.", style="dim")
-        body.update(Group(table, lines))
+        self.shown = Group(table, lines)
+        body.update(self.shown)
 
 
 def _summary(entry) -> str:

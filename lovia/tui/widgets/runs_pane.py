@@ -26,6 +26,15 @@ class RunList(OptionList):
         Binding("f", "act('finalize')", "Finalize"),
     ]
 
+    def on_focus(self) -> None:
+        # Entering the list inspects the run under the cursor at once.
+        if self.highlighted is None and self.option_count and not self.get_option_at_index(0).disabled:
+            self.highlighted = 0
+        elif self.highlighted is not None:
+            run_id = self.get_option_at_index(self.highlighted).id
+            if run_id:
+                self.post_message(RunsPane.Highlighted(run_id))
+
     def action_act(self, action: str) -> None:
         if self.highlighted is not None:
             run_id = self.get_option_at_index(self.highlighted).id

@@ -88,9 +88,9 @@ class SessionsPane(Vertical):
         options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
                              for info in sessions])
         ids = [info.session_id for info in sessions]
-        if current in ids:
-            options.highlighted = ids.index(current)
-        if not sessions:
+        if ids:  # the open session if it is listed, else the first match, so enter opens something
+            options.highlighted = ids.index(current) if current in ids else 0
+        else:
             options.add_option(Option(Text("No sessions yet: write a message to start one.", style="dim"),
                                       disabled=True))
 

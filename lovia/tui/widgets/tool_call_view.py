@@ -23,9 +23,9 @@ class ToolCallView(MessageView):
     ToolCallView.-pending CollapsibleTitle { color: $accent; }
     """
 
-    def __init__(self, call: ToolCall, result: ToolResult | None = None, flat_index: int | None = None,
-                 *, dangling_state: str = "running…") -> None:
-        super().__init__(flat_index)
+    def __init__(self, call: ToolCall, result: ToolResult | None = None, *,
+                 dangling_state: str = "running…") -> None:
+        super().__init__()
         self.call = call
         self.result = result
         self.dangling_state = dangling_state

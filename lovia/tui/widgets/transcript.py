@@ -35,7 +35,6 @@ class _Item:
     run: TranscriptRun | None = None
     entry: Entry | None = None
     result: ToolResult | None = None
-    flat_index: int | None = None
 
 
 class Transcript(VerticalScroll, can_focus=True):
@@ -62,12 +61,11 @@ class Transcript(VerticalScroll, can_focus=True):
     selected: reactive[int] = reactive(-1, init=False)
 
     class EditRequested(Message):
-        """The user wants to edit the user message at ``flat_index`` and resend it."""
+        """The user wants to edit ``message`` and resend it."""
 
-        def __init__(self, flat_index: int, text: str) -> None:
+        def __init__(self, message: UserMessage) -> None:
             super().__init__()
-            self.flat_index = flat_index
-            self.text = text
+            self.message = message
 
     class TrimRequested(Message):
         """The user asked to trim old tool outputs of this session."""
@@ -138,11 +136,11 @@ class Transcript(VerticalScroll, can_focus=True):
             return RunHeader(item.run.run_id, item.run.started_at, item.run.state, item.run.duration)
         entry = item.entry
         if isinstance(entry, UserMessage):
-            return UserMessageView(entry, item.flat_index)
+            return UserMessageView(entry)
         if isinstance(entry, AssistantMessage):
-            return AssistantMessageView(entry.text, entry.agent, item.flat_index)
+            return AssistantMessageView(entry.text, entry.agent)
         if isinstance(entry, ToolCall):
-            view = ToolCallView(entry, item.result, item.flat_index, dangling_state="will run again on resume")
+            view = ToolCallView(entry, item.result, dangling_state="will run again on resume")
             self._tool_views[entry.call_id] = view
             return view
         if isinstance(entry, Handoff):
@@ -273,11 +271,8 @@ class Transcript(VerticalScroll, can_focus=True):
         view = self.selected_view
         if not isinstance(view, UserMessageView):
             self.notify("Select one of your messages to edit it (↑/↓).", severity="warning")
-        elif view.flat_index is None:
-            self.notify("That message belongs to a run still in flight; resume or finalize it first.",
-                        severity="warning")
         else:
-            self.post_message(self.EditRequested(view.flat_index, view.message.text))
+            self.post_message(self.EditRequested(view.message))
 
     def action_trim(self) -> None:
         self.post_message(self.TrimRequested())
@@ -289,18 +284,11 @@ class Transcript(VerticalScroll, can_focus=True):
 
 
 def _items(runs: Iterable[TranscriptRun]) -> Iterable[_Item]:
-    flat = 0
     for run in runs:
         yield _Item(run=run)
         results = {e.call_id: e for e in run.entries if isinstance(e, ToolResult)}
         called = {e.call_id for e in run.entries if isinstance(e, ToolCall)}
-        stored = run.state == "completed"
         for entry in run.entries:
-            index = flat if stored else None
-            flat += 1 if stored else 0
             if isinstance(entry, ToolResult) and entry.call_id in called:
                 continue  # shown inside its call
-            if isinstance(entry, ToolCall):
-                yield _Item(entry=entry, result=results.get(entry.call_id), flat_index=index)
-            else:
-                yield _Item(entry=entry, flat_index=index)
+            yield _Item(entry=entry, result=results.get(entry.call_id) if isinstance(entry, ToolCall) else None)

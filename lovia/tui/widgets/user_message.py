@@ -17,8 +17,8 @@ class UserMessageView(MessageView):
     UserMessageView .who { color: $primary; text-style: bold; }
     """
 
-    def __init__(self, message: UserMessage, flat_index: int | None = None) -> None:
-        super().__init__(flat_index)
+    def __init__(self, message: UserMessage) -> None:
+        super().__init__()
         self.message = message
 
     def compose(self) -> ComposeResult:

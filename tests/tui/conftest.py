@@ -1,0 +1,64 @@
+"""Fixtures for driving the real app with Textual's pilot against a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from lovia import BUILTIN_TOOLS, Agent, SQLiteCheckpointer, SQLiteSession
+from lovia.models import DemoModel
+from lovia.tui.app import LoviaApp
+from lovia.tui.backend import ChatBackend
+from lovia.tui.config import RememberedState
+
+
+@pytest.fixture(autouse=True)
+def utc_and_no_clipboard(monkeypatch):
+    """Times render the same everywhere; pyperclip finds no clipboard program (as on CI)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    import pyperclip
+
+    def no_clipboard(text):
+        raise pyperclip.PyperclipException("no clipboard in tests")
+
+    monkeypatch.setattr(pyperclip, "copy", no_clipboard)
+    yield
+    time.tzset()
+
+
+def make_app(db: Path, *, model=None, agent: Agent | None = None, session=None, state_dir: Path | None = None,
+             theme: str | None = None) -> LoviaApp:
+    agent = agent or Agent(name="assistant", tools=BUILTIN_TOOLS, model=model or DemoModel(delay=0))
+    backend = ChatBackend(session or SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
+    state = RememberedState((state_dir or db.parent) / "state.json")
+    return LoviaApp(backend, model_label="demo (offline)", theme=theme, state=state)
+
+
+async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
+    """Let the app run until ``predicate()`` holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {getattr(predicate, '__name__', predicate)}")
+        await pilot.pause(0.02)
+
+
+async def type_and_send(pilot, text: str) -> None:
+    app = pilot.app
+    app.screen.query_one("#composer").focus()
+    await pilot.pause()
+    await pilot.press(*text)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker (a run, a dialog flow) is done and the screen has caught up."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()

@@ -1,0 +1,451 @@
+"""Every keyboard action of the app, driven by Textual's pilot against a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from lovia import (
+    Agent,
+    AssistantMessage,
+    InMemoryCheckpointer,
+    ModelError,
+    RunHead,
+    RunSnapshot,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    tool,
+)
+from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.help import HelpScreen
+from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.notice import NoticeView
+from lovia.tui.widgets.run_header import RunHeader
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.tui.widgets.transcript import PAGE
+from lovia.tui.widgets.user_message import UserMessageView
+
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+
+
+async def stored(db, session_id: str) -> list:
+    async with SQLiteSession(db, wal=True) as session:
+        return await session.load(session_id)
+
+
+async def test_send_streams_an_answer_and_lists_the_session(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "calculate 6*7")
+        chat = app.screen.chat
+        transcript = chat.transcript
+        assert [type(w) for w in transcript.children] == [UserMessageView, RunHeader, ToolCallView, AssistantMessageView]
+        assert "42" in transcript.query_one(AssistantMessageView).text
+        assert "6*7 = 42" in str(transcript.query_one(ToolCallView).result.output)
+        assert "completed" in transcript.query_one(RunHeader).classes or "-completed" in transcript.query_one(RunHeader).classes
+        assert chat.composer.text == ""
+        sessions = app.screen.query_one("SessionsPane").sessions
+        assert [s.title for s in sessions] == ["calculate 6*7"]
+        assert [e.type for e in await stored(tmp_path / "lovia.db", chat.session_id)] == [
+            "user", "tool_call", "tool_result", "assistant"]
+
+
+async def test_an_empty_message_is_not_sent(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("space", "space", "enter")
+        await settle(pilot)
+        assert not app.screen.chat.transcript.children
+        assert any("empty message is not sent" in n.message for n in app._notifications)
+
+
+async def test_stop_then_resume(tmp_path):
+    gate = asyncio.Event()
+
+    @tool
+    async def slow(seconds: float) -> str:
+        """Slow."""
+        if not gate.is_set():
+            gate.set()
+            await asyncio.sleep(3600)
+        return "finished"
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("slow", {"seconds": 1}, call_id="c-slow")]), "done now"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press(*"go slow", "enter")
+        await wait_for(pilot, gate.is_set)
+        chat = app.screen.chat
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not chat.running
+        runs = app.screen.query_one("RunsPane").runs
+        assert [r.head.status for r in runs] == ["interrupted"]
+        assert any("Stopped" in n.text for n in chat.transcript.query(NoticeView))
+        assert await stored(tmp_path / "lovia.db", chat.session_id) == []  # not in the session yet
+
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert app.screen.query_one("RunsPane").runs == []
+        entries = await stored(tmp_path / "lovia.db", chat.session_id)
+        assert [e.type for e in entries] == ["user", "tool_call", "tool_result", "assistant"]
+        assert entries[-1].text == "done now"
+        assert chat.transcript.query_one(RunHeader).has_class("-completed")
+
+
+async def test_a_model_that_dies_shows_the_error_and_can_be_retried(tmp_path):
+    model = ScriptedModel([ScriptedTurn(text="half an ans", error=ModelError("endpoint died mid-stream"),
+                                        fail_after=1), "full answer"])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "hello")
+        chat = app.screen.chat
+        errors = [n for n in chat.transcript.query(NoticeView) if n.has_class("-error")]
+        assert errors and "endpoint died mid-stream" in errors[0].text
+        assert [r.head.status for r in app.screen.query_one("RunsPane").runs] == ["failed"]
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert [e.text for e in await stored(tmp_path / "lovia.db", chat.session_id)] == ["hello", "full answer"]
+
+
+async def test_regenerate_replaces_the_last_answer(tmp_path):
+    model = ScriptedModel(["first answer", "second answer"])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "question")
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        chat = app.screen.chat
+        assert [getattr(e, "text", None) for e in await stored(tmp_path / "lovia.db", chat.session_id)] == [
+            "question", "second answer"]
+        assert [v.text for v in chat.transcript.query(AssistantMessageView)] == ["second answer"]
+        assert model.requests[1].messages[-1].text == "question"
+
+
+async def test_edit_and_resend_rewinds_from_the_selected_message(tmp_path):
+    model = ScriptedModel(["one", "two", "edited reply"])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("end", "up")  # the cursor on "second"
+        assert isinstance(chat.transcript.selected_view, UserMessageView)
+        await pilot.press("e")
+        await pilot.pause()
+        assert chat.composer.text == "second" and chat.has_class("-editing")
+        chat.composer.text = "second, edited"
+        await pilot.press("enter")
+        await settle(pilot)
+        texts = [getattr(e, "text", None) for e in await stored(tmp_path / "lovia.db", chat.session_id)]
+        assert texts == ["first", "one", "second, edited", "edited reply"]
+        assert not chat.has_class("-editing")
+
+
+async def test_edit_can_be_cancelled_without_losing_anything(tmp_path):
+    app = make_app(tmp_path / "lovia.db", model=ScriptedModel(["one"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        chat = app.screen.chat
+        assert chat.has_class("-editing") and chat.composer.text == "first"
+        await pilot.press("escape")
+        chat.composer.clear()
+        await pilot.press("up")  # in an empty composer: edit the last message
+        await pilot.pause()
+        assert chat.has_class("-editing")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not chat.has_class("-editing")
+        assert len(await stored(tmp_path / "lovia.db", chat.session_id)) == 2
+
+
+async def test_trim_confirms_how_much_it_reclaims(tmp_path):
+    @tool
+    def dump() -> str:
+        """Big output."""
+        return "x" * 5000
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("dump")]), "dumped", "later"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[dump]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "dump it")
+        await type_and_send(pilot, "something else")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = str(app.screen.question)
+        assert "Trim 1 old tool outputs" in question and "4.6k chars" in question
+        await pilot.press("y")
+        await settle(pilot)
+        result = next(e for e in await stored(tmp_path / "lovia.db", chat.session_id) if isinstance(e, ToolResult))
+        assert result.trimmed_chars == 4600 and len(result.output) < 500
+
+
+async def test_copy_falls_back_to_the_terminal_clipboard(tmp_path):
+    model = ScriptedModel(["Here:\n\n```python\nprint('hi')\n```\n"])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "code please")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("end")
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.clipboard == "print('hi')"
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.clipboard.startswith("Here:")
+        assert any("OSC 52" in n.message for n in app._notifications)
+
+
+async def test_expand_a_tool_call(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "calculate 1+1")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("end", "up")
+        view = transcript.selected_view
+        assert isinstance(view, ToolCallView)
+        from textual.widgets import Collapsible
+
+        assert view.query_one(Collapsible).collapsed
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not view.query_one(Collapsible).collapsed
+
+
+async def test_new_session_switch_pane_theme_and_help(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "hello")
+        first = app.screen.chat.session_id
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert app.screen.chat.session_id != first and not app.screen.chat.transcript.children
+        assert app.focused.id == "composer"
+
+        await pilot.press("f6")
+        assert app.focused.id == "run-list"
+        await pilot.press("f6")
+        assert type(app.focused).__name__ == "CheckpointInspector"
+        await pilot.press("f6")
+        assert app.focused.id == "session-list"
+        await pilot.press("shift+f6")
+        assert type(app.focused).__name__ == "CheckpointInspector"
+
+        assert app.theme == "lovia-dark"
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == "lovia-light"
+        assert json.loads((tmp_path / "state.json").read_text())["theme"] == "lovia-light"
+
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_the_theme_is_remembered(tmp_path):
+    (tmp_path / "state.json").write_text(json.dumps({"theme": "lovia-high-contrast"}))
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        assert app.theme == "lovia-high-contrast"
+    forced = make_app(tmp_path / "lovia.db", theme="lovia-light")
+    async with forced.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        assert forced.theme == "lovia-light"
+
+
+async def test_help_lists_every_key():
+    from lovia.tui.screens.help import key_table
+
+    keys = {keys for _, rows in key_table() for keys, _ in rows}
+    for expected in ("enter", "escape", "ctrl+r", "ctrl+g", "ctrl+l", "c", "y", "e", "t", "r", "x", "f", "f2",
+                     "delete", "ctrl+n", "f6", "ctrl+t", "f1", "ctrl+p", "ctrl+q"):
+        assert any(expected in k.split(" / ") for k in keys), expected
+
+
+async def test_sessions_filter_open_rename_and_delete(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-a", [UserMessage(text="Atlas launch plan")])
+        await session.append("s-b", [UserMessage(text="Groceries for the week")])
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one("SessionsPane")
+        app.screen.query_one("#session-list").focus()
+        await pilot.press(*"atl")
+        await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-a"])
+        await pilot.press("enter")  # leaves the filter for the list
+        await pilot.press("enter")  # opens the highlighted session
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-a"
+
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        app.screen.query_one("#answer").value = "Atlas: launch"
+        await pilot.press("enter")
+        await settle(pilot)
+        async with SQLiteSession(db, wal=True) as session:
+            assert (await session.session_info("s-a")).title == "Atlas: launch"
+
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        async with SQLiteSession(db, wal=True) as session:
+            assert await session.session_info("s-a") is None
+        assert app.screen.chat.session_id != "s-a"
+
+
+async def _interrupted_run(db, run_id="run-x", session_id="s-a") -> None:
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append(session_id, [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        head = RunHead(agent="assistant", status="interrupted", turn=1, session_id=session_id, first_input="do it")
+        await checkpointer.save(RunSnapshot(run_id, head, [
+            UserMessage(text="do it"), ToolCall(call_id="c1", name="calculate", arguments='{"expression": "1+1"}'),
+            ToolResult(call_id="c1", output="1+1 = 2"), ToolCall(call_id="c2", name="calculate",
+                                                                  arguments='{"expression": "2+2"}')]))
+
+
+async def test_runs_list_inspect_discard_and_finalize(tmp_path):
+    db = tmp_path / "lovia.db"
+    await _interrupted_run(db, "run-x")
+    await _interrupted_run(db, "run-y", "s-b")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        runs = app.screen.query_one("RunsPane")
+        assert {r.run_id for r in runs.runs} == {"run-x", "run-y"}
+        app.screen.query_one("#run-list").focus()
+        await pilot.pause()
+        inspector = app.screen.query_one("CheckpointInspector")
+        from rich.console import Console
+
+        console = Console(width=100, record=True, file=open("/dev/null", "w"))
+        console.print(inspector.shown)
+        body = console.export_text()
+        assert app.screen.inspected in ("run-x", "run-y")
+        assert "dangling" in body and "calculate (c2)" in body
+
+        highlighted = app.screen.inspected
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert highlighted not in {r.run_id for r in runs.runs}
+
+        [remaining] = runs.runs
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert runs.runs == []
+        entries = await stored(db, remaining.head.session_id)
+        assert [e.type for e in entries] == ["user", "assistant", "user", "tool_call", "tool_result"]  # c2 dropped
+
+
+async def test_resume_from_the_runs_list_reruns_only_dangling_calls(tmp_path):
+    db = tmp_path / "lovia.db"
+    await _interrupted_run(db)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#run-list").focus()
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-a"
+        entries = await stored(db, "s-a")
+        assert [e.type for e in entries] == ["user", "assistant", "user", "tool_call", "tool_result", "tool_call",
+                                             "tool_result", "assistant"]
+        assert [e.output for e in entries if isinstance(e, ToolResult)] == ["1+1 = 2", "2+2 = 4"]
+
+
+async def test_a_session_store_without_rewind_hides_edit_and_regenerate(tmp_path):
+    class PlainSession:
+        """Only the four protocol methods."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        async def segments(self, session_id):
+            return await self.inner.segments(session_id)
+
+        async def load(self, session_id):
+            return await self.inner.load(session_id)
+
+        async def append(self, session_id, entries, *, run_id=None, meta=None):
+            return await self.inner.append(session_id, entries, run_id=run_id, meta=meta)
+
+        async def clear(self, session_id):
+            await self.inner.clear(session_id)
+
+    from lovia import InMemorySession
+
+    app = make_app(tmp_path / "lovia.db", session=PlainSession(InMemorySession()), model=ScriptedModel(["a", "b"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "hello")
+        chat = app.screen.chat
+        assert chat.check_action("regenerate", ()) is False and chat.check_action("edit_last", ()) is False
+        assert chat.transcript.check_action("edit", ()) is False
+        commands = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Regenerate" not in commands and "Edit last message" not in commands and "Copy message" in commands
+        assert not app.screen.query("SessionsPane")  # no listing capability: the pane is not shown
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        assert [e.text for e in await app.backend.session.load(chat.session_id)] == ["hello", "a"]
+
+
+async def test_command_palette_offers_every_action(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        for expected in ("Send message", "Stop", "Resume", "Regenerate", "Edit last message", "Edit selected message",
+                         "Trim tool outputs", "Copy message", "Copy code block", "New session", "Next pane",
+                         "Next theme", "Help"):
+            assert expected in titles
+
+
+async def test_a_long_session_opens_lazily_and_loads_older_entries(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for run in range(50):
+            batch = []
+            for i in range(100):
+                batch += [UserMessage(text=f"q{run}-{i}"), AssistantMessage(text=f"a{run}-{i}")]
+            await session.append("s-long", batch)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        transcript = app.screen.chat.transcript
+        assert app.screen.chat.session_id == "s-long"
+        assert len(transcript.children) == PAGE
+        assert transcript.older_hidden == 10_000 + 50 - PAGE
+        last = transcript.children[-1]
+        assert isinstance(last, AssistantMessageView) and last.text == "a49-99"
+        transcript.focus()
+        await pilot.press("end")
+        for _ in range(PAGE):
+            await pilot.press("up")
+        await pilot.pause()
+        assert len(transcript.children) > PAGE  # older entries were mounted as the cursor went up
+        transcript.scroll_home(animate=False)
+        await pilot.pause(0.2)
+        await settle(pilot)
+        assert transcript.older_hidden < 10_000 + 50 - 2 * PAGE
