@@ -52,8 +52,6 @@ def load_agent(spec: str) -> Agent:
     except ImportError as exc:
         raise UserError(f"cannot import {module_name!r} for --agent: {exc}") from None
     agent = getattr(module, attr, None)
-    if callable(agent) and not isinstance(agent, Agent):
-        agent = agent()
     if not isinstance(agent, Agent):
         raise UserError(f"{spec} is not a lovia Agent (found {type(agent).__name__})")
     return agent

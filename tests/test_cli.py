@@ -1,0 +1,125 @@
+"""The lovia command: clear errors and exit code 2 on bad input, before the UI starts."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lovia import SQLiteSession, UserMessage, __version__
+from lovia.cli import build_app, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lovia(*args: str, tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "LOVIA_CONFIG": str(tmp_path / "config.toml"),
+                   "LOVIA_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+    environment.pop("LOVIA_MODEL", None)
+    return subprocess.run([sys.executable, "-m", "lovia.cli", *args], capture_output=True, text=True,
+                          timeout=60, env=environment, stdin=subprocess.DEVNULL)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_version(tmp_path):
+    done = lovia("--version", tmp_path=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == f"lovia {__version__}"
+
+
+def test_a_foreign_file_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("not a database\n")
+    before = digest(path)
+    done = lovia("--db", str(path), tmp_path=tmp_path)
+    assert done.returncode == 2
+    assert "not a SQLite database" in done.stderr and "Point lovia at another file" in done.stderr
+    assert digest(path) == before
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "lovia.db"
+
+    async def make():
+        async with SQLiteSession(path) as session:
+            await session.append("u1", [UserMessage(text="x")])
+
+    asyncio.run(make())
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE lovia_schema SET version = 99")
+    before = digest(path)
+    done = lovia("--db", str(path), tmp_path=tmp_path)
+    assert done.returncode == 2 and "Upgrade lovia" in done.stderr
+    assert digest(path) == before
+
+
+def test_an_unwritable_place_is_a_clear_error(tmp_path):
+    done = lovia("--db", str(tmp_path / "missing" / "dir" / "lovia.db"), tmp_path=tmp_path)
+    assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+@pytest.mark.parametrize("args, config, message", [
+    (["--model", "gpt-4"], "", "cannot read model 'gpt-4'"),
+    (["--theme", "neon"], "", "unknown theme 'neon'"),
+    ([], "model = [1", "is not valid TOML"),
+    ([], 'colour = "red"', "unknown keys colour"),
+    (["--agent", "no_such_module:agent"], "", "cannot import 'no_such_module'"),
+    (["--agent", "json:dumps"], "", "is not a lovia Agent"),
+    (["--agent", "nocolon"], "", "MODULE:ATTR"),
+])
+def test_bad_options_and_config_are_clear_errors(tmp_path, args, config, message):
+    (tmp_path / "config.toml").write_text(config)
+    done = lovia(*args, tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+
+
+def _args(tmp_path, *argv):
+    return build_parser().parse_args(["--db", str(tmp_path / "lovia.db"), *argv])
+
+
+def test_the_app_is_built_on_the_offline_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    app = build_app(_args(tmp_path))
+    assert app.model_label == "demo (offline)"
+    assert app.backend.agent.name == "assistant"
+    assert {t.name for t in app.backend.agent.tools} == {"current_time", "calculate", "wait"}
+    assert (tmp_path / "lovia.db").exists()
+
+
+def test_model_and_key_come_from_flags_env_and_config_and_the_key_is_never_shown(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123")
+    (tmp_path / "config.toml").write_text('model = "ollama:qwen2.5"\ntheme = "lovia-light"\n')
+    app = build_app(_args(tmp_path))
+    assert app.model_label == "ollama:qwen2.5" and app._initial_theme == "lovia-light"
+    monkeypatch.setenv("LOVIA_MODEL", "openai:gpt-4.1-mini")
+    app = build_app(_args(tmp_path))
+    assert app.model_label == "openai:gpt-4.1-mini"
+    app = build_app(_args(tmp_path, "--model", "demo", "--theme", "lovia-high-contrast"))
+    assert app.model_label == "demo (offline)" and app._initial_theme == "lovia-high-contrast"
+    assert "sk-secret" not in repr(app.backend.agent.model) and "sk-secret" not in app.model_label
+
+
+def test_your_own_agent(tmp_path, monkeypatch):
+    (tmp_path / "my_agents.py").write_text(
+        "from lovia import Agent\nsupport = Agent(name='support', instructions='Help.')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    app = build_app(_args(tmp_path, "--agent", "my_agents:support"))
+    assert app.backend.agent.name == "support" and app.model_label == "agent support · demo (offline)"

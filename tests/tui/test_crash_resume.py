@@ -1,0 +1,74 @@
+"""A run crashed by SIGKILL in another process shows as crashed and resumes from the runs list."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from lovia import Agent, SQLiteSession, ToolResult, tool
+from lovia.builtin_tools import calculate, current_time
+from lovia.models import DemoModel
+
+from tests.tui.conftest import make_app, settle, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from lovia import Agent, BUILTIN_TOOLS, CheckpointOptions, RunHooks, Runner, SQLiteCheckpointer, SQLiteSession
+    from lovia.models import DemoModel
+
+    class SayWhenTheToolStarts(RunHooks):
+        async def on_tool_start(self, ctx, call):
+            print("IN TOOL", flush=True)
+
+    async def main():
+        db = sys.argv[1]
+        agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0), hooks=SayWhenTheToolStarts())
+        await Runner.run(agent, "wait 60", session=SQLiteSession(db, wal=True), session_id="s-crash",
+                         checkpoint=CheckpointOptions(SQLiteCheckpointer(db, wal=True), "run-crashed"))
+
+    asyncio.run(main())
+    """
+)
+
+
+def crash_a_run(db: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.stdout.readline().strip() == "IN TOOL"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+
+
+async def test_crash_then_resume_from_the_runs_list(tmp_path):
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+
+    @tool(name="wait")
+    async def quick_wait(seconds: float) -> str:
+        """Waits no time at all in this test."""
+        return f"waited {seconds:g} seconds"
+
+    agent = Agent(name="assistant", tools=[current_time, calculate, quick_wait], model=DemoModel(delay=0))
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        runs = app.screen.query_one("RunsPane")
+        [crashed] = runs.runs
+        assert crashed.run_id == "run-crashed" and crashed.head.crashed
+        app.screen.query_one("#run-list").focus()
+        await wait_for(pilot, lambda: app.screen.inspected == "run-crashed")
+        await pilot.press("r")
+        await settle(pilot)
+        assert runs.runs == []
+        assert app.screen.chat.session_id == "s-crash"
+    async with SQLiteSession(db, wal=True) as session:
+        entries = await session.load("s-crash")
+    assert [e.type for e in entries] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
+    assert [e.output for e in entries if isinstance(e, ToolResult)] == ["waited 60 seconds"]
