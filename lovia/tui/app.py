@@ -63,8 +63,7 @@ class LoviaApp(App[None]):
     # -- actions -----------------------------------------------------------------------------
 
     async def action_new_session(self) -> None:
-        await self.main.chat.open_session(None)
-        await self.main.refresh_lists()
+        await self.main.open_session(None)
         self.main.query_one("#composer").focus()
 
     def action_next_pane(self) -> None:

@@ -47,3 +47,8 @@ def one_line(text: str, width: int = 60) -> str:
     """``text`` on one line, cut to ``width`` with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def count(number: int, singular: str, plural: str | None = None) -> str:
+    """``1 run``, ``3 runs``."""
+    return f"{number} {singular if number == 1 else (plural or singular + 's')}"

@@ -45,9 +45,15 @@ class MainScreen(Screen):
 
     async def on_mount(self) -> None:
         sessions = await self.backend.sessions()
-        await self.chat.open_session(sessions[0].session_id if sessions else None)
-        await self.refresh_lists()
+        await self.open_session(sessions[0].session_id if sessions else None)
         self.query_one("#composer").focus()
+
+    async def open_session(self, session_id: str | None) -> None:
+        """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any."""
+        await self.chat.open_session(session_id)
+        in_flight = await self.backend.runs(session_id=session_id) if session_id else []
+        self.inspected = in_flight[0].run_id if in_flight else None
+        await self.refresh_lists()
 
     @property
     def chat(self) -> ChatPanel:
@@ -90,8 +96,7 @@ class MainScreen(Screen):
 
     @on(SessionsPane.Selected)
     async def _session_selected(self, event: SessionsPane.Selected) -> None:
-        await self.chat.open_session(event.session_id)
-        await self.refresh_lists()
+        await self.open_session(event.session_id)
 
     @on(SessionsPane.Action)
     def _session_action(self, event: SessionsPane.Action) -> None:

@@ -47,7 +47,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("status", run_state(head)),
             ("agent", head.agent),
             ("turn", str(head.turn)),
-            ("usage", f"{head.usage.requests} requests · {head.usage.input_tokens} in · {head.usage.output_tokens} out"),
+            ("usage", f"{format.count(head.usage.requests, 'request')} · {head.usage.input_tokens} in · "
+                      f"{head.usage.output_tokens} out"),
             ("handoff", head.pending_handoff or "—"),
             ("started", format.when(head.started_at)),
             ("updated", format.when(head.updated_at)),
@@ -60,7 +61,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             table.add_row(key, Text(value))
         dangling = dangling_tool_calls(snapshot.entries)
         lines = Text()
-        lines.append(f"\n{len(snapshot.entries)} entries\n", style="bold")
+        lines.append(f"\n{format.count(len(snapshot.entries), 'entry', 'entries')}\n", style="bold")
         dangling_ids = {c.call_id for c in dangling}
         for position, entry in enumerate(snapshot.entries):
             summary = _summary(entry)

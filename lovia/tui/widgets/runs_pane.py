@@ -99,7 +99,8 @@ def _label(summary: RunSummary, session_title: str) -> Text:
     state = run_state(head)
     text = Text(f"{STATE_MARK.get(state, '?')} {state} ", style="bold")
     text.append(format.one_line(head.first_input or "(no input)", 30))
-    text.append(f"\n{format.when(head.started_at)} · turn {head.turn} · {summary.entry_count} entries", style="dim")
+    text.append(f"\n{format.when(head.started_at)} · turn {head.turn} · "
+                f"{format.count(summary.entry_count, 'entry', 'entries')}", style="dim")
     if session_title:
         text.append(f"\nin {format.one_line(session_title, 34)}", style="dim")
     return text

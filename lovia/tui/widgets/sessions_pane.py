@@ -118,7 +118,7 @@ class SessionsPane(Vertical):
 def _label(info: SessionInfo, current: bool) -> Text:
     title = format.one_line(info.title or "(untitled)", 34)
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
-    text.append(f"\n{info.entry_count} entries · {info.run_count} runs · {format.duration(info.total_run_seconds)}",
-                style="dim")
+    text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · {format.count(info.run_count, 'run')} · "
+                f"{format.duration(info.total_run_seconds)}", style="dim")
     text.append(f"\n{format.when(info.last_activity)}", style="dim")
     return text

@@ -97,7 +97,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._first_mounted = max(0, len(self._items) - PAGE)
         await self.mount_all([self._widget(item) for item in self._items[self._first_mounted:]])
         self.selected = -1
-        self.scroll_end(animate=False, immediate=True)
+        self.anchor()  # stays at the bottom while markdown lays out and new content streams in
 
     @property
     def older_hidden(self) -> int:
@@ -109,6 +109,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if self._first_mounted == 0 or self._loading_older:
             return False
         self._loading_older = True
+        self.release_anchor()  # content goes in above: keep the reader's place instead
         try:
             start = max(0, self._first_mounted - PAGE)
             widgets = [self._widget(item) for item in self._items[start:self._first_mounted]]
@@ -164,6 +165,9 @@ class Transcript(VerticalScroll, can_focus=True):
         await self._append(self._live_header)
 
     async def add_user(self, message: UserMessage) -> None:
+        """The user sent ``message``: show it and follow the answer as it streams."""
+        self.selected = -1
+        self.anchor()
         await self._append(UserMessageView(message))
 
     async def stream_text(self, text: str, agent: str) -> None:
@@ -171,8 +175,6 @@ class Transcript(VerticalScroll, can_focus=True):
             self._live_message = AssistantMessageView("", agent)
             await self._append(self._live_message)
         await self._live_message.write(text)
-        if self.scroll_offset.y >= self.max_scroll_y - 3:
-            self.scroll_end(animate=False)
 
     async def end_message(self) -> None:
         if self._live_message is not None:
@@ -203,10 +205,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._live_header = None
 
     async def _append(self, widget: Widget) -> None:
-        follow = self.scroll_offset.y >= self.max_scroll_y - 3
-        await self.mount(widget)
-        if follow:
-            self.scroll_end(animate=False)
+        await self.mount(widget)  # the anchor, unless released by the reader, keeps it in view
 
     # -- the cursor ------------------------------------------------------------------------
 
@@ -228,6 +227,7 @@ class Transcript(VerticalScroll, can_focus=True):
             self.scroll_to_widget(views[new], animate=False)
 
     async def action_cursor(self, step: int) -> None:
+        self.release_anchor()
         views = self.views
         if not views:
             return
@@ -242,6 +242,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self.selected = min(target, len(views) - 1)
 
     async def action_cursor_home(self) -> None:
+        self.release_anchor()
         while await self.load_older():
             pass
         self.selected = 0
