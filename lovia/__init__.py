@@ -30,7 +30,7 @@ from lovia.errors import (
     StoreError,
     UserError,
 )
-from lovia.models import DemoModel, Model, OpenAIChatModel, ScriptedModel, ScriptedTurn, resolve_model
+from lovia.models import DemoModel, Model, ScriptedModel, ScriptedTurn, resolve_model
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
@@ -52,6 +52,16 @@ from lovia.stores import InMemoryCheckpointer, InMemorySession, SQLiteCheckpoint
 from lovia.tools import RunContext, Tool, ToolContext, tool
 from lovia.transcript import drop_dangling_tool_calls
 from lovia.usage import Usage
+
+
+
+def __getattr__(name: str):
+    if name == "OpenAIChatModel":  # imported on first use: see lovia.models
+        from lovia.models.openai_chat import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Agent",

@@ -20,7 +20,6 @@ from lovia.models.base import (
     UsageChunk,
 )
 from lovia.models.demo import DemoModel
-from lovia.models.openai_chat import OpenAIChatModel
 from lovia.models.scripted import ScriptedCall, ScriptedModel, ScriptedTurn, call
 
 __all__ = [
@@ -42,6 +41,16 @@ __all__ = [
 ]
 
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
+
+
+def __getattr__(name: str):
+    # The openai client takes longer to import than the rest of lovia together: only a
+    # remote model needs it, so the offline default starts without it.
+    if name == "OpenAIChatModel":
+        from lovia.models.openai_chat import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_model_spec() -> str:
@@ -77,6 +86,8 @@ def resolve_model(spec: "str | Model | None" = None, *, base_url: str | None = N
             f"cannot read model {text!r}: use demo, openai:NAME (e.g. openai:gpt-4.1-mini) or ollama:NAME "
             "(e.g. ollama:qwen2.5)"
         )
+    from lovia.models.openai_chat import OpenAIChatModel
+
     if provider == "openai":
         source = "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") else "OPENAI_API_KEY"
         key = api_key or os.environ.get("LOVIA_API_KEY") or os.environ.get("OPENAI_API_KEY")

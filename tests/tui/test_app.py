@@ -51,6 +51,7 @@ async def test_send_streams_an_answer_and_lists_the_session(tmp_path):
         assert "6*7 = 42" in str(transcript.query_one(ToolCallView).result.output)
         assert "completed" in transcript.query_one(RunHeader).classes or "-completed" in transcript.query_one(RunHeader).classes
         assert chat.composer.text == ""
+        assert str(chat.query_one("#chat-title").render()) == "calculate 6*7"
         sessions = app.screen.query_one("SessionsPane").sessions
         assert [s.title for s in sessions] == ["calculate 6*7"]
         assert [e.type for e in await stored(tmp_path / "lovia.db", chat.session_id)] == [

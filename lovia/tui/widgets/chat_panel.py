@@ -101,7 +101,10 @@ class ChatPanel(Vertical):
         self.session_id = session_id or self.backend.new_session_id()
         data = await self.backend.transcript(self.session_id) if session_id else None
         await self.transcript.show(data)
-        info = await self.backend.session_info(self.session_id) if session_id else None
+        await self._show_title()
+
+    async def _show_title(self) -> None:
+        info = await self.backend.session_info(self.session_id) if self.session_id else None
         self.query_one("#chat-title", Static).update(format.one_line(info.title, 80) if info and info.title
                                                      else "New session")
 
@@ -173,6 +176,7 @@ class ChatPanel(Vertical):
         finally:
             self.running = False
             self.stream = None
+            await self._show_title()  # a new session has one now
             self.post_message(self.Changed(self.session_id, stream.run_id))
 
     def action_stop(self) -> None:

@@ -25,7 +25,7 @@ from lovia.tui.widgets.run_header import RunHeader
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.user_message import UserMessageView
 
-PAGE = 60
+PAGE = 25  # enough to fill a tall terminal; older pages mount as the reader scrolls up
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,79 @@
+"""Make the README's screenshots from the real app on a demo database.
+
+    python screenshots/make_screenshots.py
+
+Writes screenshots/*.svg. Times are fixed (see demo_data.py) and shown in UTC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+from lovia import BUILTIN_TOOLS, Agent, SQLiteCheckpointer, SQLiteSession  # noqa: E402
+from lovia.models import DemoModel  # noqa: E402
+from lovia.tui.app import LoviaApp  # noqa: E402
+from lovia.tui.backend import ChatBackend  # noqa: E402
+from lovia.tui.config import RememberedState  # noqa: E402
+from screenshots.demo_data import build  # noqa: E402
+
+SIZE = (150, 42)
+
+
+async def shoot(db: Path, name: str, theme: str, steps) -> None:
+    agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
+    backend = ChatBackend(SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
+    app = LoviaApp(backend, model_label="demo (offline)", theme=theme, state=RememberedState(db.parent / "s.json"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await steps(pilot)
+        await pilot.pause(0.3)
+        app.save_screenshot(f"{name}.svg", str(HERE))
+    print(f"wrote screenshots/{name}.svg")
+
+
+async def nothing(pilot) -> None:
+    pass
+
+
+async def runs_and_inspector(pilot) -> None:
+    pilot.app.screen.query_one("#run-list").focus()
+    await pilot.pause(0.2)
+
+
+async def help_screen(pilot) -> None:
+    await pilot.press("f1")
+
+
+async def live_tool_call(pilot) -> None:
+    await pilot.press("ctrl+n")
+    await pilot.press(*"what time is it?", "enter")
+    await pilot.pause(0.5)
+    await pilot.app.workers.wait_for_complete()
+    transcript = pilot.app.screen.chat.transcript
+    transcript.focus()
+    await pilot.press("end", "up", "enter")
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "demo.db"
+        await build(db)
+        await shoot(db, "main-dark", "lovia-dark", nothing)
+        await shoot(db, "runs-and-inspector-light", "lovia-light", runs_and_inspector)
+        await shoot(db, "help-high-contrast", "lovia-high-contrast", help_screen)
+        await shoot(db, "tool-call-dark", "lovia-dark", live_tool_call)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
