@@ -30,3 +30,16 @@ def test_the_readme_opens_with_the_two_commands():
     assert block[1].endswith("pip install -e '.[test]' && .venv/bin/python -m pytest -q")
     ci = (ROOT / ".ci" / "run").read_text()
     assert ".venv/bin/python -m pytest -q" in ci
+
+
+def test_the_readme_keys_table_covers_every_binding():
+    from lovia.tui.screens.help import key_table
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Keys"):readme.index("### Configuration")]
+    for _, rows in key_table():
+        for keys, _ in rows:
+            for key in keys.split(" / "):
+                if key in ("any letter", "tab", "shift+tab"):
+                    continue
+                assert f"`{key}`" in table, key

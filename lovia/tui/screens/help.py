@@ -10,6 +10,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 # Keys Textual itself provides, which are not in our classes' BINDINGS.
+KEY_NAMES = {"slash": "/"}  # Textual's key names where they are not what the key shows
+
 BUILTIN_KEYS = [
     ("ctrl+p", "Command palette: every action by name"),
     ("ctrl+q", "Quit"),
@@ -35,7 +37,8 @@ def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
         rows = []
         for binding in cls.BINDINGS:
             if isinstance(binding, Binding):
-                rows.append((binding.key.replace(",", " / "), binding.description or binding.action))
+                keys = " / ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
+                rows.append((keys, binding.description or binding.action))
         if title == "Anywhere":
             rows += BUILTIN_KEYS
         if title == "Sessions list":
