@@ -450,3 +450,18 @@ async def test_a_long_session_opens_lazily_and_loads_older_entries(tmp_path):
         await pilot.pause(0.2)
         await settle(pilot)
         assert transcript.older_hidden < 10_000 + 50 - 2 * PAGE
+
+
+async def test_keys_arriving_in_one_burst_are_sent_whole(tmp_path):
+    """A terminal delivers fast typing or a paste plus enter at once: enter must not overtake them."""
+    from textual import events
+
+    app = make_app(tmp_path / "lovia.db", model=ScriptedModel(["ok"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        for character in "wait 20":
+            app.post_message(events.Key("space" if character == " " else character, character))
+        app.post_message(events.Key("enter", "\r"))
+        await settle(pilot)
+        chat = app.screen.chat
+        assert [e.text for e in await stored(tmp_path / "lovia.db", chat.session_id)] == ["wait 20", "ok"]

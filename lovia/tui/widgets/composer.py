@@ -14,8 +14,12 @@ class Composer(TextArea):
     ``up`` in an empty composer asks to edit the last message, as chat apps do.
     """
 
+    # Both keys are handled in ``_on_key``, in order with the typing before them: a priority
+    # binding would run when the key reaches the app, ahead of a burst of characters (a paste,
+    # fast typing) still queued for this widget, and send an empty box. The bindings are for
+    # the footer and the help screen.
     BINDINGS = [
-        Binding("enter", "submit", "Send", priority=True),
+        Binding("enter", "submit", "Send"),
         Binding("ctrl+j", "newline", "New line", show=False),
     ]
 
@@ -48,10 +52,10 @@ class Composer(TextArea):
         self.insert("\n")
 
     async def _on_key(self, event: events.Key) -> None:
-        if event.key == "ctrl+j":  # TextArea would not insert it itself
+        if event.key in ("enter", "ctrl+j"):
             event.stop()
             event.prevent_default()
-            self.action_newline()
+            self.action_submit() if event.key == "enter" else self.action_newline()
             return
         if event.key == "up" and not self.text:
             event.stop()
