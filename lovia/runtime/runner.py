@@ -14,12 +14,14 @@ offers the result. Both follow ``sessions-and-checkpoints.md``:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 import warnings
 from dataclasses import replace
-from typing import Any, AsyncIterator, Callable, Sequence, TypeVar
+from typing import Any, AsyncIterator, Callable, Sequence
 
+from lovia._async import shielded
 from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import CheckpointOptions, RunHead, RunOwner, RunSnapshot
 from lovia.context import ContextPolicy
@@ -51,7 +53,6 @@ __all__ = ["DEFAULT_MAX_TURNS", "RunStream", "Runner"]
 
 DEFAULT_MAX_TURNS = 25
 FIRST_INPUT_CHARS = 200
-T = TypeVar("T")
 
 # Runs executing in this process, by (checkpointer, run id): a second concurrent execution of
 # the same run would interleave two transcripts in one checkpoint.
@@ -152,7 +153,8 @@ class RunStream:
         finally:
             if not self._task.done():
                 self._task.cancel()
-                await _settle(self._task)
+                with contextlib.suppress(BaseException):  # its outcome was reported as an event
+                    await shielded(self._task)
 
 
 class _Run:
@@ -379,7 +381,8 @@ class _Run:
             for task in tasks:
                 task.cancel()
             for task in tasks:
-                await _settle(task)
+                with contextlib.suppress(BaseException):  # each ends as its call: dangling or done
+                    await shielded(task)
             raise
 
     async def _tool_result(self, call: ToolCall) -> ToolResult:
@@ -495,7 +498,9 @@ class _Run:
         self.head.status = status  # type: ignore[assignment]
         self.head.error = error
         try:
-            await _settle(asyncio.ensure_future(self._save()), reraise=True)
+            await shielded(self._save())
+        except asyncio.CancelledError:
+            pass  # cancelled again while marking: the mark was still written, and we are stopping anyway
         except Exception as exc:  # the run's own error matters more; say why the mark is missing
             warnings.warn(f"could not mark run {self.run_id!r} {status}: {exc}", RuntimeWarning, stacklevel=2)
 
@@ -571,21 +576,3 @@ def _input_text(entries: Sequence[Entry]) -> str:
 
 def _first_input(entries: Sequence[Entry]) -> str:
     return " ".join(_input_text(entries).split())[:FIRST_INPUT_CHARS]
-
-
-async def _settle(task: "asyncio.Future[T]", *, reraise: bool = False) -> T | None:
-    """Wait for ``task`` to finish even if we are cancelled meanwhile."""
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            continue
-        except BaseException:
-            break
-    if task.cancelled():
-        return None
-    if task.exception() is not None:
-        if reraise:
-            raise task.exception()  # type: ignore[misc]
-        return None
-    return task.result()

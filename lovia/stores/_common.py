@@ -8,6 +8,7 @@ from typing import Any, Iterable, Sequence
 
 from lovia.checkpoint import Checkpointer
 from lovia.errors import UserError
+from lovia.session import SessionInfo
 
 TITLE_CHARS = 200
 
@@ -54,3 +55,11 @@ async def forget_checkpoints(checkpointer: Checkpointer | None, run_ids: Iterabl
 def rewound_run_ids(run_ids: Sequence[str], whole: int) -> list[str]:
     """The run ids a rewind keeping ``whole`` intact runs touches (truncates or deletes)."""
     return list(run_ids[whole:])
+
+
+def filter_sessions(infos: list[SessionInfo], query: str | None, limit: int | None) -> list[SessionInfo]:
+    """Sessions whose id or title contains ``query`` (any case), at most ``limit`` of them."""
+    if query:
+        needle = query.casefold()
+        infos = [i for i in infos if needle in i.title.casefold() or needle in i.session_id.casefold()]
+    return infos[:limit] if limit is not None else infos

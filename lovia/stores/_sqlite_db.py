@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import aiosqlite
 
+from lovia._async import shielded
 from lovia.errors import DatabaseFileError, SchemaError, StoreError
 
 T = TypeVar("T")
@@ -175,28 +176,22 @@ class SQLiteDatabase:
         # A cheap look first, so an up-to-date file is opened without taking the write lock.
         if _schema_version(conn, self.schema.store) == target:
             return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                version = _schema_version(conn, self.schema.store)  # another process may have won
-                self._check_version(version)
-                assert version is not None
-                if version < target:
-                    conn.execute(SCHEMA_TABLE_SQL)
-                    for step in self.schema.steps[version:]:
-                        step(conn)
-                    conn.execute(
-                        "INSERT INTO lovia_schema (store, version) VALUES (?, ?) "
-                        "ON CONFLICT (store) DO UPDATE SET version = excluded.version",
-                        (self.schema.store, target),
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise self._translate(exc, f"migrating the {self.schema.store} schema") from None
+
+        def migrate(conn: sqlite3.Connection) -> None:
+            version = _schema_version(conn, self.schema.store)  # another process may have won
+            self._check_version(version)
+            assert version is not None
+            if version < target:
+                conn.execute(SCHEMA_TABLE_SQL)
+                for step in self.schema.steps[version:]:
+                    step(conn)
+                conn.execute(
+                    "INSERT INTO lovia_schema (store, version) VALUES (?, ?) "
+                    "ON CONFLICT (store) DO UPDATE SET version = excluded.version",
+                    (self.schema.store, target),
+                )
+
+        self._transaction_sync(conn, migrate, "BEGIN IMMEDIATE", f"migrating the {self.schema.store} schema")
 
     # -- running operations ----------------------------------------------------------
 
@@ -232,22 +227,9 @@ class SQLiteDatabase:
 
     @staticmethod
     async def _on_thread(connection: aiosqlite.Connection, raw: sqlite3.Connection, fn: Callable[..., T], *args: Any) -> T:
-        task = asyncio.ensure_future(connection._execute(fn, raw, *args))
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            # The function runs to its end on the worker thread whatever we do; wait for its
-            # real outcome (so the lock is not freed mid-transaction), then let the cancel through.
-            while not task.done():
-                try:
-                    await asyncio.shield(task)
-                except asyncio.CancelledError:
-                    continue
-                except BaseException:
-                    break
-            if not task.cancelled():
-                task.exception()  # retrieved: the caller gets the cancellation it asked for
-            raise
+        # Once queued, the function runs to its end on the worker thread whatever we do: wait
+        # for its real outcome (so the lock is not freed mid-transaction) before a cancellation.
+        return await shielded(connection._execute(fn, raw, *args))
 
     async def close(self) -> None:
         """Close the connection; later operations raise :class:`StoreError`. Idempotent."""

@@ -13,6 +13,7 @@ from lovia.session import Segment, SessionInfo, TrimResult
 from lovia.stores._common import (
     check_keep,
     clean_meta,
+    filter_sessions,
     forget_checkpoints,
     new_run_id,
     rewound_run_ids,
@@ -145,11 +146,8 @@ class InMemorySession:
     async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
         infos = [self._info(session_id, stored) for session_id, stored in self._sessions.items()]
-        if query:
-            needle = query.casefold()
-            infos = [i for i in infos if needle in i.title.casefold() or needle in i.session_id.casefold()]
         infos.sort(key=lambda i: i.last_activity or 0.0, reverse=True)
-        return infos[:limit] if limit is not None else infos
+        return filter_sessions(infos, query, limit)
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
         """One session as :meth:`list_sessions` shows it, or ``None``."""

@@ -21,6 +21,7 @@ from lovia.session import Segment, SessionInfo, TrimResult
 from lovia.stores._common import (
     check_keep,
     clean_meta,
+    filter_sessions,
     forget_checkpoints,
     new_run_id,
     rewound_run_ids,
@@ -321,10 +322,7 @@ class SQLiteSession(_SQLiteStore):
     async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
         infos = await self._db.read(lambda conn: _session_infos(conn, None), "listing sessions")
-        if query:
-            needle = query.casefold()
-            infos = [i for i in infos if needle in i.title.casefold() or needle in i.session_id.casefold()]
-        return infos[:limit] if limit is not None else infos
+        return filter_sessions(infos, query, limit)
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
         """One session as :meth:`list_sessions` shows it, or ``None``."""

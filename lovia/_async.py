@@ -1,0 +1,35 @@
+"""Small asyncio helpers shared by the stores and the runner."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, TypeVar
+
+T = TypeVar("T")
+
+
+async def shielded(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to its end even if the caller is cancelled meanwhile.
+
+    Some work must not be abandoned half-way: a transaction on a worker thread, the write that
+    marks a run interrupted. If the caller was cancelled while waiting, ``CancelledError`` is
+    raised only once the work has really ended (its own error, if any, is then dropped: the
+    caller asked to stop). Otherwise the result or error is the work's own.
+    """
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                cancelled = True  # we were cancelled, not the work: keep waiting for it
+                continue
+            raise  # the work itself was cancelled
+        except BaseException:
+            if cancelled:
+                raise asyncio.CancelledError() from None
+            raise
+        if cancelled:
+            raise asyncio.CancelledError()
+        return result
