@@ -183,11 +183,11 @@ class ChatBackend:
     async def discard(self, run_id: str) -> None:
         await self.checkpointer.delete(run_id)
 
-    async def finalize(self, run_id: str) -> int:
+    async def finalize(self, run_id: str) -> tuple[str, int]:
         """Record an abandoned run in its session as a partial, tool-consistent segment.
 
         Dangling tool calls are dropped (``drop_dangling_tool_calls``); the checkpoint is
-        deleted after the append. Returns how many entries were kept.
+        deleted after the append. Returns the session id and how many entries were kept.
         """
         snapshot = await self.checkpointer.load(run_id)
         if snapshot is None:
@@ -199,7 +199,7 @@ class ChatBackend:
         meta = {"timing": {"started_at": head.started_at, "finished_at": time.time()}, "partial": True}
         await self.session.append(head.session_id, kept, run_id=run_id, meta=meta)
         await self.checkpointer.delete(run_id)
-        return len(kept)
+        return head.session_id, len(kept)
 
     # -- rewind and trim -----------------------------------------------------------------
 

@@ -124,8 +124,8 @@ class MainScreen(Screen):
             await self.backend.delete_session(session_id)
             if self.chat.session_id == session_id:
                 await self.chat.open_session(None)
-        if self.chat.session_id == session_id:
-            await self.chat.open_session(session_id if action != "delete" else None)
+        if action == "rename" and self.chat.session_id == session_id:
+            await self.chat.refresh_title()
         await self.refresh_lists()
 
     @on(RunsPane.Highlighted)
@@ -153,11 +153,10 @@ class MainScreen(Screen):
                         "Finalize this run into its session as it stands? Tool calls without results are "
                         "dropped so the transcript stays consistent; the checkpoint is then deleted.",
                         confirm="Finalize")):
-                    kept = await self.backend.finalize(run_id)
+                    session_id, kept = await self.backend.finalize(run_id)
                     self.notify(f"Finalized: {kept} entries added to the session.")
-                    snapshot_session = self.chat.session_id
-                    if snapshot_session:
-                        await self.chat.open_session(snapshot_session)
+                    if session_id == self.chat.session_id:
+                        await self.chat.open_session(session_id)  # the partial is stored now
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_lists()

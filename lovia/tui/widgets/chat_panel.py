@@ -101,9 +101,10 @@ class ChatPanel(Vertical):
         self.session_id = session_id or self.backend.new_session_id()
         data = await self.backend.transcript(self.session_id) if session_id else None
         await self.transcript.show(data)
-        await self._show_title()
+        await self.refresh_title()
 
-    async def _show_title(self) -> None:
+    async def refresh_title(self) -> None:
+        """Show the session's current title (a new session gets one with its first run)."""
         info = await self.backend.session_info(self.session_id) if self.session_id else None
         self.query_one("#chat-title", Static).update(format.one_line(info.title, 80) if info and info.title
                                                      else "New session")
@@ -143,6 +144,7 @@ class ChatPanel(Vertical):
     async def _consume(self, stream: RunStream, resumed: bool) -> None:
         transcript = self.transcript
         started = time.time()
+        reported: BaseException | None = None
         try:
             async for event in stream:
                 if isinstance(event, RunStarted):
@@ -168,15 +170,17 @@ class ChatPanel(Vertical):
                     await transcript.add_notice("Stopped. The run is kept: ctrl+r resumes it, or find it in the "
                                                 "runs list to resume, discard or finalize.", "warning")
                 elif isinstance(event, RunFailed):
+                    reported = event.error
                     await transcript.end_run("failed")
                     await transcript.add_notice(f"✗ {event.error}\nWhat was stored is kept: ctrl+r retries "
                                                 "the run from its checkpoint.", "error")
-        except Exception:  # shown above through RunFailed; nothing more to do here
-            pass
+        except Exception as exc:
+            if exc is not reported:  # the run's own error is shown in the transcript; anything else is a bug
+                raise
         finally:
             self.running = False
             self.stream = None
-            await self._show_title()  # a new session has one now
+            await self.refresh_title()
             self.post_message(self.Changed(self.session_id, stream.run_id))
 
     def action_stop(self) -> None:
