@@ -260,7 +260,7 @@ class SQLiteSession(_SQLiteStore):
                 ).fetchall()
                 entries = entries_from_json([d for _, d in rows], where=self._where(session_id, run_id))
                 kept = {id(e) for e in truncate_run(entries, partial)}
-                doomed = [(row_seq,) for (row_seq, _), e in zip(rows, entries) if id(e) not in kept]
+                doomed = [(row_seq,) for (row_seq, _), e in zip(rows, entries, strict=True) if id(e) not in kept]
                 conn.executemany("DELETE FROM lovia_entries WHERE seq = ?", doomed)
                 remaining = len(rows) - len(doomed)
                 if remaining:

@@ -23,7 +23,6 @@ from lovia import (
     ScriptedModel,
     ScriptedTurn,
     SQLiteCheckpointer,
-    SQLiteSession,
     StoreError,
     ToolCall,
     ToolContext,

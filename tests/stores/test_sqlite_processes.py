@@ -47,7 +47,7 @@ def test_four_processes_append_to_one_fresh_wal_file_at_once(tmp_path):
         for worker in range(4)
     ]
     outcomes = [child.communicate(timeout=120) for child in children]
-    for child, (out, err) in zip(children, outcomes):
+    for child, (_, err) in zip(children, outcomes, strict=True):
         assert child.returncode == 0, err
         assert "locked" not in err
 

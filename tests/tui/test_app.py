@@ -5,12 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-import pytest
 
 from lovia import (
     Agent,
     AssistantMessage,
-    InMemoryCheckpointer,
     ModelError,
     RunHead,
     RunSnapshot,
