@@ -44,7 +44,7 @@ async def test_send_streams_an_answer_and_lists_the_session(tmp_path):
         await type_and_send(pilot, "calculate 6*7")
         chat = app.screen.chat
         transcript = chat.transcript
-        assert [type(w) for w in transcript.children] == [UserMessageView, RunHeader, ToolCallView, AssistantMessageView]
+        assert [type(w) for w in transcript.children] == [RunHeader, UserMessageView, ToolCallView, AssistantMessageView]
         assert "42" in transcript.query_one(AssistantMessageView).text
         assert "6*7 = 42" in str(transcript.query_one(ToolCallView).result.output)
         assert "completed" in transcript.query_one(RunHeader).classes or "-completed" in transcript.query_one(RunHeader).classes

@@ -131,17 +131,17 @@ class ChatPanel(Vertical):
             self.notify(str(exc), severity="error")
             return
         self.composer.clear()
-        await self.transcript.add_user(message)
-        self._drive(stream, resumed=False)
+        self._drive(stream, resumed=False, message=message)
 
-    def _drive(self, stream: RunStream, *, resumed: bool) -> None:
+    def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:
         self.stream = stream
         self.live_run_id = stream.run_id
         self.running = True
-        self._consume(stream, resumed)
+        self._consume(stream, resumed, message)
 
     @work(exclusive=True, group="run")
-    async def _consume(self, stream: RunStream, resumed: bool) -> None:
+    async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None) -> None:
+        """Show the run's events as they come; ``message`` goes under the run's header, as stored."""
         transcript = self.transcript
         started = time.time()
         reported: BaseException | None = None
@@ -149,6 +149,9 @@ class ChatPanel(Vertical):
             async for event in stream:
                 if isinstance(event, RunStarted):
                     await transcript.begin_run(event.run_id, started, resumed=event.resumed)
+                    if message is not None:
+                        await transcript.add_user(message)
+                        message = None
                     self.post_message(self.Changed(self.session_id, event.run_id))
                 elif isinstance(event, TextDelta):
                     await transcript.stream_text(event.text, event.agent)
@@ -171,6 +174,9 @@ class ChatPanel(Vertical):
                                                 "runs list to resume, discard or finalize.", "warning")
                 elif isinstance(event, RunFailed):
                     reported = event.error
+                    if message is not None:  # it failed before it started: still show what was sent
+                        await transcript.add_user(message)
+                        message = None
                     await transcript.end_run("failed")
                     await transcript.add_notice(f"✗ {event.error}\nWhat was stored is kept: ctrl+r retries "
                                                 "the run from its checkpoint.", "error")
@@ -224,8 +230,7 @@ class ChatPanel(Vertical):
             self.notify(str(exc), severity="warning")
             return
         await self.open_session(self.session_id)
-        await self.transcript.add_user(message)
-        self._drive(stream, resumed=False)
+        self._drive(stream, resumed=False, message=message)
 
     async def action_edit_last(self) -> None:
         if self.session_id is None:
