@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from lovia.agent import Agent
@@ -42,7 +42,6 @@ class Transcript:
 
     session_id: str
     runs: tuple[TranscriptRun, ...]
-    stored_entries: int = field(default=0)
 
 
 def run_state(summary_head: Any) -> RunState:
@@ -123,14 +122,13 @@ class ChatBackend:
             TranscriptRun(s.run_id, s.entries, "completed", s.started_at, s.duration)
             for s in await self.session.segments(session_id)
         ]
-        stored = sum(len(r.entries) for r in runs)
         for summary in reversed(await self.runs(session_id=session_id)):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None:
                 head = snapshot.head
                 runs.append(TranscriptRun(summary.run_id, tuple(snapshot.entries), run_state(head),
                                           head.started_at, None, head.error))
-        return Transcript(session_id, tuple(runs), stored)
+        return Transcript(session_id, tuple(runs))
 
     # -- runs ----------------------------------------------------------------------------
 

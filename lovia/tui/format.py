@@ -12,13 +12,6 @@ def when(timestamp: float | None) -> str:
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
-def clock(timestamp: float | None) -> str:
-    """``14:05:09`` in local time."""
-    if timestamp is None:
-        return "—"
-    return datetime.datetime.fromtimestamp(timestamp).strftime("%H:%M:%S")
-
-
 def duration(seconds: float | None) -> str:
     """``0.4s``, ``12s``, ``4m 05s``, ``2h 03m``; ``—`` when unknown."""
     if seconds is None:

@@ -70,7 +70,6 @@ class ChatPanel(Vertical):
         super().__init__(**kwargs)
         self.backend = backend
         self.stream: RunStream | None = None
-        self.live_run_id: str | None = None
         self._editing: UserMessage | None = None  # the stored message being edited
 
     def compose(self) -> ComposeResult:
@@ -135,7 +134,6 @@ class ChatPanel(Vertical):
 
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:
         self.stream = stream
-        self.live_run_id = stream.run_id
         self.running = True
         self._consume(stream, resumed, message)
 

@@ -55,7 +55,6 @@ class Transcript(VerticalScroll, can_focus=True):
     DEFAULT_CSS = """
     Transcript { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
     Transcript:focus { border-left: tall $accent; }
-    Transcript .older { color: $text-muted; text-style: italic; }
     """
 
     selected: reactive[int] = reactive(-1, init=False)
