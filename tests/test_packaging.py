@@ -38,3 +38,15 @@ def test_the_licence_is_declared_and_shipped():
     licence = (ROOT / "LICENSE").read_text()
     assert licence.startswith("MIT License")
     assert "Copyright (c) 2026 the lovia authors" in licence
+
+
+def test_ci_runs_the_readme_test_command_and_fails_on_lint_or_type_findings():
+    readme = (ROOT / "README.md").read_text().splitlines()
+    test_command = readme[readme.index("```sh") + 2]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci, "CI must run the README's test command as written"
+    assert "set -euo pipefail" in ci
+    assert ci.index(".venv/bin/ruff check lovia") > ci.index(test_command)
+    assert ".venv/bin/mypy lovia" in ci
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert {requirement.split("==")[0] for requirement in dev} >= {"ruff", "mypy"}
