@@ -30,12 +30,17 @@ __all__ = [
     "ToolResult",
     "UserMessage",
     "ENTRY_TYPES",
+    "USUAL_FINISH_REASONS",
     "entry_from_dict",
     "entry_from_json",
     "entries_from_json",
     "entry_to_dict",
     "entry_to_json",
 ]
+
+
+USUAL_FINISH_REASONS = frozenset({None, "stop", "tool_calls"})
+"""Finish reasons of a turn that ended as it should; entries record only the others."""
 
 
 def _now() -> float:
@@ -53,11 +58,18 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssistantMessage:
-    """Text the model produced, attributed to the agent that was active."""
+    """Text the model produced, attributed to the agent that was active.
+
+    ``finish_reason`` is set on the last entry of a model turn that ended for an unusual
+    reason: ``length`` (the output token limit cut it off), ``content_filter``, ... It is
+    ``None`` for the usual ones (see :data:`USUAL_FINISH_REASONS`), on the turn's other
+    entries, and on entries from before lovia recorded it.
+    """
 
     type: ClassVar[str] = "assistant"
     text: str
     agent: str | None = None
+    finish_reason: str | None = None
     created_at: float = field(default_factory=_now)
 
 
@@ -66,7 +78,10 @@ class ToolCall:
     """A request by the model to run a tool.
 
     ``arguments`` is the JSON text the model produced, kept verbatim: it may not even be
-    valid JSON, and the model must see exactly what it wrote.
+    valid JSON (a call cut off by the token limit is not), and nothing stored is lost. Such
+    a call is never executed, and it is sent back to an endpoint with ``{}`` instead.
+    ``finish_reason`` is as on :class:`AssistantMessage`: ``length`` on the last call of a
+    turn means that call was cut off.
     """
 
     type: ClassVar[str] = "tool_call"
@@ -74,6 +89,7 @@ class ToolCall:
     name: str
     arguments: str = "{}"
     agent: str | None = None
+    finish_reason: str | None = None
     created_at: float = field(default_factory=_now)
 
     def parsed_arguments(self) -> dict[str, Any]:

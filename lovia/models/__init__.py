@@ -67,7 +67,7 @@ def _ollama_url() -> str:
     return host.rstrip("/") + "/v1"
 
 
-def resolve_model(spec: "str | Model | None" = None, *, base_url: str | None = None,
+def resolve_model(spec: str | Model | None = None, *, base_url: str | None = None,
                   api_key: str | None = None) -> Model:
     """The model named by ``spec`` (see the module docstring); ``None`` means the default.
 
@@ -93,6 +93,7 @@ def resolve_model(spec: "str | Model | None" = None, *, base_url: str | None = N
         key = api_key or os.environ.get("LOVIA_API_KEY") or os.environ.get("OPENAI_API_KEY")
         return OpenAIChatModel(name, base_url=base_url, api_key=key, api_key_source=source, label=text)
     if provider == "ollama":
-        return OpenAIChatModel(name, base_url=base_url or _ollama_url(), api_key=api_key or "ollama",
+        # Ollama needs no key: without one the model sends a placeholder, which is no secret to hide.
+        return OpenAIChatModel(name, base_url=base_url or _ollama_url(), api_key=api_key,
                                api_key_source="LOVIA_API_KEY", label=text)
     raise UserError(f"unknown model provider {provider!r} in {text!r}: use demo, openai:NAME or ollama:NAME")

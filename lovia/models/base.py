@@ -7,8 +7,9 @@ runner assembles the chunks into entries; a model never touches a store.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Protocol, Sequence, Union, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from lovia.entries import Entry
 from lovia.tools import ToolSpec
@@ -70,7 +71,7 @@ class FinishChunk:
     reason: str | None = None
 
 
-ModelChunk = Union[TextChunk, ToolCallChunk, UsageChunk, FinishChunk]
+ModelChunk = TextChunk | ToolCallChunk | UsageChunk | FinishChunk
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ import asyncio
 import json
 import re
 import uuid
-from typing import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from lovia.entries import Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.models.base import FinishChunk, ModelChunk, ModelRequest, TextChunk, ToolCallChunk, UsageChunk

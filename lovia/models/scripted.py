@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Sequence, Union
+from typing import Any
 
 from lovia.errors import ModelError
 from lovia.models.base import FinishChunk, ModelChunk, ModelRequest, TextChunk, ToolCallChunk, UsageChunk
@@ -36,6 +37,8 @@ class ScriptedTurn:
     ``text`` is streamed in pieces of ``chunk_chars`` characters, ``delay`` seconds apart;
     then ``tool_calls`` (several make parallel calls). ``error`` is raised after
     ``fail_after`` chunks (0: before any), to simulate an endpoint that refuses or dies.
+    ``finish`` is the finish reason reported (default ``tool_calls`` or ``stop``); ``length``
+    plays a turn cut off by the token limit.
     """
 
     text: str = ""
@@ -45,9 +48,10 @@ class ScriptedTurn:
     error: BaseException | None = None
     fail_after: int = 0
     usage: Usage | None = None
+    finish: str | None = None
 
 
-Script = Union[ScriptedTurn, str, Callable[[ModelRequest], Union[ScriptedTurn, str]]]
+Script = ScriptedTurn | str | Callable[[ModelRequest], ScriptedTurn | str]
 
 
 class ScriptedModel:
@@ -105,5 +109,5 @@ class ScriptedModel:
             chunks.append(ToolCallChunk(index, None, None, arguments[half:]))
         usage = turn.usage or Usage(requests=1, input_tokens=10, output_tokens=max(1, len(turn.text) // 4))
         chunks.append(UsageChunk(usage))
-        chunks.append(FinishChunk("tool_calls" if turn.tool_calls else "stop"))
+        chunks.append(FinishChunk(turn.finish or ("tool_calls" if turn.tool_calls else "stop")))
         return chunks

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import time
 import warnings
 from dataclasses import replace
@@ -25,7 +26,7 @@ from lovia._async import shielded
 from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import CheckpointOptions, RunHead, RunOwner, RunSnapshot
 from lovia.context import ContextPolicy
-from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
+from lovia.entries import USUAL_FINISH_REASONS, AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import AgentResolutionError, GuardrailTripped, MaxTurnsExceeded, UserError
 from lovia.models import ModelRequest, resolve_model
 from lovia.models.base import FinishChunk, Model, TextChunk, ToolCallChunk, UsageChunk
@@ -307,10 +308,9 @@ class _Run:
             if head.turn >= self.max_turns:
                 raise MaxTurnsExceeded(f"run {self.run_id!r} reached max_turns={self.max_turns} without a final "
                                        "answer; raise max_turns or check the agent's tools")
-            text, calls, usage, finish = await self._model_turn()
+            message, calls, usage, finish = await self._model_turn()
             head.turn += 1
             head.usage += usage
-            message = AssistantMessage(text=text, agent=self.agent.name) if text else None
             if message:
                 self.entries.append(message)
             self.entries.extend(calls)
@@ -319,13 +319,18 @@ class _Run:
                 self._emit(MessageCompleted(message))
             if not calls:
                 self._emit(TurnFinished(head.turn, self.agent.name, replace(head.usage)))
-                return text, finish
+                return (message.text if message else ""), finish
             await self._run_tools(calls, rerun=False)
             if head.pending_handoff:
                 await self._apply_handoff()
             self._emit(TurnFinished(head.turn, self.agent.name, replace(head.usage)))
 
-    async def _model_turn(self) -> tuple[str, list[ToolCall], Usage, str | None]:
+    async def _model_turn(self) -> tuple[AssistantMessage | None, list[ToolCall], Usage, str | None]:
+        """One model turn: its message (if any), its tool calls, usage and finish reason.
+
+        The turn's last entry records an unusual finish reason, so a turn cut off by the token
+        limit (``length``) stays visible in the stored transcript.
+        """
         agent = self.agent
         if agent.name not in self._instructions:  # rendered once per start or resume, per agent
             self._instructions[agent.name] = await agent.render_instructions(self._context())
@@ -337,6 +342,7 @@ class _Run:
         text: list[str] = []
         slots: dict[int, dict[str, Any]] = {}
         usage = Usage()
+        usage_reported = False
         finish: str | None = None
         async for chunk in self._model(agent).stream(request):
             if isinstance(chunk, TextChunk):
@@ -350,15 +356,28 @@ class _Run:
                 slot["arguments"].append(chunk.arguments)
             elif isinstance(chunk, UsageChunk):
                 usage.add(chunk.usage)
+                usage_reported = True
             elif isinstance(chunk, FinishChunk):
                 finish = chunk.reason
-        usage.requests = max(usage.requests, 1)
+        if usage_reported:
+            usage.requests = max(usage.requests, 1)
+        else:  # the endpoint reported no usage: its tokens are unknown, not zero
+            usage = Usage(requests=1, unreported_requests=1)
         calls = [
             ToolCall(call_id=slot["call_id"] or f"call_{new_run_id()[:16]}", name=slot["name"],
                      arguments="".join(slot["arguments"]) or "{}", agent=agent.name)
             for _, slot in sorted(slots.items())
         ]
-        return "".join(text), calls, usage, finish
+        unusual_finish = None if finish in USUAL_FINISH_REASONS else finish
+        if calls:
+            calls[-1] = replace(calls[-1], finish_reason=unusual_finish)
+        message = None
+        # A turn cut off before it produced anything still gets a (empty) message, so the
+        # transcript can say why the answer is missing.
+        if text or (unusual_finish and not calls):
+            message = AssistantMessage(text="".join(text), agent=agent.name,
+                                       finish_reason=None if calls else unusual_finish)
+        return message, calls, usage, finish
 
     # -- tools and handoffs ------------------------------------------------------------------
 
@@ -386,6 +405,12 @@ class _Run:
             raise
 
     async def _tool_result(self, call: ToolCall) -> ToolResult:
+        # Checked before any path (tool, handoff, recall, unknown): a call whose arguments do
+        # not parse, typically one cut off by the token limit, is never acted on.
+        try:
+            call.parsed_arguments()
+        except ValueError as exc:
+            return ToolResult(call_id=call.call_id, name=call.name, is_error=True, output=_unparseable(call, exc))
         target = self.agent.handoff_target(call.name)
         if target is not None:
             return self._handoff_result(call, target)
@@ -557,6 +582,14 @@ def _owner() -> RunOwner:
     if _OWNER is None or _OWNER.pid != RunOwner.current().pid:  # recomputed after a fork
         _OWNER = RunOwner.current()
     return _OWNER
+
+
+def _unparseable(call: ToolCall, exc: ValueError) -> str:
+    if call.finish_reason == "length":
+        return (f"the arguments of this {call.name} call were cut off at the model's output token limit, so it "
+                "was not run; call it again with shorter arguments")
+    problem = f"arguments are not valid JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
+    return f"invalid arguments for {call.name}: {problem}; the call was not run: send a JSON object"
 
 
 def _input_entries(input: str | Sequence[Entry | str] | None) -> list[Entry]:
