@@ -46,17 +46,21 @@ class CalculationTooLarge(ValueError):
     """A step of the expression would make an integer too large to compute quickly."""
 
 
-def _digits(value: int) -> float:
-    """About how many decimal digits ``value`` has (0 for 0), without converting it to text."""
-    return math.log10(abs(value)) + 1 if value else 0.0
+_SMALLEST_TOO_LARGE = 10**MAX_DIGITS
 
 
-def _refuse_if_too_large(estimated_digits: float, what: str) -> None:
-    # Checked before the arithmetic: CPython holds the GIL through one big-integer operation,
-    # so an enormous power would stall every thread of the process, the event loop included.
-    if estimated_digits > MAX_DIGITS:
-        size = f"about {estimated_digits:,.0f}" if estimated_digits < 1e15 else "more than 10^15"
-        raise CalculationTooLarge(f"{what} would have {size} digits; {_TOO_LARGE_ADVICE}")
+def _too_large(estimated_digits: float, what: str) -> CalculationTooLarge:
+    size = f"about {estimated_digits:,.0f}" if estimated_digits < 1e15 else "more than 10^15"
+    return CalculationTooLarge(f"{what} would have {size} digits; {_TOO_LARGE_ADVICE}")
+
+
+def _refuse_before(estimated_digits: float, what: str) -> None:
+    # CPython holds the GIL through one big-integer operation, so an enormous power would stall
+    # every thread of the process, the event loop included: refuse it before computing it. The
+    # estimate comes from floating-point logarithms, so it gets a digit of slack; the result's
+    # own check below is exact, and a step within the slack is cheap.
+    if estimated_digits > MAX_DIGITS + 1:
+        raise _too_large(estimated_digits, what)
 
 
 def _binary(op: ast.operator, left: float, right: float) -> float:
@@ -65,9 +69,9 @@ def _binary(op: ast.operator, left: float, right: float) -> float:
         if isinstance(op, ast.Pow) and right > 0 and abs(left) > 1:
             # An exponent may itself have thousands of digits: too large for a float estimate.
             digits = right * math.log10(abs(left)) + 1 if right < 10**15 else math.inf
-            _refuse_if_too_large(digits, "the power")
+            _refuse_before(digits, "the power")
         elif isinstance(op, ast.Mult) and left and right:
-            _refuse_if_too_large(math.log10(abs(left)) + math.log10(abs(right)) + 1, "the product")
+            _refuse_before(math.log10(abs(left)) + math.log10(abs(right)) + 1, "the product")
     return _OPERATORS[type(op)](left, right)
 
 
@@ -83,8 +87,8 @@ def _call(name: str, args: list[float]) -> float:
 def _evaluate(node: ast.AST) -> float:
     """The value of ``node``; every integer on the way has at most MAX_DIGITS digits."""
     value = _evaluate_node(node)
-    if isinstance(value, int):
-        _refuse_if_too_large(_digits(value), "the result")
+    if isinstance(value, int) and abs(value) >= _SMALLEST_TOO_LARGE:
+        raise _too_large(math.log10(abs(value)) + 1, "the result")
     return value
 
 
