@@ -42,9 +42,9 @@ import stat
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from lovia._async import shielded
