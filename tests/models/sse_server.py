@@ -4,7 +4,16 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``text``, ``tools``, ``die`` (breaks the connection mid-stream), ``die-once`` (breaks before
 its first event once, then works), ``no-finish`` (ends cleanly but never says it finished),
 ``no-stream-options`` (a server that rejects ``stream_options``), ``auth`` (401), ``missing`` (404),
-``overloaded`` (500). Every request body is recorded.
+``overloaded`` (500), ``cut`` (a tool call cut off by the token limit: half its JSON, finish
+``length``), ``ignores-usage`` (never reports usage, as a server that ignores ``stream_options``),
+``usage-every-chunk`` (a running usage total on every chunk), ``no-tool-choice`` (rejects
+``tool_choice``), ``detail-auth`` and ``detail-validation`` (FastAPI's ``{"detail": ...}``
+bodies, as llama-cpp-python sends), ``traceback`` (a 500 whose plain-text body is a Python
+traceback) and ``echo-key`` (a 401 whose body echoes the Authorization header).
+
+Like llama-cpp-python and llama-server, it refuses (500) any request whose history holds an
+assistant message with ``"content": null`` or tool-call arguments that are not a JSON object.
+Every request body is recorded.
 """
 
 from __future__ import annotations
@@ -34,7 +43,21 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         _chunk({"tool_calls": [{"index": 1, "id": "call_B", "type": "function",
                                 "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}]}),
         _chunk({}, "tool_calls"), USAGE],
+    "cut": [
+        _chunk({"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "call_cut", "type": "function", "function": {"name": "add", "arguments": '{"a": 2,'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b'}}]}),
+        _chunk({}, "length"), USAGE],
+    "usage-every-chunk": [
+        {**_chunk({"role": "assistant", "content": "Hel"}), "usage": {"prompt_tokens": 11, "completion_tokens": 1}},
+        {**_chunk({"content": "lo"}), "usage": {"prompt_tokens": 11, "completion_tokens": 2}},
+        {**_chunk({}, "stop"), "usage": {"prompt_tokens": 11, "completion_tokens": 3}}],
 }
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/srv/llama_cpp/server/app.py", line 491, in create_chat_completion
+    iterator_or_completion = await run_in_threadpool(llama.create_chat_completion, **kwargs)
+TypeError: can only concatenate str (not "NoneType") to str"""
 
 
 class SSEServer:
@@ -81,6 +104,9 @@ class SSEServer:
 
     def _respond(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         model = body.get("model", "text")
+        refusal = _history_refusal(body.get("messages", []))
+        if refusal:
+            return self._text(handler, 500, refusal)
         errors = {"auth": (401, "Incorrect API key provided."), "missing": (404, "The model does not exist."),
                   "overloaded": (500, "The server is overloaded.")}
         if model in errors:
@@ -88,6 +114,19 @@ class SSEServer:
             return self._json(handler, status, {"error": {"message": message, "type": "invalid_request_error"}})
         if model == "no-stream-options" and "stream_options" in body:
             return self._json(handler, 400, {"error": {"message": "unknown field: stream_options"}})
+        if model == "no-tool-choice" and "tool_choice" in body:
+            return self._json(handler, 400, {"error": {"message": "tool_choice is not supported by this server"}})
+        if model == "detail-auth":
+            return self._json(handler, 401, {"detail": "Invalid API key"})
+        if model == "detail-validation":
+            return self._json(handler, 422, {"detail": [
+                {"type": "string_type", "loc": ["body", "messages", 1, "content"],
+                 "msg": "Input should be a valid string", "input": "the user's private words"}]})
+        if model == "traceback":
+            return self._text(handler, 500, TRACEBACK)
+        if model == "echo-key":
+            authorization = handler.headers.get("Authorization", "")
+            return self._json(handler, 401, {"error": {"message": f"rejected credentials: {authorization}"}})
         if model == "die-once":
             with self._lock:
                 first, self._die_once_served = not self._die_once_served, True
@@ -103,6 +142,8 @@ class SSEServer:
             return self._break(handler)
         if model == "no-finish":
             script = [c for c in script if not c["choices"] or not c["choices"][0]["finish_reason"]]
+        if model == "ignores-usage":
+            script = [c for c in script if c is not USAGE]
         for event in script:
             self._event(handler, event)
         self._write_chunk(handler, b"data: [DONE]\n\n")
@@ -113,6 +154,15 @@ class SSEServer:
         data = json.dumps(payload).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    @staticmethod
+    def _text(handler: BaseHTTPRequestHandler, status: int, text: str) -> None:
+        data = text.encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "text/plain; charset=utf-8")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
@@ -139,3 +189,20 @@ class SSEServer:
         handler.wfile.flush()
         handler.close_connection = True
         handler.connection.shutdown(2)
+
+
+def _history_refusal(messages: list[dict[str, Any]]) -> str:
+    """What llama-cpp-python or llama-server would answer 500 to in a request's history, or ""."""
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        if "content" in message and message["content"] is None:
+            return TRACEBACK
+        for call in message.get("tool_calls") or ():
+            try:
+                arguments = json.loads(call["function"]["arguments"])
+            except ValueError:
+                arguments = None
+            if not isinstance(arguments, dict):
+                return "Failed to parse tool call arguments as JSON"
+    return ""

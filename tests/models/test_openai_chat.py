@@ -6,7 +6,18 @@ import socket
 
 import pytest
 
-from lovia import Agent, ModelError, Runner, ToolResult, UserMessage, tool
+from lovia import (
+    Agent,
+    CheckpointOptions,
+    ModelError,
+    Runner,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    tool,
+)
 from lovia.models import ModelRequest, OpenAIChatModel, TextChunk, ToolCallChunk, UsageChunk, resolve_model
 from lovia.tools import ToolSpec
 
@@ -39,6 +50,7 @@ async def test_text_streams_in_pieces_with_usage(server):
     assert chunks[-1].reason == "stop"
     sent = server.requests[0]
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert "tools" not in sent and "tool_choice" not in sent  # no tools offered: no tool_choice
     assert sent["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
 
@@ -171,3 +183,131 @@ async def test_openai_without_a_key_says_which_variable_to_set(monkeypatch):
     monkeypatch.delenv("LOVIA_BASE_URL", raising=False)
     with pytest.raises(ModelError, match="set OPENAI_API_KEY"):
         await collect(resolve_model("openai:gpt-4.1-mini"))
+
+
+class Playlist(OpenAIChatModel):
+    """Asks for the server's scripts in order, one per request; the last one repeats."""
+
+    def __init__(self, server, *scripts: str, **kwargs) -> None:
+        super().__init__(scripts[0], base_url=server.base_url, api_key=SECRET, retries=0, timeout=10, **kwargs)
+        self._scripts = list(scripts)
+
+    async def stream(self, request):
+        self.model = self._scripts.pop(0) if len(self._scripts) > 1 else self._scripts[0]
+        async for chunk in super().stream(request):
+            yield chunk
+
+
+ADDED: list[tuple[int, int]] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add."""
+    ADDED.append((a, b))
+    return a + b
+
+
+async def test_tools_are_offered_with_tool_choice_auto_and_calls_go_back_with_empty_content(server):
+    # llama-cpp-python calls no tools without tool_choice, and answers 500 to "content": null.
+    agent = Agent(name="bot", model=Playlist(server, "tools", "text"), tools=[add])
+    result = await Runner.run(agent, "add things")
+    assert result.final_output == "Hello, world"
+    assert server.requests[0]["tool_choice"] == "auto"
+    assistant = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")
+    assert assistant["content"] == "" and len(assistant["tool_calls"]) == 2
+
+
+async def test_a_server_that_refuses_tool_choice_is_asked_again_without_it(server):
+    m = model(server, "no-tool-choice")
+    spec = ToolSpec("add", "Add.", {"type": "object", "properties": {}})
+    for _ in range(2):
+        chunks = await collect(m, ModelRequest("", [UserMessage(text="add")], [spec]))
+        assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Hello, world"
+    assert ["tool_choice" in sent for sent in server.requests] == [True, False, False]  # remembered
+
+
+async def test_a_call_cut_off_by_the_token_limit_is_not_run_nor_sent_back_and_the_session_goes_on(server, tmp_path):
+    ADDED.clear()
+    session, checkpointer = SQLiteSession(tmp_path / "c.db"), SQLiteCheckpointer(tmp_path / "c.db")
+    agent = Agent(name="bot", model=Playlist(server, "cut", "text"), tools=[add])
+    result = await Runner.run(agent, "add things", session=session, session_id="u1",
+                              checkpoint=CheckpointOptions(checkpointer, "r1"))
+    assert ADDED == []  # never executed on half its arguments
+    cut = next(e for e in result.new_entries if isinstance(e, ToolCall))
+    assert cut.arguments == '{"a": 2, "b' and cut.finish_reason == "length"  # stored as the model wrote it
+    refusal = next(e for e in result.new_entries if isinstance(e, ToolResult))
+    assert refusal.is_error and "cut off at the model's output token limit" in refusal.output
+    assert result.final_output == "Hello, world"
+    resent = next(m for m in server.requests[1]["messages"] if m["role"] == "assistant")["tool_calls"][0]["function"]
+    assert resent == {"name": "add", "arguments": "{}"}  # llama-server refuses unparseable arguments
+    stored = await checkpointer.load("r1")
+    assert [e.finish_reason for e in stored.entries if isinstance(e, ToolCall)] == ["length"]
+    # The next run of the session sends the cut call in its history, and is not refused for it.
+    again = await Runner.run(Agent(name="bot", model=model(server, "text"), tools=[add]), "and now?",
+                             session=session, session_id="u1")
+    assert again.final_output == "Hello, world"
+    assert [getattr(e, "finish_reason", None) for e in await session.load("u1") if isinstance(e, ToolCall)] == [
+        "length"]
+    await session.close()
+    await checkpointer.close()
+
+
+async def test_fastapi_detail_bodies_are_shown(server):
+    with pytest.raises(ModelError) as caught:
+        await collect(model(server, "detail-auth", api_key_source="MY_KEY_VAR"))
+    assert "401" in str(caught.value) and "Invalid API key" in str(caught.value) and "MY_KEY_VAR" in str(caught.value)
+    with pytest.raises(ModelError) as caught:
+        await collect(model(server, "detail-validation"))
+    message = str(caught.value)
+    assert "422" in message and "body.messages.1.content: Input should be a valid string" in message
+    assert "private words" not in message  # the input a validation error echoes is conversation text
+
+
+async def test_a_traceback_body_keeps_the_advice_on_the_first_line(server):
+    with pytest.raises(ModelError) as caught:
+        await collect(model(server, "traceback"))
+    first, _, rest = str(caught.value).partition("\n")
+    assert first == "openai:traceback answered 500: Traceback (most recent call last):"
+    assert rest.endswith('TypeError: can only concatenate str (not "NoneType") to str')
+
+
+async def test_a_server_that_echoes_the_key_never_gets_it_shown_or_stored(server, tmp_path):
+    with pytest.raises(ModelError) as caught:
+        await collect(model(server, "echo-key"))
+    assert SECRET not in str(caught.value) and "rejected credentials: Bearer [redacted]" in str(caught.value)
+    db = tmp_path / "c.db"
+    checkpointer = SQLiteCheckpointer(db)
+    with pytest.raises(ModelError):
+        await Runner.run(Agent(name="bot", model=model(server, "echo-key")), "hi",
+                         checkpoint=CheckpointOptions(checkpointer, "r1"))
+    head = (await checkpointer.load("r1")).head
+    assert head.status == "failed" and "[redacted]" in head.error and SECRET not in head.error
+    await checkpointer.close()
+    assert all(SECRET.encode() not in path.read_bytes() for path in tmp_path.iterdir() if path.is_file())
+
+
+async def test_a_placeholder_key_is_not_redacted(server, monkeypatch):
+    monkeypatch.delenv("LOVIA_API_KEY", raising=False)
+    with pytest.raises(ModelError) as caught:
+        await collect(resolve_model("ollama:echo-key", base_url=server.base_url))
+    assert str(caught.value).startswith("ollama:echo-key refused the request (401)")
+
+
+async def test_usage_a_server_never_reports_is_unknown_not_zero(server, tmp_path):
+    checkpointer = SQLiteCheckpointer(tmp_path / "c.db")
+    result = await Runner.run(Agent(name="bot", model=model(server, "ignores-usage")), "hi",
+                              checkpoint=CheckpointOptions(checkpointer, "r1"))
+    assert result.usage.unknown and (result.usage.requests, result.usage.unreported_requests) == (1, 1)
+    assert (await checkpointer.load("r1")).head.usage == result.usage  # durable, not 0
+    # Known and unknown turns add up: the known tokens, and how many requests are missing.
+    mixed = await Runner.run(Agent(name="bot", model=Playlist(server, "tools", "ignores-usage"), tools=[add]), "go")
+    assert (mixed.usage.requests, mixed.usage.unreported_requests, mixed.usage.input_tokens) == (2, 1, 11)
+    assert not mixed.usage.known and not mixed.usage.unknown
+    await checkpointer.close()
+
+
+async def test_usage_repeated_on_every_chunk_is_counted_once(server):
+    chunks = await collect(model(server, "usage-every-chunk"))
+    usages = [c.usage for c in chunks if isinstance(c, UsageChunk)]
+    assert [(u.input_tokens, u.output_tokens) for u in usages] == [(11, 3)]
