@@ -92,7 +92,7 @@ class SSEServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> "SSEServer":
+    def __enter__(self) -> SSEServer:
         self._thread.start()
         return self
 

@@ -20,7 +20,6 @@ from lovia import (
 )
 from lovia.models import ModelRequest, OpenAIChatModel, TextChunk, ToolCallChunk, UsageChunk, resolve_model
 from lovia.tools import ToolSpec
-
 from tests.models.sse_server import SSEServer
 
 SECRET = "sk-test-very-secret-key-0123456789"
@@ -135,7 +134,8 @@ async def test_a_server_that_is_not_there_is_a_clear_error():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     m = OpenAIChatModel("x", base_url=f"http://127.0.0.1:{port}/v1", retries=0, timeout=5)
-    with pytest.raises(ModelError, match=rf"cannot reach openai:x at http://127.0.0.1:{port}/v1.*Is the server running"):
+    where = rf"http://127.0.0.1:{port}/v1"
+    with pytest.raises(ModelError, match=rf"cannot reach openai:x at {where}.*Is the server running"):
         await collect(m)
 
 
