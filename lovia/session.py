@@ -7,12 +7,25 @@ appends the run's own entries as one segment when the run completes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from lovia.entries import Entry
 
-__all__ = ["RewindableSession", "Segment", "Session", "SessionInfo", "TrimResult"]
+__all__ = [
+    "ClosableStore",
+    "DescribableSession",
+    "ListableSession",
+    "RenamableSession",
+    "RewindableSession",
+    "Segment",
+    "Session",
+    "SessionInfo",
+    "TrimPreview",
+    "TrimPreviewingSession",
+    "TrimmableSession",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +66,15 @@ def _timing(meta: dict[str, Any], key: str) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
-class TrimResult:
-    """What ``trim_tool_results`` cut (or, with ``dry_run=True``, would cut)."""
+class TrimPreview:
+    """What ``trim_tool_results`` with the same arguments would cut, measured without cutting.
 
-    results_trimmed: int = 0
-    chars_removed: int = 0
+    ``results`` is the number it would return; ``chars`` how many characters shorter the
+    stored tool outputs would get (what the trim reclaims, net of the markers it adds).
+    """
+
+    results: int = 0
+    chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +131,84 @@ class Session(Protocol):
         ...
 
 
+# -- optional capabilities ----------------------------------------------------------------
+#
+# The spec's Session is the four methods above and nothing more. What a store may offer
+# besides is one small protocol per capability, so that a caller asks ``isinstance`` for
+# exactly what it is about to call and degrades when it is absent. Each extends Session:
+# it describes a session store that can do one thing more.
+
+
 @runtime_checkable
 class RewindableSession(Session, Protocol):
     """A session that can drop its transcript's tail: edit-and-resend and regenerate."""
 
     async def rewind(self, session_id: str, *, keep_entries: int) -> int:
-        """Keep the first ``keep_entries`` entries of ``load()``; return how many went."""
+        """Keep the first ``keep_entries`` entries of ``load()``; return how many went.
+
+        Whole later runs are deleted; a run the cut lands inside is truncated, kept
+        tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
+        at or past the end is a no-op. The checkpoints of rewound runs are the caller's to
+        delete, before the rewind: the session knows nothing of checkpoints.
+        """
+        ...
+
+
+@runtime_checkable
+class TrimmableSession(Session, Protocol):
+    """A session that can reclaim the space of old tool outputs."""
+
+    async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
+        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``.
+
+        Structure, order and call-id pairing are kept; trimming again with the same
+        arguments changes nothing. Returns how many tool results were cut.
+        """
+        ...
+
+
+@runtime_checkable
+class TrimPreviewingSession(Session, Protocol):
+    """A session that can tell, without changing anything, what a trim would reclaim."""
+
+    async def preview_trim_tool_results(
+        self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1
+    ) -> TrimPreview:
+        """What ``trim_tool_results`` with the same arguments would cut now."""
+        ...
+
+
+@runtime_checkable
+class ListableSession(Session, Protocol):
+    """A session store that can list its sessions, as a sessions pane shows them."""
+
+    async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
+        """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
+        ...
+
+
+@runtime_checkable
+class DescribableSession(Session, Protocol):
+    """A session store that can describe one session: title, counts and timings."""
+
+    async def session_info(self, session_id: str) -> SessionInfo | None:
+        """``session_id`` as a list shows it, or ``None`` if it is unknown."""
+        ...
+
+
+@runtime_checkable
+class RenamableSession(Session, Protocol):
+    """A session store that keeps a title a user gave a session."""
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        """Give the session a title of its own (an empty title restores the default)."""
+        ...
+
+
+@runtime_checkable
+class ClosableStore(Protocol):
+    """A store that holds a resource (a database connection) until it is closed."""
+
+    async def close(self) -> None:
+        """Release the resource. Idempotent; the store cannot be used afterwards."""
         ...

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-from lovia.checkpoint import Checkpointer
 from lovia.errors import UserError
 from lovia.session import SessionInfo
 
@@ -38,23 +37,6 @@ def check_keep(name: str, value: int) -> None:
 def title_from(text: str) -> str:
     """A one-line title made from a user message."""
     return " ".join(text.split())[:TITLE_CHARS]
-
-
-async def forget_checkpoints(checkpointer: Checkpointer | None, run_ids: Iterable[str]) -> None:
-    """Delete the checkpoints of rewound runs, so that no later resume replays an undone tail.
-
-    Called before the rewind itself: a crash in between leaves completed runs without a
-    replay cache, which loses nothing, rather than a replayable tail that was undone.
-    """
-    if checkpointer is None:
-        return
-    for run_id in run_ids:
-        await checkpointer.delete(run_id)
-
-
-def rewound_run_ids(run_ids: Sequence[str], whole: int) -> list[str]:
-    """The run ids a rewind keeping ``whole`` intact runs touches (truncates or deletes)."""
-    return list(run_ids[whole:])
 
 
 def filter_sessions(infos: list[SessionInfo], query: str | None, limit: int | None) -> list[SessionInfo]:

@@ -6,17 +6,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from lovia.checkpoint import Checkpointer, RunHead, RunSnapshot, RunStatus, RunSummary
+from lovia.checkpoint import RunHead, RunOwner, RunSnapshot, RunStatus, RunSummary, claim_lost, take_claim
 from lovia.entries import Entry, ToolResult, UserMessage
 from lovia.errors import UserError
-from lovia.session import Segment, SessionInfo, TrimResult
+from lovia.session import Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
     clean_meta,
     filter_sessions,
-    forget_checkpoints,
     new_run_id,
-    rewound_run_ids,
     title_from,
 )
 from lovia.transcript import locate_cut, trim_output, truncate_run
@@ -36,7 +34,7 @@ class InMemorySession:
     """A :class:`~lovia.session.Session` held in a dict; gone when the process ends.
 
     It honours the same contract as :class:`~lovia.stores.sqlite.SQLiteSession`, including
-    ``rewind``, ``trim_tool_results`` and the listing used by the terminal UI.
+    ``rewind``, ``trim_tool_results`` with its preview, and the listing used by the terminal UI.
     """
 
     def __init__(self) -> None:
@@ -79,25 +77,21 @@ class InMemorySession:
     async def clear(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
 
-    async def rewind(
-        self, session_id: str, *, keep_entries: int, checkpointer: Checkpointer | None = None
-    ) -> int:
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
         """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
 
         Whole later runs are deleted; the run the cut lands in is truncated, made
         tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
-        at or past the end changes nothing. With ``checkpointer``, the checkpoints of every
-        rewound run are deleted first.
+        at or past the end changes nothing. Checkpoints of rewound runs are the caller's to
+        delete (see :class:`~lovia.session.RewindableSession`).
         """
         check_keep("keep_entries", keep_entries)
         stored = self._sessions.get(session_id)
         if stored is None:
             return 0
         whole, partial = locate_cut([len(s.entries) for s in stored.segments], keep_entries)
-        rewound = rewound_run_ids([s.run_id for s in stored.segments], whole)
-        if not rewound:
+        if whole == len(stored.segments):
             return 0
-        await forget_checkpoints(checkpointer, rewound)
         before = sum(len(s.entries) for s in stored.segments)
         kept = stored.segments[:whole]
         if partial:
@@ -107,19 +101,26 @@ class InMemorySession:
         stored.last_activity = time.time()
         return before - sum(len(s.entries) for s in stored.segments)
 
-    async def trim_tool_results(
-        self, session_id: str, keep_chars: int = 400, keep_runs: int = 1, *, dry_run: bool = False
-    ) -> TrimResult:
-        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``.
+    async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
+        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``; return how many.
 
         Structure, order and call-id pairing are kept and a marker says what was cut;
-        trimming again with the same arguments changes nothing. ``dry_run`` only counts.
+        trimming again with the same arguments changes nothing (and returns 0).
         """
+        return (await self._trim(session_id, keep_chars, keep_runs, apply=True)).results
+
+    async def preview_trim_tool_results(
+        self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1
+    ) -> TrimPreview:
+        """What :meth:`trim_tool_results` with the same arguments would cut now; changes nothing."""
+        return await self._trim(session_id, keep_chars, keep_runs, apply=False)
+
+    async def _trim(self, session_id: str, keep_chars: int, keep_runs: int, *, apply: bool) -> TrimPreview:
         check_keep("keep_chars", keep_chars)
         check_keep("keep_runs", keep_runs)
         stored = self._sessions.get(session_id)
         if stored is None:
-            return TrimResult()
+            return TrimPreview()
         older = len(stored.segments) - keep_runs
         results = chars = 0
         new_segments = list(stored.segments)
@@ -139,9 +140,9 @@ class InMemorySession:
                 changed = True
             if changed:
                 new_segments[index] = replace(segment, entries=tuple(entries))
-        if not dry_run:
+        if apply:
             stored.segments = new_segments
-        return TrimResult(results, chars)
+        return TrimPreview(results, chars)
 
     async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
@@ -181,10 +182,11 @@ class InMemorySession:
 
 
 class InMemoryCheckpointer:
-    """A :class:`~lovia.checkpoint.Checkpointer` held in a dict.
+    """A :class:`~lovia.checkpoint.ClaimingCheckpointer` held in a dict.
 
     It cannot recover anything after a crash: use it for tests and for resuming within one
-    process, and :class:`~lovia.stores.sqlite.SQLiteCheckpointer` for crash recovery.
+    process, and :class:`~lovia.stores.sqlite.SQLiteCheckpointer` for crash recovery. Its
+    methods never wait, so each is atomic for the tasks of one event loop.
     """
 
     def __init__(self) -> None:
@@ -202,6 +204,8 @@ class InMemoryCheckpointer:
     async def save(self, snapshot: RunSnapshot) -> None:
         stored = self._runs.get(snapshot.run_id)
         have = len(stored.entries) if stored else 0
+        if stored is not None and stored.head.claim is not None and stored.head.claim != snapshot.head.claim:
+            raise claim_lost(snapshot.run_id, RunHead.from_dict(stored.head.to_dict()))
         if len(snapshot.entries) < have:
             raise UserError(
                 f"checkpoint of run {snapshot.run_id!r} holds {have} entries but the snapshot has "
@@ -214,6 +218,27 @@ class InMemoryCheckpointer:
         else:
             stored.entries.extend(snapshot.entries[have:len(snapshot.entries)])
             stored.head = head
+
+    async def claim(
+        self,
+        run_id: str,
+        owner: RunOwner,
+        *,
+        token: str,
+        lease_seconds: float,
+        start: RunSnapshot | None = None,
+    ) -> RunSnapshot | None:
+        """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
+        now = time.time()
+        stored = self._runs.get(run_id)
+        if stored is None:
+            if start is not None:
+                head = RunHead.from_dict(start.head.to_dict())
+                take_claim(run_id, head, owner, token, lease_seconds, now)
+                self._runs[run_id] = RunSnapshot(run_id, head, list(start.entries))
+            return None
+        take_claim(run_id, stored.head, owner, token, lease_seconds, now)
+        return await self.load(run_id)
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         stored = self._runs.get(run_id)

@@ -1,4 +1,4 @@
-"""SQLite stores on aiosqlite: sessions and checkpoints that survive crashes.
+"""SQLite stores: sessions and checkpoints that survive crashes.
 
 Both take a file path and ``wal=False``; ``wal=True`` switches the file to WAL journal mode
 with a long busy timeout, for a file shared by several stores or processes. New files are
@@ -14,20 +14,18 @@ import sqlite3
 import time
 from typing import Any, Sequence
 
-from lovia.checkpoint import Checkpointer, RunHead, RunSnapshot, RunStatus, RunSummary
+from lovia.checkpoint import RunHead, RunOwner, RunSnapshot, RunStatus, RunSummary, claim_lost, take_claim
 from lovia.entries import Entry, ToolResult, entries_from_json, entry_from_json, entry_to_json
-from lovia.errors import StoreError, UserError
-from lovia.session import Segment, SessionInfo, TrimResult
+from lovia.errors import DatabaseFileError, UserError
+from lovia.session import Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
     clean_meta,
     filter_sessions,
-    forget_checkpoints,
     new_run_id,
-    rewound_run_ids,
     title_from,
 )
-from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema
+from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
 from lovia.transcript import locate_cut, trim_output, truncate_run
 
 __all__ = ["SQLiteCheckpointer", "SQLiteSession", "SESSION_SCHEMA", "CHECKPOINT_SCHEMA"]
@@ -144,8 +142,8 @@ def _encode(entries: Sequence[Entry]) -> list[tuple[str, str]]:
 class SQLiteSession(_SQLiteStore):
     """A :class:`~lovia.session.Session` in a SQLite file.
 
-    Besides the protocol it offers ``rewind``, ``trim_tool_results`` and the listing used by
-    the terminal UI (``list_sessions``, ``session_info``, ``rename_session``).
+    Besides the protocol it offers ``rewind``, ``trim_tool_results`` with its preview and the
+    listing used by the terminal UI (``list_sessions``, ``session_info``, ``rename_session``).
     """
 
     _schema = SESSION_SCHEMA
@@ -161,12 +159,17 @@ class SQLiteSession(_SQLiteStore):
                 "SELECT segment_seq, data FROM lovia_entries WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ):
+                if segment_seq not in grouped:
+                    raise DatabaseFileError(
+                        f"an entry of session {session_id!r} in {self.path} belongs to no stored run: the "
+                        "file is damaged. Restore it from a backup, or move it aside and start a new file."
+                    )
                 grouped[segment_seq].append(data)
             return [
                 Segment(
                     run_id,
                     tuple(entries_from_json(grouped[seq], where=self._where(session_id, run_id))),
-                    json.loads(meta),
+                    stored_object(meta, f"meta of run {run_id!r} of session {session_id!r}", self.path),
                 )
                 for seq, run_id, meta in heads
             ]
@@ -225,29 +228,24 @@ class SQLiteSession(_SQLiteStore):
 
         await self._db.write(write, f"clearing session {session_id!r}")
 
-    async def rewind(
-        self, session_id: str, *, keep_entries: int, checkpointer: Checkpointer | None = None
-    ) -> int:
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
         """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
 
         Whole later runs are deleted; the run the cut lands in is truncated, made
         tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
-        at or past the end changes nothing. With ``checkpointer``, the checkpoints of every
-        rewound run are deleted too, first, so no later resume replays the undone tail.
+        at or past the end changes nothing. Checkpoints of rewound runs are the caller's to
+        delete (see :class:`~lovia.session.RewindableSession`).
         """
         check_keep("keep_entries", keep_entries)
-        if checkpointer is not None:
-            planned = await self._db.read(
-                lambda conn: _plan_rewind(conn, session_id, keep_entries)[2], "planning a rewind"
-            )
-            await forget_checkpoints(checkpointer, planned)
-        else:
-            planned = []
 
-        def write(conn: sqlite3.Connection) -> tuple[int, list[str]]:
-            heads, (whole, partial), rewound = _plan_rewind(conn, session_id, keep_entries)
-            if not rewound:
-                return 0, []
+        def write(conn: sqlite3.Connection) -> int:
+            heads = conn.execute(
+                "SELECT seq, run_id, entry_count FROM lovia_segments WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            whole, partial = locate_cut([count for _, _, count in heads], keep_entries)
+            if whole == len(heads):
+                return 0
             before = sum(count for _, _, count in heads)
             later = [seq for seq, _, _ in heads[whole + (1 if partial else 0):]]
             conn.executemany("DELETE FROM lovia_entries WHERE segment_seq = ?", [(s,) for s in later])
@@ -271,53 +269,62 @@ class SQLiteSession(_SQLiteStore):
                     conn.execute("DELETE FROM lovia_segments WHERE seq = ?", (seq,))
                 after += remaining
             _touch(conn, session_id, time.time())
-            return before - after, rewound
+            return before - after
 
-        removed, rewound = await self._db.write(write, f"rewinding session {session_id!r}")
-        # A run appended between the plan and the rewind was rewound too: forget it as well.
-        await forget_checkpoints(checkpointer, [r for r in rewound if r not in planned])
-        return removed
+        return await self._db.write(write, f"rewinding session {session_id!r}")
 
-    async def trim_tool_results(
-        self, session_id: str, keep_chars: int = 400, keep_runs: int = 1, *, dry_run: bool = False
-    ) -> TrimResult:
-        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``.
+    async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
+        """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``; return how many.
 
         Structure, order and call-id pairing are kept and a marker says what was cut;
-        trimming again with the same arguments changes nothing. ``dry_run`` only counts.
+        trimming again with the same arguments changes nothing (and returns 0).
         """
         check_keep("keep_chars", keep_chars)
         check_keep("keep_runs", keep_runs)
+        trimmed = await self._db.write(
+            lambda conn: self._trim(conn, session_id, keep_chars, keep_runs, apply=True),
+            f"trimming tool outputs of session {session_id!r}",
+        )
+        return trimmed.results
 
-        def work(conn: sqlite3.Connection) -> TrimResult:
-            seqs = [seq for (seq,) in conn.execute(
-                "SELECT seq FROM lovia_segments WHERE session_id = ? ORDER BY seq", (session_id,)
-            )]
-            older = seqs[: max(0, len(seqs) - keep_runs)]
-            if not older:
-                return TrimResult()
-            # Only rows long enough to be worth cutting are decoded at all.
-            rows = conn.execute(
-                "SELECT seq, data FROM lovia_entries WHERE session_id = ? AND type = 'tool_result' "
-                "AND segment_seq <= ? AND length(data) > ? ORDER BY seq",
-                (session_id, older[-1], keep_chars),
-            ).fetchall()
-            updates: list[tuple[str, int]] = []
-            chars = 0
-            for seq, data in rows:
-                entry = entry_from_json(data, where=self._where(session_id))
-                assert isinstance(entry, ToolResult)
-                trimmed = trim_output(entry, keep_chars)
-                if trimmed is not None:
-                    chars += len(entry.output) - len(trimmed.output)
-                    updates.append((entry_to_json(trimmed), seq))
-            if updates and not dry_run:
-                conn.executemany("UPDATE lovia_entries SET data = ? WHERE seq = ?", updates)
-            return TrimResult(len(updates), chars)
+    async def preview_trim_tool_results(
+        self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1
+    ) -> TrimPreview:
+        """What :meth:`trim_tool_results` with the same arguments would cut now; changes nothing."""
+        check_keep("keep_chars", keep_chars)
+        check_keep("keep_runs", keep_runs)
+        return await self._db.read(
+            lambda conn: self._trim(conn, session_id, keep_chars, keep_runs, apply=False),
+            f"measuring tool outputs of session {session_id!r}",
+        )
 
-        if dry_run:
-            return await self._db.read(work, f"measuring tool outputs of session {session_id!r}")
-        return await self._db.write(work, f"trimming tool outputs of session {session_id!r}")
+    def _trim(
+        self, conn: sqlite3.Connection, session_id: str, keep_chars: int, keep_runs: int, *, apply: bool
+    ) -> TrimPreview:
+        seqs = [seq for (seq,) in conn.execute(
+            "SELECT seq FROM lovia_segments WHERE session_id = ? ORDER BY seq", (session_id,)
+        )]
+        older = seqs[: max(0, len(seqs) - keep_runs)]
+        if not older:
+            return TrimPreview()
+        # Only rows long enough to be worth cutting are decoded at all.
+        rows = conn.execute(
+            "SELECT seq, data FROM lovia_entries WHERE session_id = ? AND type = 'tool_result' "
+            "AND segment_seq <= ? AND length(data) > ? ORDER BY seq",
+            (session_id, older[-1], keep_chars),
+        ).fetchall()
+        updates: list[tuple[str, int]] = []
+        chars = 0
+        for seq, data in rows:
+            entry = entry_from_json(data, where=self._where(session_id))
+            assert isinstance(entry, ToolResult)
+            trimmed = trim_output(entry, keep_chars)
+            if trimmed is not None:
+                chars += len(entry.output) - len(trimmed.output)
+                updates.append((entry_to_json(trimmed), seq))
+        if updates and apply:
+            conn.executemany("UPDATE lovia_entries SET data = ? WHERE seq = ?", updates)
+        return TrimPreview(len(updates), chars)
 
     async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
@@ -354,16 +361,6 @@ def _touch(conn: sqlite3.Connection, session_id: str, now: float, *, bump: bool 
     )
 
 
-def _plan_rewind(
-    conn: sqlite3.Connection, session_id: str, keep_entries: int
-) -> tuple[list[tuple[int, str, int]], tuple[int, int], list[str]]:
-    heads = conn.execute(
-        "SELECT seq, run_id, entry_count FROM lovia_segments WHERE session_id = ? ORDER BY seq", (session_id,)
-    ).fetchall()
-    cut = locate_cut([count for _, _, count in heads], keep_entries)
-    return heads, cut, rewound_run_ids([run_id for _, run_id, _ in heads], cut[0])
-
-
 def _session_infos(conn: sqlite3.Connection, only: str | None) -> list[SessionInfo]:
     where, args = ("WHERE i.session_id = ?", (only,)) if only is not None else ("", ())
     rows = conn.execute(
@@ -380,31 +377,39 @@ def _session_infos(conn: sqlite3.Connection, only: str | None) -> list[SessionIn
     for session_id, title, created_at, last_activity, entry_count, run_count, seconds in rows:
         if title is None:
             first = conn.execute(
-                "SELECT data FROM lovia_entries WHERE session_id = ? AND type = 'user' ORDER BY seq LIMIT 1",
+                "SELECT json_extract(data, '$.text') FROM lovia_entries WHERE session_id = ? AND type = 'user' "
+                "ORDER BY seq LIMIT 1",
                 (session_id,),
             ).fetchone()
-            title = title_from(json.loads(first[0]).get("text", "")) if first else ""
+            title = title_from(first[0]) if first and isinstance(first[0], str) else ""
         infos.append(SessionInfo(session_id, title, entry_count, run_count, created_at, last_activity, float(seconds)))
     return infos
 
 
 class SQLiteCheckpointer(_SQLiteStore):
-    """A :class:`~lovia.checkpoint.Checkpointer` in a SQLite file.
+    """A :class:`~lovia.checkpoint.ClaimingCheckpointer` in a SQLite file.
 
     Each ``save`` appends only the entries past those already stored and replaces the
-    head, in one transaction, so its cost does not grow with the run's length.
+    head, in one transaction, so its cost does not grow with the run's length. ``claim``
+    checks and takes a run in one ``BEGIN IMMEDIATE`` transaction, so of several processes
+    claiming a run on one file exactly one gets it.
     """
 
     _schema = CHECKPOINT_SCHEMA
 
     async def save(self, snapshot: RunSnapshot) -> None:
-        run_id, head, entries = snapshot.run_id, snapshot.head, snapshot.entries
-        head_json = json.dumps(head.to_dict(), separators=(",", ":"))
+        run_id, entries = snapshot.run_id, snapshot.entries
+        # Read now: the runner goes on changing its head while this runs on the worker thread.
+        claim, head_row = snapshot.head.claim, _head_row(snapshot.head)
         total = len(entries)
 
         def write(conn: sqlite3.Connection) -> None:
-            row = conn.execute("SELECT entry_count FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = conn.execute(
+                "SELECT entry_count, json_extract(head, '$.claim') FROM lovia_runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
             have = row[0] if row else 0
+            if row is not None and row[1] is not None and row[1] != claim:
+                raise claim_lost(run_id, self._stored_head(conn, run_id))
             if total < have:
                 raise UserError(
                     f"checkpoint of run {run_id!r} holds {have} entries but the snapshot has {total}: "
@@ -416,25 +421,53 @@ class SQLiteCheckpointer(_SQLiteStore):
                 "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
                 [(run_id, have + i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
             )
-            conn.execute(
-                "INSERT INTO lovia_runs (run_id, status, session_id, updated_at, entry_count, head) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, "
-                "session_id = excluded.session_id, updated_at = excluded.updated_at, "
-                "entry_count = excluded.entry_count, head = excluded.head",
-                (run_id, head.status, head.session_id, head.updated_at, total, head_json),
-            )
+            _write_head(conn, run_id, head_row, total)
 
         await self._db.write(write, f"saving the checkpoint of run {run_id!r}")
+
+    async def claim(
+        self,
+        run_id: str,
+        owner: RunOwner,
+        *,
+        token: str,
+        lease_seconds: float,
+        start: RunSnapshot | None = None,
+    ) -> RunSnapshot | None:
+        """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
+        start_head = RunHead.from_dict(start.head.to_dict()) if start is not None else None
+        fresh = _encode(start.entries) if start is not None else []
+
+        def write(conn: sqlite3.Connection) -> tuple[RunHead, list[str]] | None:
+            now = time.time()
+            row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                if start_head is not None:
+                    head = start_head
+                    take_claim(run_id, head, owner, token, lease_seconds, now)
+                    conn.executemany(
+                        "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
+                        [(run_id, i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
+                    )
+                    _write_head(conn, run_id, _head_row(head), len(fresh))
+                return None
+            head = _decode_head(row[0], run_id, self.path)
+            if take_claim(run_id, head, owner, token, lease_seconds, now):
+                _write_head(conn, run_id, _head_row(head), None)
+            return head, _entry_rows(conn, run_id)
+
+        found = await self._db.write(write, f"claiming run {run_id!r}")
+        if found is None:
+            return None
+        head, rows = found
+        return RunSnapshot(run_id, head, entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}"))
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         def read(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return None
-            rows = conn.execute(
-                "SELECT data FROM lovia_run_entries WHERE run_id = ? ORDER BY position", (run_id,)
-            ).fetchall()
-            return row[0], [data for (data,) in rows]
+            return row[0], _entry_rows(conn, run_id)
 
         found = await self._db.read(read, f"loading the checkpoint of run {run_id!r}")
         if found is None:
@@ -442,6 +475,10 @@ class SQLiteCheckpointer(_SQLiteStore):
         head_json, rows = found
         entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
         return RunSnapshot(run_id, _decode_head(head_json, run_id, self.path), entries)
+
+    def _stored_head(self, conn: sqlite3.Connection, run_id: str) -> RunHead:
+        (head_json,) = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
+        return _decode_head(head_json, run_id, self.path)
 
     async def delete(self, run_id: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
@@ -472,8 +509,37 @@ class SQLiteCheckpointer(_SQLiteStore):
         return [RunSummary(run_id, _decode_head(head, run_id, self.path), count) for run_id, head, count in rows]
 
 
+_HeadRow = tuple[str, str | None, float, str]
+
+
+def _head_row(head: RunHead) -> _HeadRow:
+    """The ``lovia_runs`` columns that come from a head: status, session, update time, the head."""
+    return head.status, head.session_id, head.updated_at, json.dumps(head.to_dict(), separators=(",", ":"))
+
+
+def _write_head(conn: sqlite3.Connection, run_id: str, row: _HeadRow, entry_count: int | None) -> None:
+    """Insert or replace the run's head; ``entry_count=None`` keeps the stored count."""
+    status, session_id, updated_at, head_json = row
+    conn.execute(
+        "INSERT INTO lovia_runs (run_id, status, session_id, updated_at, entry_count, head) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, "
+        "session_id = excluded.session_id, updated_at = excluded.updated_at, "
+        "entry_count = COALESCE(?, entry_count), head = excluded.head",
+        (run_id, status, session_id, updated_at, entry_count or 0, head_json, entry_count),
+    )
+
+
+def _entry_rows(conn: sqlite3.Connection, run_id: str) -> list[str]:
+    rows = conn.execute("SELECT data FROM lovia_run_entries WHERE run_id = ? ORDER BY position", (run_id,))
+    return [data for (data,) in rows]
+
+
 def _decode_head(text: str, run_id: str, path: str) -> RunHead:
     try:
-        return RunHead.from_dict(json.loads(text))
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"the head of run {run_id!r} in {path} cannot be read ({exc}); it was left as it is") from None
+        return RunHead.from_dict(stored_object(text, f"head of run {run_id!r}", path))
+    except (TypeError, ValueError, AttributeError):
+        # The message of the cause may quote stored values: never show it.
+        raise DatabaseFileError(
+            f"the head of run {run_id!r} in {path} is damaged (its fields are not what lovia wrote); "
+            "lovia left it as it is. Delete the run, or restore the file from a backup."
+        ) from None

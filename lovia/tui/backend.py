@@ -1,7 +1,10 @@
 """What the terminal UI does to sessions and runs, over the store protocols only.
 
 The UI never touches SQL: it asks this object. Capabilities the stores may lack (listing,
-rewind, trim) are reported by ``can_*`` properties, and the UI hides what is missing.
+rewind, trim, rename) are the small protocols of :mod:`lovia.session` and
+:class:`~lovia.checkpoint.ListableCheckpointer`, checked with ``isinstance``; they are
+reported by ``can_*`` properties, and the UI hides what is missing. The stores are called
+only with the signatures those protocols define.
 """
 
 from __future__ import annotations
@@ -12,16 +15,37 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lovia.agent import Agent
-from lovia.checkpoint import CheckpointOptions, Checkpointer, RunSnapshot, RunSummary
+from lovia.checkpoint import (
+    Checkpointer,
+    CheckpointOptions,
+    ListableCheckpointer,
+    RunSnapshot,
+    RunStatus,
+    RunSummary,
+)
 from lovia.context import ContextPolicy
 from lovia.entries import Entry, UserMessage
 from lovia.errors import UserError
 from lovia.runtime import Runner, RunStream
-from lovia.session import Session, SessionInfo, TrimResult
-from lovia.transcript import drop_dangling_tool_calls
+from lovia.session import (
+    ClosableStore,
+    DescribableSession,
+    ListableSession,
+    RenamableSession,
+    RewindableSession,
+    Segment,
+    Session,
+    SessionInfo,
+    TrimmableSession,
+    TrimPreview,
+    TrimPreviewingSession,
+)
+from lovia.transcript import drop_dangling_tool_calls, locate_cut, truncate_run
 
 RunState = Literal["completed", "running", "interrupted", "crashed", "failed"]
-RESUMABLE = ("running", "interrupted", "failed")
+RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
+TRIM_KEEP_CHARS = 400
+"""How much of each old tool output a trim from the UI keeps."""
 
 
 @dataclass(frozen=True)
@@ -65,28 +89,34 @@ class ChatBackend:
     async def close(self) -> None:
         """Close both stores (the ones that can be closed)."""
         for store in (self.session, self.checkpointer):
-            close = getattr(store, "close", None)
-            if close is not None:
-                await close()
+            if isinstance(store, ClosableStore):
+                await store.close()
 
     # -- capabilities --------------------------------------------------------------------
 
     @property
     def can_rewind(self) -> bool:
         """Edit-and-resend and regenerate need ``rewind``."""
-        return callable(getattr(self.session, "rewind", None))
+        return isinstance(self.session, RewindableSession)
 
     @property
     def can_trim(self) -> bool:
-        return callable(getattr(self.session, "trim_tool_results", None))
+        """Trimming old tool outputs needs ``trim_tool_results``."""
+        return isinstance(self.session, TrimmableSession)
 
     @property
     def can_list_sessions(self) -> bool:
-        return callable(getattr(self.session, "list_sessions", None))
+        """The sessions pane needs ``list_sessions``."""
+        return isinstance(self.session, ListableSession)
+
+    @property
+    def can_rename(self) -> bool:
+        """Renaming a session needs ``rename_session``."""
+        return isinstance(self.session, RenamableSession)
 
     @property
     def can_list_runs(self) -> bool:
-        return callable(getattr(self.checkpointer, "list_runs", None))
+        return isinstance(self.checkpointer, ListableCheckpointer)
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -95,20 +125,25 @@ class ChatBackend:
         return f"s-{uuid.uuid4().hex[:12]}"
 
     async def sessions(self, query: str | None = None) -> list[SessionInfo]:
-        if not self.can_list_sessions:
+        """Sessions matching ``query``, most recent first; none when the store cannot list."""
+        session = self.session
+        if not isinstance(session, ListableSession):
             return []
-        return await self.session.list_sessions(query=query or None)  # type: ignore[attr-defined]
+        return await session.list_sessions(query=query or None)
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
-        if not callable(getattr(self.session, "session_info", None)):
+        """``session_id``'s title, counts and timings; ``None`` when unknown or the store cannot tell."""
+        session = self.session
+        if not isinstance(session, DescribableSession):
             return None
-        return await self.session.session_info(session_id)  # type: ignore[attr-defined]
+        return await session.session_info(session_id)
 
     async def rename(self, session_id: str, title: str) -> None:
-        rename = getattr(self.session, "rename_session", None)
-        if rename is None:
-            raise UserError("this session store cannot rename sessions")
-        await rename(session_id, title)
+        session = self.session
+        if not isinstance(session, RenamableSession):
+            raise UserError(f"{type(session).__name__} cannot rename sessions: it has no "
+                            "rename_session(session_id, title) method")
+        await session.rename_session(session_id, title)
 
     async def delete_session(self, session_id: str) -> None:
         """Forget the session and every in-flight run of it."""
@@ -134,10 +169,11 @@ class ChatBackend:
 
     async def runs(self, *, session_id: str | None = None, include_completed: bool = False) -> list[RunSummary]:
         """Runs a user may resume (interrupted, crashed, failed), newest first."""
-        if not self.can_list_runs:
+        checkpointer = self.checkpointer
+        if not isinstance(checkpointer, ListableCheckpointer):
             return []
         statuses = None if include_completed else list(RESUMABLE)
-        found = await self.checkpointer.list_runs(statuses=statuses)  # type: ignore[attr-defined]
+        found = await checkpointer.list_runs(statuses=statuses)
         if not include_completed:
             # A run ``running`` in a live process is someone's current work, not a leftover.
             found = [r for r in found if r.head.status != "running" or r.head.crashed]
@@ -202,10 +238,46 @@ class ChatBackend:
     # -- rewind and trim -----------------------------------------------------------------
 
     async def rewind(self, session_id: str, keep_entries: int) -> int:
-        if not self.can_rewind:
-            raise UserError("this session store cannot rewind")
-        return await self.session.rewind(session_id, keep_entries=keep_entries,  # type: ignore[attr-defined]
-                                         checkpointer=self.checkpointer)
+        """Keep the first ``keep_entries`` stored entries of ``session_id``; return how many went.
+
+        The session drops the tail; the checkpoints of the runs it truncates or deletes are
+        deleted here, because this object holds the checkpointer and the session knows
+        nothing of checkpoints: left alone, a later resume or replay would bring the undone
+        tail back. They go before the rewind: a crash in between leaves completed runs
+        without a replay cache, which loses nothing, rather than a replayable undone tail.
+        """
+        session = self.session
+        if not isinstance(session, RewindableSession):
+            raise UserError(f"{type(session).__name__} cannot rewind: edit-and-resend and regenerate need a "
+                            "rewind(session_id, *, keep_entries) method")
+        if keep_entries < 0:
+            raise UserError(f"keep_entries must be 0 or more, got {keep_entries}")
+        touched, expected = _plan_rewind(await session.segments(session_id), keep_entries)
+        for run_id in touched:
+            await self.checkpointer.delete(run_id)
+        removed = await session.rewind(session_id, keep_entries=keep_entries)
+        if removed != expected:
+            # The session changed between the plan and the rewind: another writer appended a
+            # run, which the rewind removed too, unplanned. Its checkpoint cannot be named
+            # from the session any more, so look for it among the checkpoints.
+            await self._forget_checkpoints_of_lost_runs(session_id)
+        return removed
+
+    async def _forget_checkpoints_of_lost_runs(self, session_id: str) -> None:
+        """Delete completed checkpoints of ``session_id`` whose run is not in the session.
+
+        A completed run is appended right after its checkpoint is finalized, so one that
+        is missing from its session was rewound away. (A run caught between those two
+        steps loses only its replay cache: its own process still appends it.) Runs still
+        in flight are never touched. Without run listing nothing can be found.
+        """
+        checkpointer = self.checkpointer
+        if not isinstance(checkpointer, ListableCheckpointer):
+            return
+        present = {segment.run_id for segment in await self.session.segments(session_id)}
+        for summary in await checkpointer.list_runs(statuses=["completed"]):
+            if summary.head.session_id == session_id and summary.run_id not in present:
+                await checkpointer.delete(summary.run_id)
 
     async def last_user_message(self, session_id: str) -> UserMessage | None:
         """The session's last stored user message."""
@@ -235,8 +307,31 @@ class ChatBackend:
         await self.rewind(session_id, position)
         return self.send(session_id, text)
 
-    async def trim(self, session_id: str, *, dry_run: bool, keep_chars: int = 400, keep_runs: int = 1) -> TrimResult:
-        if not self.can_trim:
-            raise UserError("this session store cannot trim tool outputs")
-        return await self.session.trim_tool_results(  # type: ignore[attr-defined]
-            session_id, keep_chars=keep_chars, keep_runs=keep_runs, dry_run=dry_run)
+    async def trim_preview(self, session_id: str, *, keep_chars: int = TRIM_KEEP_CHARS,
+                           keep_runs: int = 1) -> TrimPreview | None:
+        """What :meth:`trim` would cut now; ``None`` when the store cannot tell without trimming."""
+        session = self.session
+        if not isinstance(session, TrimPreviewingSession):
+            return None
+        return await session.preview_trim_tool_results(session_id, keep_chars=keep_chars, keep_runs=keep_runs)
+
+    async def trim(self, session_id: str, *, keep_chars: int = TRIM_KEEP_CHARS, keep_runs: int = 1) -> int:
+        """Cut tool outputs older than the last ``keep_runs`` runs; return how many were cut."""
+        session = self.session
+        if not isinstance(session, TrimmableSession):
+            raise UserError(f"{type(session).__name__} cannot trim tool outputs: it has no "
+                            "trim_tool_results(session_id, *, keep_chars, keep_runs) method")
+        return await session.trim_tool_results(session_id, keep_chars=keep_chars, keep_runs=keep_runs)
+
+
+def _plan_rewind(segments: list[Segment], keep_entries: int) -> tuple[list[str], int]:
+    """The runs a rewind to ``keep_entries`` truncates or deletes, and how many entries it removes.
+
+    The same cut the stores make (``locate_cut``, then ``truncate_run`` on the run it
+    lands in), computed from the segments read just before.
+    """
+    whole, partial = locate_cut([len(segment.entries) for segment in segments], keep_entries)
+    touched = segments[whole:]
+    kept_of_cut = len(truncate_run(touched[0].entries, partial)) if touched and partial else 0
+    removed = sum(len(segment.entries) for segment in touched) - kept_of_cut
+    return [segment.run_id for segment in touched], removed

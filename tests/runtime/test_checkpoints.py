@@ -280,11 +280,14 @@ async def test_replay_reapplies_the_session_append_idempotently_and_skips_hooks_
     def guard(ctx, text):
         calls.append("guard")
 
-    checkpointer, session = InMemoryCheckpointer(), InMemorySession()
+    checkpointer, session = InMemoryCheckpointer(), RecordingSession()
     agent = Agent(name="bot", model=ScriptedModel(["done"]), hooks=Hooks(), output_guardrails=[guard])
-    # A completed checkpoint whose session append never happened (crash in between).
-    await Runner.run(agent, "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
-    assert calls == ["start", "guard", "end"]
+    # A completed checkpoint whose session append never happened (the store failed in between).
+    session.fail_appends = StoreError("disk full")
+    with pytest.raises(StoreError):
+        await Runner.run(agent, "go", session=session, session_id="u1", checkpoint=CheckpointOptions(checkpointer, "r1"))
+    session.fail_appends = None
+    assert calls == ["start", "guard"]
     calls.clear()
     for _ in range(2):
         replay = await Runner.run(agent, "go", session=session, session_id="u1",
@@ -351,6 +354,6 @@ async def test_spec_snippets_run_as_written(tmp_path, monkeypatch):
 
     trimmed = await session.trim_tool_results("u1", keep_chars=400, keep_runs=1)
     removed = await session.rewind("u1", keep_entries=12)
-    assert trimmed.results_trimmed == 0 and removed == 0
+    assert trimmed == 0 and removed == 0
     await session.close()
     await cp.close()

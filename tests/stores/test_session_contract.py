@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 
 import pytest
 
 from lovia import (
     AssistantMessage,
+    DescribableSession,
     Handoff,
+    ListableSession,
+    RenamableSession,
     RewindableSession,
-    RunHead,
-    RunSnapshot,
     Session,
     ToolCall,
     ToolResult,
+    TrimmableSession,
+    TrimPreview,
+    TrimPreviewingSession,
     UserError,
     UserMessage,
 )
@@ -37,9 +42,27 @@ def result(call_id: str, output: str = "ok") -> ToolResult:
     return ToolResult(call_id=call_id, output=output, name="lookup")
 
 
+CAPABILITIES = {
+    RewindableSession: "rewind",
+    TrimmableSession: "trim_tool_results",
+    TrimPreviewingSession: "preview_trim_tool_results",
+    ListableSession: "list_sessions",
+    DescribableSession: "session_info",
+    RenamableSession: "rename_session",
+}
+
+
 async def test_store_satisfies_the_protocols(session):
     assert isinstance(session, Session)
-    assert isinstance(session, RewindableSession)
+    for protocol in CAPABILITIES:
+        assert isinstance(session, protocol), protocol.__name__
+
+
+@pytest.mark.parametrize("protocol", list(CAPABILITIES), ids=lambda p: p.__name__)
+async def test_store_methods_have_exactly_the_protocol_signatures(session, protocol):
+    """A caller that holds only the protocol calls these, so nothing more may be needed or offered."""
+    for name in ("segments", "load", "append", "clear", CAPABILITIES[protocol]):
+        assert inspect.signature(getattr(type(session), name)) == inspect.signature(getattr(protocol, name)), name
 
 
 async def test_unknown_session_is_empty(session):
@@ -220,18 +243,6 @@ async def test_rewind_rejects_a_negative_count(session):
     assert len(await session.load("u1")) == 10
 
 
-async def test_rewind_deletes_checkpoints_of_rewound_runs(stores):
-    session, checkpointer = stores.session(), stores.checkpointer()
-    await _three_runs(session)
-    for run_id in ("r1", "r2", "r3", "elsewhere"):
-        await checkpointer.save(RunSnapshot(run_id, RunHead(agent="bot", status="completed"), [user(run_id)]))
-    await session.rewind("u1", keep_entries=5, checkpointer=checkpointer)
-    assert await checkpointer.load("r1") is not None
-    assert await checkpointer.load("r2") is None  # truncated: a resume would replay the undone tail
-    assert await checkpointer.load("r3") is None
-    assert await checkpointer.load("elsewhere") is not None
-
-
 # -- trim -------------------------------------------------------------------------------
 
 
@@ -241,10 +252,11 @@ async def test_trim_cuts_old_outputs_and_keeps_structure(session):
     await session.append("u1", [user("b"), call("c2"), result("c2", big), reply("b")], run_id="r2")
     before = await session.load("u1")
 
+    preview = await session.preview_trim_tool_results("u1", keep_chars=400, keep_runs=1)
     trimmed = await session.trim_tool_results("u1", keep_chars=400, keep_runs=1)
     after = await session.load("u1")
-    assert trimmed.results_trimmed == 1
-    assert trimmed.chars_removed == len(big) - len(after[2].output)
+    assert trimmed == 1 and type(trimmed) is int
+    assert preview == TrimPreview(results=1, chars=len(big) - len(after[2].output))
     assert [type(e) for e in after] == [type(e) for e in before]
     assert [getattr(e, "call_id", None) for e in after] == [getattr(e, "call_id", None) for e in before]
     old = after[2]
@@ -260,8 +272,9 @@ async def test_trim_is_idempotent(session):
     await session.append("u1", [user("later")], run_id="r2")
     first = await session.trim_tool_results("u1", keep_chars=100, keep_runs=1)
     once = await session.load("u1")
+    assert await session.preview_trim_tool_results("u1", keep_chars=100, keep_runs=1) == TrimPreview(0, 0)
     second = await session.trim_tool_results("u1", keep_chars=100, keep_runs=1)
-    assert first.results_trimmed == 1 and second.results_trimmed == 0 and second.chars_removed == 0
+    assert (first, second) == (1, 0)  # a falsy 0: nothing was cut
     assert await session.load("u1") == once
 
 
@@ -274,22 +287,28 @@ async def test_trim_again_with_less_cuts_further_and_counts_everything(session):
     assert entry.trimmed_chars == 2900 and "2900 characters trimmed" in entry.output
 
 
-async def test_trim_dry_run_counts_without_changing(session):
-    await session.append("u1", [call("c1"), result("c1", "y" * 3000)], run_id="r1")
+async def test_trim_preview_counts_without_changing(session):
+    await session.append("u1", [call("c1"), result("c1", "y" * 3000), call("c2"), result("c2", "n" * 90)],
+                         run_id="r1")
     await session.append("u1", [user("later")], run_id="r2")
     before = await session.load("u1")
-    estimate = await session.trim_tool_results("u1", keep_chars=100, keep_runs=1, dry_run=True)
-    assert estimate.results_trimmed == 1 and estimate.chars_removed > 2800
+    preview = await session.preview_trim_tool_results("u1", keep_chars=100, keep_runs=1)
+    assert preview.results == 1 and preview.chars > 2800
     assert await session.load("u1") == before
-    assert await session.trim_tool_results("u1", keep_chars=100, keep_runs=1) == estimate
+    assert await session.trim_tool_results("u1", keep_chars=100, keep_runs=1) == preview.results
+    assert sum(len(e.output) for e in before if isinstance(e, ToolResult)) - preview.chars == sum(
+        len(e.output) for e in await session.load("u1") if isinstance(e, ToolResult))
+    assert await session.preview_trim_tool_results("nobody") == TrimPreview(0, 0)
 
 
 async def test_trim_keep_runs_covering_everything_changes_nothing(session):
     await session.append("u1", [call("c1"), result("c1", "y" * 3000)], run_id="r1")
-    assert (await session.trim_tool_results("u1", keep_runs=1)).results_trimmed == 0
-    assert (await session.trim_tool_results("nobody")).results_trimmed == 0
+    assert await session.trim_tool_results("u1", keep_runs=1) == 0
+    assert await session.trim_tool_results("nobody") == 0
     with pytest.raises(UserError):
         await session.trim_tool_results("u1", keep_chars=-5)
+    with pytest.raises(UserError):
+        await session.preview_trim_tool_results("u1", keep_runs=-1)
 
 
 # -- listing for the UI -------------------------------------------------------------------

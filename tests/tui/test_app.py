@@ -184,9 +184,10 @@ async def test_trim_confirms_how_much_it_reclaims(tmp_path):
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         question = str(app.screen.question)
-        assert "Trim 1 old tool outputs" in question and "4.6k chars" in question
+        assert "Trim 1 old tool output to 400 characters" in question and "4.6k chars" in question
         await pilot.press("y")
         await settle(pilot)
+        assert any("Trimmed 1 tool output." in n.message for n in app._notifications)
         result = next(e for e in await stored(tmp_path / "lovia.db", chat.session_id) if isinstance(e, ToolResult))
         assert result.trimmed_chars == 4600 and len(result.output) < 500
 

@@ -35,7 +35,7 @@ class MainScreen(Screen):
         yield Header()
         with Horizontal():
             if self.backend.can_list_sessions:
-                yield SessionsPane()
+                yield SessionsPane(can_rename=self.backend.can_rename)
             yield ChatPanel(self.backend)
             with Vertical(id="side"):
                 if self.backend.can_list_runs:

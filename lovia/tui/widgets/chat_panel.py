@@ -33,7 +33,7 @@ from lovia.runtime import (
 )
 from lovia.entries import UserMessage
 from lovia.tui import format
-from lovia.tui.backend import ChatBackend
+from lovia.tui.backend import TRIM_KEEP_CHARS, ChatBackend
 from lovia.tui.clipboard import copy_text
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.composer import Composer
@@ -76,6 +76,7 @@ class ChatPanel(Vertical):
         yield Static("New session", id="chat-title")
         transcript = Transcript(id="transcript")
         transcript.can_edit = self.backend.can_rewind
+        transcript.can_trim = self.backend.can_trim
         yield transcript
         yield Static("Editing a message: enter resends it and drops everything after it; escape cancels.",
                      id="editing")
@@ -289,17 +290,23 @@ class ChatPanel(Vertical):
 
     @work(exclusive=True, group="trim")
     async def _trim(self) -> None:
+        """Ask first, saying how much the trim reclaims when the store can tell; then trim."""
         assert self.session_id is not None
-        estimate = await self.backend.trim(self.session_id, dry_run=True)
-        if not estimate.results_trimmed:
+        preview = await self.backend.trim_preview(self.session_id)
+        if preview is not None and not preview.results:
             self.notify("No tool output older than the last run is long enough to trim.")
             return
-        question = (f"Trim {estimate.results_trimmed} old tool outputs to 400 characters each?\n"
-                    f"This reclaims {format.size(estimate.chars_removed)}. Outputs from the last run are kept whole; "
-                    "trimmed text is gone for good unless it was archived.")
+        if preview is not None:
+            what = (f"Trim {format.count(preview.results, 'old tool output')} to {TRIM_KEEP_CHARS} characters "
+                    f"each?\nThis reclaims {format.size(preview.chars)}.")
+        else:
+            what = f"Trim old tool outputs to {TRIM_KEEP_CHARS} characters each?\n"
+        question = what + (" Outputs from the last run are kept whole; trimmed text is gone for good unless it "
+                           "was archived.")
         if await self.app.push_screen_wait(ConfirmScreen(question, confirm="Trim")):
-            done = await self.backend.trim(self.session_id, dry_run=False)
-            self.notify(f"Trimmed {done.results_trimmed} outputs, reclaimed {format.size(done.chars_removed)}.")
+            done = await self.backend.trim(self.session_id)
+            self.notify(f"Trimmed {format.count(done, 'tool output')}." if done
+                        else "Nothing was long enough to trim.")
             await self.open_session(self.session_id)
             self.post_message(self.Changed(self.session_id))
 

@@ -24,6 +24,15 @@ class SessionList(OptionList):
         Binding("slash", "filter", "Filter", show=False),
     ]
 
+    def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.can_rename = can_rename  # the session store keeps titles given by a user
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "rename":
+            return self.can_rename
+        return True
+
     def action_rename(self) -> None:
         self.post_message(SessionsPane.Action("rename", self._current()))
 
@@ -71,14 +80,15 @@ class SessionsPane(Vertical):
             self.action = action
             self.session_id = session_id
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
         self.sessions: list[SessionInfo] = []
+        self._can_rename = can_rename
 
     def compose(self) -> ComposeResult:
         yield Static("Sessions", classes="pane-title")
         yield Input(placeholder="type to filter…", id="session-filter")
-        yield SessionList(id="session-list")
+        yield SessionList(id="session-list", can_rename=self._can_rename)
 
     def show(self, sessions: list[SessionInfo], current: str | None) -> None:
         """Show ``sessions`` (already filtered), keeping ``current`` highlighted."""

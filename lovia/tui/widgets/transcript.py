@@ -83,7 +83,8 @@ class Transcript(VerticalScroll, can_focus=True):
         self._live_message: AssistantMessageView | None = None
         self._live_header: RunHeader | None = None
         self._tool_views: dict[str, ToolCallView] = {}
-        self.can_edit = True
+        self.can_edit = True  # the session store can rewind
+        self.can_trim = True  # the session store can trim tool outputs
 
     # -- showing a session -----------------------------------------------------------------
 
@@ -278,8 +279,10 @@ class Transcript(VerticalScroll, can_focus=True):
         self.post_message(self.TrimRequested())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "edit" and not self.can_edit:
-            return False
+        if action == "edit":
+            return self.can_edit
+        if action == "trim":
+            return self.can_trim
         return True
 
 

@@ -1,0 +1,199 @@
+"""The app over session stores that have only what the spec's protocols promise.
+
+A custom Session written to the spec has four methods, and maybe ``rewind(session_id, *,
+keep_entries)``. The app must drive it through exactly those signatures, and the checkpoints
+of rewound runs are deleted by the backend, which holds the checkpointer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lovia import Agent, Entry, RunHead, RunSnapshot, Segment, SQLiteCheckpointer, SQLiteSession, UserMessage
+from lovia.models import ScriptedModel
+from lovia.transcript import locate_cut, truncate_run
+from lovia.tui.backend import ChatBackend
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from tests.stores.test_session_contract import _three_runs
+from tests.tui.conftest import make_app, settle, type_and_send
+
+
+class FourMethodSession:
+    """The spec's Session protocol and nothing else, in a dict."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, list[Segment]] = {}
+
+    async def segments(self, session_id: str) -> list[Segment]:
+        return list(self.stored.get(session_id, []))
+
+    async def load(self, session_id: str) -> list[Entry]:
+        return [entry for segment in await self.segments(session_id) for entry in segment.entries]
+
+    async def append(self, session_id: str, entries: list[Entry], *, run_id: str | None = None,
+                     meta: dict[str, Any] | None = None) -> str:
+        segments = self.stored.setdefault(session_id, [])
+        run_id = run_id or f"custom-{len(segments)}"
+        if all(segment.run_id != run_id for segment in segments):
+            segments.append(Segment(run_id, tuple(entries), dict(meta or {})))
+        return run_id
+
+    async def clear(self, session_id: str) -> None:
+        self.stored.pop(session_id, None)
+
+
+class SpecSession(FourMethodSession):
+    """The spec's four methods plus its optional ``rewind(session_id, *, keep_entries)``."""
+
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        segments = self.stored.get(session_id, [])
+        before = sum(len(s.entries) for s in segments)
+        whole, partial = locate_cut([len(s.entries) for s in segments], keep_entries)
+        kept = segments[:whole]
+        if partial:
+            cut = segments[whole]
+            kept.append(Segment(cut.run_id, tuple(truncate_run(cut.entries, partial)), {}))
+        self.stored[session_id] = [s for s in kept if s.entries]
+        return before - sum(len(s.entries) for s in self.stored[session_id])
+
+
+def texts(entries: list[Entry]) -> list[str | None]:
+    return [getattr(e, "text", None) for e in entries]
+
+
+async def test_a_spec_session_with_rewind_regenerates_and_edits(tmp_path):
+    session = SpecSession()
+    model = ScriptedModel(["first answer", "second answer", "edited answer"])
+    app = make_app(tmp_path / "lovia.db", session=session, model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "question")
+        chat = app.screen.chat
+        checkpointer = app.backend.checkpointer
+        [first] = await session.segments(chat.session_id)
+        assert await checkpointer.load(first.run_id) is not None  # kept as the run's replay cache
+
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        assert texts(await session.load(chat.session_id)) == ["question", "second answer"]
+        assert [v.text for v in chat.transcript.query(AssistantMessageView)] == ["second answer"]
+        assert await checkpointer.load(first.run_id) is None  # a replay would bring back the undone answer
+        [second] = await session.segments(chat.session_id)
+        assert await checkpointer.load(second.run_id) is not None
+
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert chat.composer.text == "question" and chat.has_class("-editing")
+        chat.composer.text = "edited question"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert texts(await session.load(chat.session_id)) == ["edited question", "edited answer"]
+        assert await checkpointer.load(second.run_id) is None
+        assert chat.transcript.check_action("trim", ()) is False  # no trim_tool_results: not offered
+        assert "Trim tool outputs" not in {c.title for c in app.get_system_commands(app.screen)}
+    # Leaving run_test re-raises any error that brought the app down (the TypeError of old).
+
+
+async def test_a_session_with_only_the_four_methods_hides_rewind_and_trim_and_still_chats(tmp_path):
+    session = FourMethodSession()
+    app = make_app(tmp_path / "lovia.db", session=session, model=ScriptedModel(["an answer"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "hello")
+        chat = app.screen.chat
+        assert texts(await session.load(chat.session_id)) == ["hello", "an answer"]
+        assert [v.text for v in chat.transcript.query(AssistantMessageView)] == ["an answer"]
+        assert not app.backend.can_rewind and not app.backend.can_trim
+        assert chat.check_action("regenerate", ()) is False and chat.check_action("edit_last", ()) is False
+        assert chat.transcript.check_action("edit", ()) is False
+        assert chat.transcript.check_action("trim", ()) is False
+        commands = {c.title for c in app.get_system_commands(app.screen)}
+        assert not commands & {"Regenerate", "Edit last message", "Edit selected message", "Trim tool outputs"}
+        chat.transcript.focus()
+        await pilot.press("t", "e", "ctrl+g", "ctrl+l")
+        await settle(pilot)
+        assert texts(await session.load(chat.session_id)) == ["hello", "an answer"]
+        assert not chat.has_class("-editing")
+
+
+# -- the backend's rewind, over the bundled stores ------------------------------------------
+
+
+async def completed_checkpoint(checkpointer, run_id: str, session_id: str | None, status="completed") -> None:
+    head = RunHead(agent="bot", status=status, session_id=session_id)
+    await checkpointer.save(RunSnapshot(run_id, head, [UserMessage(text=run_id)]))
+
+
+async def test_backend_rewind_deletes_exactly_the_checkpoints_of_rewound_runs(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
+        backend = ChatBackend(session, checkpointer, Agent(name="bot", model=ScriptedModel([])))
+        await _three_runs(session)
+        for run_id in ("r1", "r2", "r3", "elsewhere"):
+            await completed_checkpoint(checkpointer, run_id, "u1")
+        assert await backend.rewind("u1", keep_entries=5) == 5
+        assert await checkpointer.load("r1") is not None
+        assert await checkpointer.load("r2") is None  # truncated: a resume would replay the undone tail
+        assert await checkpointer.load("r3") is None
+        assert await checkpointer.load("elsewhere") is not None  # a completed run not in the session is not ours
+        assert await backend.rewind("u1", keep_entries=99) == 0
+        assert await checkpointer.load("r1") is not None  # a no-op rewind touches nothing
+
+
+async def test_backend_plans_the_same_cut_the_stores_make(tmp_path):
+    """The backend's count of what a rewind removes matches the store's at every cut, so a
+    mismatch means only one thing: the session changed under the rewind."""
+    from lovia.tui.backend import _plan_rewind
+
+    for keep in range(12):
+        async with SQLiteSession(tmp_path / f"{keep}.db") as session:
+            await _three_runs(session)
+            segments = await session.segments("u1")
+            touched, expected = _plan_rewind(segments, keep)
+            assert await session.rewind("u1", keep_entries=keep) == expected
+            after = {s.run_id: s for s in await session.segments("u1")}
+            changed = [s.run_id for s in segments if after.get(s.run_id) != s]
+            assert touched == changed, keep
+
+
+class RacedSQLiteSession(SQLiteSession):
+    """A session whose rewind lets another process's run land just before it (a real second writer)."""
+
+    def __init__(self, path, checkpointer) -> None:
+        super().__init__(path, wal=True)
+        self.other_writer = SQLiteSession(path, wal=True)
+        self.checkpointer = checkpointer
+        self.gone_before_rewind: list[str] = []
+
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        for run_id in ("r2", "r3"):
+            if await self.checkpointer.load(run_id) is None:
+                self.gone_before_rewind.append(run_id)
+        await completed_checkpoint(self.checkpointer, "late", session_id)  # finalized, then appended
+        await self.other_writer.append(session_id, [UserMessage(text="late"), UserMessage(text="run")], run_id="late")
+        return await super().rewind(session_id, keep_entries=keep_entries)
+
+    async def close(self) -> None:
+        await self.other_writer.close()
+        await super().close()
+
+
+async def test_backend_rewind_deletes_checkpoints_first_and_catches_a_run_appended_meanwhile(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        session = RacedSQLiteSession(db, checkpointer)
+        backend = ChatBackend(session, checkpointer, Agent(name="bot", model=ScriptedModel([])))
+        await _three_runs(session)
+        for run_id in ("r1", "r2", "r3"):
+            await completed_checkpoint(checkpointer, run_id, "u1")
+        await completed_checkpoint(checkpointer, "other-session", "u2")
+        await completed_checkpoint(checkpointer, "in-flight", "u1", status="interrupted")
+
+        removed = await backend.rewind("u1", keep_entries=5)
+
+        assert removed == 5 + 2  # the late run went too
+        assert session.gone_before_rewind == ["r2", "r3"]  # deleted before the session was rewound
+        assert [s.run_id for s in await session.segments("u1")] == ["r1", "r2"]
+        assert await checkpointer.load("late") is None  # unplanned, yet found and forgotten
+        assert await checkpointer.load("r1") is not None
+        assert await checkpointer.load("other-session") is not None
+        assert await checkpointer.load("in-flight") is not None  # still resumable: never touched
+        await session.close()
