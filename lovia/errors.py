@@ -19,6 +19,15 @@ class UserError(LoviaError):
     """
 
 
+class RunClaimedError(UserError):
+    """A run is held by another execution, so this one may not execute or save it.
+
+    Raised when a run id is issued while another process (or task) executes it, and when an
+    execution whose lease lapsed and was taken over tries to save. The message names the
+    owner; the stored run is left as it was.
+    """
+
+
 class EntryDecodeError(LoviaError):
     """A stored transcript entry could not be read.
 
@@ -46,6 +55,14 @@ class SchemaError(DatabaseFileError):
     """The database was written by a newer lovia whose schema this version does not know.
 
     The file is left untouched; upgrade lovia to open it.
+    """
+
+
+class DamagedEntryError(EntryDecodeError, StoreError):
+    """A stored transcript entry is damaged: it is not JSON, or not an entry object.
+
+    A store could not complete the read and changed nothing. The message says where the
+    entry is but never quotes it: damaged text may hold any part of a conversation.
     """
 
 

@@ -7,6 +7,9 @@ offers the result. Both follow ``sessions-and-checkpoints.md``:
   timed segment on completion (never when interrupted);
 - with a checkpoint, the run is snapshotted after every model turn and every tool result;
   an existing run id resumes, replays, restarts or fails per ``if_run_exists``;
+- a run is claimed before it executes (atomically, when the checkpointer is a
+  ``ClaimingCheckpointer``), and its lease is renewed while it runs, so a run id issued by
+  several processes at once executes in one of them;
 - on success the checkpoint is finalized first, then the session append, then the optional
   delete, so a crash between them heals on the next replay.
 """
@@ -24,10 +27,25 @@ from typing import Any, AsyncIterator, Callable, Sequence
 
 from lovia._async import shielded
 from lovia.agent import Agent, agent_graph
-from lovia.checkpoint import CheckpointOptions, RunHead, RunOwner, RunSnapshot
+from lovia.checkpoint import (
+    CheckpointOptions,
+    ClaimingCheckpointer,
+    RunHead,
+    RunOwner,
+    RunSnapshot,
+    claim_refused,
+    take_claim,
+)
 from lovia.context import ContextPolicy
 from lovia.entries import USUAL_FINISH_REASONS, AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
-from lovia.errors import AgentResolutionError, GuardrailTripped, MaxTurnsExceeded, UserError
+from lovia.errors import (
+    AgentResolutionError,
+    GuardrailTripped,
+    MaxTurnsExceeded,
+    RunClaimedError,
+    StoreError,
+    UserError,
+)
 from lovia.models import ModelRequest, resolve_model
 from lovia.models.base import FinishChunk, Model, TextChunk, ToolCallChunk, UsageChunk
 from lovia.runtime.events import (
@@ -55,8 +73,8 @@ __all__ = ["DEFAULT_MAX_TURNS", "RunStream", "Runner"]
 DEFAULT_MAX_TURNS = 25
 FIRST_INPUT_CHARS = 200
 
-# Runs executing in this process, by (checkpointer, run id): a second concurrent execution of
-# the same run would interleave two transcripts in one checkpoint.
+# Runs executing in this process on a checkpointer that cannot claim, by (checkpointer, run
+# id): a fresh run is stored only by its first save, which two executions could both reach.
 _ACTIVE_RUNS: set[tuple[int, str]] = set()
 
 
@@ -195,8 +213,11 @@ class _Run:
         self._models: dict[str, Model] = {}
         self._instructions: dict[str, str] = {}
         self._graph: dict[str, Agent[Any]] | None = None
-        self._handoff_call_id: str | None = None
         self._emit: Callable[[RunEvent], None] = lambda event: None
+        self._token = new_run_id()  # names this execution in the run's claim
+        self._active_key: tuple[int, str] | None = None
+        self._last_save = time.monotonic()
+        self._renewal_error: BaseException | None = None
 
     # -- entry point -----------------------------------------------------------------------
 
@@ -204,23 +225,34 @@ class _Run:
         self._emit = emit
         try:
             snapshot = await self._existing_snapshot()
+            if snapshot is None or snapshot.head.status != "completed":
+                snapshot = await self._claim(snapshot)
             if snapshot is not None and snapshot.head.status == "completed":
-                return await self._replay(snapshot)
-            key = (id(self.checkpoint.checkpointer) if self.checkpoint else 0, self.run_id)
-            self._refuse_live(snapshot, key)
-            _ACTIVE_RUNS.add(key)
-            try:
+                return await self._replay(snapshot)  # maybe completed just now, elsewhere
+            async with self._renewing_lease():
                 return await self._drive(snapshot)
-            finally:
-                _ACTIVE_RUNS.discard(key)
         except asyncio.CancelledError:
-            await self._mark("interrupted")
-            emit(RunInterrupted(self.run_id))
-            raise
+            failure = self._renewal_error
+            if failure is None:
+                await self._mark("interrupted")
+                emit(RunInterrupted(self.run_id))
+                raise
+            # Cancelled by the lease renewal, which failed: the run failed, nobody stopped it.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            await self._fail(failure)
+            raise failure from None
         except BaseException as exc:
-            await self._mark("failed", error=f"{type(exc).__name__}: {exc}")
-            emit(RunFailed(self.run_id, exc))
+            await self._fail(exc)
             raise
+        finally:
+            if self._active_key is not None:
+                _ACTIVE_RUNS.discard(self._active_key)
+
+    async def _fail(self, exc: BaseException) -> None:
+        await self._mark("failed", error=f"{type(exc).__name__}: {exc}")
+        self._emit(RunFailed(self.run_id, exc))
 
     async def _existing_snapshot(self) -> RunSnapshot | None:
         options = self.checkpoint
@@ -230,8 +262,8 @@ class _Run:
         if snapshot is not None and snapshot.run_id != options.run_id:
             raise UserError(f"resume_from holds run {snapshot.run_id!r}, but the checkpoint options name "
                             f"{options.run_id!r}; pass the same run id")
-        if snapshot is None:
-            snapshot = await options.checkpointer.load(options.run_id)
+        stored = await options.checkpointer.load(options.run_id)
+        snapshot = snapshot or stored
         policy = options.if_run_exists
         if snapshot is None:
             if policy == "resume_only":
@@ -241,46 +273,126 @@ class _Run:
         if policy == "fail":
             raise UserError(f"run {options.run_id!r} already exists (status {snapshot.head.status}) and "
                             "if_run_exists='fail'; use a new run id, or 'resume' / 'restart'")
+        if (policy == "restart" or options.resume_from is not None) and stored is not None and stored.head.is_held():
+            raise claim_refused(options.run_id, stored.head)  # never discard a run someone is executing
         if policy == "restart":
             await options.checkpointer.delete(options.run_id)
             return None
         if options.resume_from is not None:
-            # A rehydrated snapshot becomes the stored one, so later saves extend it.
+            # A rehydrated snapshot becomes the stored one, so later saves extend it; the claim
+            # it carries was on another store (or is over), so it is claimed afresh here.
+            head = replace(snapshot.head, owner=None, claim=None, lease_until=None)
+            snapshot = RunSnapshot(snapshot.run_id, head, list(snapshot.entries))
             await options.checkpointer.delete(options.run_id)
-            await options.checkpointer.save(RunSnapshot(snapshot.run_id, snapshot.head, list(snapshot.entries)))
+            await options.checkpointer.save(RunSnapshot(snapshot.run_id, replace(head), list(snapshot.entries)))
         return snapshot
 
-    def _refuse_live(self, snapshot: RunSnapshot | None, key: tuple[int, str]) -> None:
+    async def _claim(self, snapshot: RunSnapshot | None) -> RunSnapshot | None:
+        """Take the run for this execution before anything of it runs.
+
+        Returns the stored run to resume (its head now names this execution) or to replay
+        (completed meanwhile); ``None`` for a fresh run, whose head and entries are then set.
+        A run another execution holds raises :class:`RunClaimedError`. With a
+        :class:`ClaimingCheckpointer` the check and the take are one atomic step; with a
+        plain checkpointer the stored head is checked and the first save takes it, so two
+        processes starting at the same moment can still both run it.
+        """
+        options = self.checkpoint
+        start = self._fresh_snapshot() if snapshot is None else None
+        if options is None:
+            assert start is not None
+            self.head, self.entries = start.head, start.entries
+            return None
+        checkpointer, owner = options.checkpointer, RunOwner.current()
+        self._last_save = time.monotonic()
+        if isinstance(checkpointer, ClaimingCheckpointer):
+            stored = await checkpointer.claim(self.run_id, owner, token=self._token,
+                                              lease_seconds=options.lease_seconds, start=start)
+            if stored is None and start is None:  # deleted since it was loaded: as if it never was
+                if options.if_run_exists == "resume_only":
+                    raise UserError(f"run {self.run_id!r} was deleted before it could be resumed; "
+                                    "check who discarded it, or use 'resume' to start it fresh")
+                start = self._fresh_snapshot()
+                stored = await checkpointer.claim(self.run_id, owner, token=self._token,
+                                                  lease_seconds=options.lease_seconds, start=start)
+            if stored is not None:
+                return stored
+            assert start is not None
+            self.head, self.entries = start.head, start.entries
+            return None
+        key = (id(checkpointer), self.run_id)
         if key in _ACTIVE_RUNS:
-            raise UserError(f"run {self.run_id!r} is already executing in this process; wait for it or stop it")
-        owner = snapshot.head.owner if snapshot else None
-        if snapshot is not None and snapshot.head.status == "running" and owner is not None:
-            me = _owner()
-            if (owner.host, owner.pid) != (me.host, me.pid) and owner.is_alive():
-                raise UserError(f"run {self.run_id!r} is being executed by process {owner.pid} on {owner.host}; "
-                                "wait for it to finish or stop it, then resume")
+            raise RunClaimedError(f"run {self.run_id!r} is already executing in this process; wait for it or stop it")
+        if snapshot is not None:
+            take_claim(self.run_id, snapshot.head, owner, self._token, options.lease_seconds, time.time())
+        _ACTIVE_RUNS.add(key)
+        self._active_key = key
+        if start is not None:
+            self.head, self.entries = start.head, start.entries
+        return snapshot
+
+    def _fresh_snapshot(self) -> RunSnapshot:
+        now = time.time()
+        head = RunHead(
+            agent=self.entry_agent.name, status="running", started_at=now, updated_at=now,
+            session_id=self.session_id, first_input=_first_input(self.input_entries), owner=RunOwner.current(),
+            entry_agent=self.entry_agent.name, claim=self._token,
+        )
+        return RunSnapshot(self.run_id, head, list(self.input_entries))
+
+    @contextlib.asynccontextmanager
+    async def _renewing_lease(self) -> AsyncIterator[None]:
+        """Keep the run's lease from lapsing while it executes, through long tool calls too.
+
+        Every snapshot renews the lease; this renews it when none came for a third of its
+        length. When a renewal finds the run taken over (or fails for a reason other than
+        the store being busy), the run is stopped, and fails with that error.
+        """
+        run_task = asyncio.current_task()
+        if self.checkpoint is None or run_task is None:
+            yield
+            return
+        renewer = asyncio.ensure_future(self._renew(run_task, self.checkpoint.lease_seconds / 3))
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(BaseException):  # ended by the cancel, or it stopped the run itself
+                await shielded(renewer)
+
+    async def _renew(self, run_task: asyncio.Task[Any], interval: float) -> None:
+        while True:
+            await asyncio.sleep(max(0.0, self._last_save + interval - time.monotonic()))
+            if self.head is None or self.head.status != "running" or time.monotonic() < self._last_save + interval:
+                continue
+            try:
+                await self._save()
+            except StoreError:
+                continue  # busy or briefly unwritable: the next renewal may pass; a lapse shows at the next save
+            except Exception as exc:
+                self._renewal_error = exc
+                run_task.cancel()
+                return
 
     # -- fresh runs and resumes ------------------------------------------------------------
 
     async def _drive(self, snapshot: RunSnapshot | None) -> RunResult:
-        segments: list[Segment] = await self.session.segments(self.session_id) if self.session else []
+        segments: list[Segment] = []
+        if self.session is not None and self.session_id is not None:
+            segments = await self.session.segments(self.session_id)
         self.history = [entry for segment in segments for entry in segment.entries]
-        now = time.time()
         resumed = snapshot is not None
-        if snapshot is None:
-            self.entries = list(self.input_entries)
-            self.head = RunHead(
-                agent=self.entry_agent.name, status="running", started_at=now, updated_at=now,
-                session_id=self.session_id, first_input=_first_input(self.input_entries), owner=_owner(),
-                entry_agent=self.entry_agent.name,
-            )
-        else:
-            self.head = snapshot.head
-            self.entries = list(snapshot.entries)
+        if snapshot is not None:
+            self.head, self.entries = snapshot.head, list(snapshot.entries)
+            # Every agent the resume needs is found before anything runs: a missing one is a
+            # hard error that must not come after the dangling calls were executed again.
             self.agent = self._agent_named(self.head.agent, what="the active agent")
-            self.head.status, self.head.owner, self.head.error = "running", _owner(), None
+            if self.head.pending_handoff:
+                self._agent_named(self.head.pending_handoff, what="the handoff target")
             self.head.session_id = self.session_id or self.head.session_id
-        self.run_state = dict(self.head.context_state)
+        head = self.head
+        assert head is not None
+        self.run_state = dict(head.context_state)
         if self.policy is not None:
             self.conversation_state = self.policy.carried_state(segments, self.run_state)
 
@@ -294,11 +406,16 @@ class _Run:
             dangling = dangling_tool_calls(self.entries)
             if dangling:
                 await self._run_tools(dangling, rerun=True)
-            if self.head.pending_handoff:
+            if head.pending_handoff:
                 await self._apply_handoff()
         else:
             await self._check_guardrails(self.agent.input_guardrails, _input_text(self.input_entries), "input")
-        final_text, finish = await self._loop()
+        if head.answered:
+            # The run stopped after the model gave its answer, before finalization: the answer
+            # stands and is finalized (output guardrails included, they never saw it), not asked for again.
+            final_text, finish = _answer(self.entries), None
+        else:
+            final_text, finish = await self._loop()
         return await self._complete(final_text, finish)
 
     async def _loop(self) -> tuple[str, str | None]:
@@ -314,6 +431,7 @@ class _Run:
             if message:
                 self.entries.append(message)
             self.entries.extend(calls)
+            head.answered = not calls  # a turn without tool calls is the answer
             await self._save()  # after the model turn
             if message:
                 self._emit(MessageCompleted(message))
@@ -441,16 +559,15 @@ class _Run:
         if self.head.pending_handoff:
             return ToolResult(call_id=call.call_id, name=call.name, is_error=True,
                               output=f"a handoff to {self.head.pending_handoff} is already under way this turn")
-        self.head.pending_handoff = target.name
-        self._handoff_call_id = call.call_id
+        self.head.pending_handoff, self.head.handoff_call_id = target.name, call.call_id
         return ToolResult(call_id=call.call_id, name=call.name, output=f"Transferred to {target.name}.")
 
     async def _apply_handoff(self) -> None:
         head = self.head
         assert head is not None and head.pending_handoff
         source, target = self.agent, self._agent_named(head.pending_handoff, what="the handoff target")
-        self.entries.append(Handoff(from_agent=source.name, to_agent=target.name, call_id=self._handoff_call_id))
-        self.agent, head.agent, head.pending_handoff, self._handoff_call_id = target, target.name, None, None
+        self.entries.append(Handoff(from_agent=source.name, to_agent=target.name, call_id=head.handoff_call_id))
+        self.agent, head.agent, head.pending_handoff, head.handoff_call_id = target, target.name, None, None
         await self._save()
         self._emit(HandoffOccurred(source.name, target.name))
         if source.hooks:
@@ -475,7 +592,8 @@ class _Run:
                            session_id=self.session_id)
         head.status = "completed"
         await self._save()  # 1. the checkpoint is finalized
-        await self._append_to_session(self.entries, head, finished_at=time.time())  # 2. the session append
+        await self._append_to_session(self.entries, head, finished_at=time.time(),  # 2. the session append
+                                      session_id=self.session_id)
         if self.checkpoint is not None and self.checkpoint.delete_on_success:
             await self.checkpoint.checkpointer.delete(self.run_id)  # 3. only now may the snapshot go
         if self.agent.hooks:
@@ -484,9 +602,20 @@ class _Run:
         return result
 
     async def _replay(self, snapshot: RunSnapshot) -> RunResult:
-        """A completed run: its stored result, without the model, hooks or guardrails."""
+        """A completed run: its stored result, without the model, hooks or guardrails.
+
+        The session append is re-applied to the run's own session (the one its head
+        records), whichever session the caller named: a caller naming another one gets a
+        warning, and its session is left alone.
+        """
         head = snapshot.head
         notes: list[str] = []
+        if self.session is not None and self.session_id != head.session_id:
+            own = f"session {head.session_id!r}" if head.session_id else "no session"
+            note = (f"completed run {self.run_id!r} belongs to {own}, not to session {self.session_id!r}; "
+                    f"its replay leaves session {self.session_id!r} as it is. Use a new run id to run it there")
+            warnings.warn(note, RuntimeWarning, stacklevel=2)
+            notes.append(note)
         try:
             last_agent = agent_graph(self.entry_agent).get(head.agent)
         except AgentResolutionError:
@@ -498,23 +627,23 @@ class _Run:
             notes.append(note)
             last_agent = self.entry_agent
         # Re-applied idempotently: heals a crash between finalization and the append.
-        await self._append_to_session(snapshot.entries, head, finished_at=head.updated_at)
+        await self._append_to_session(snapshot.entries, head, finished_at=time.time(), session_id=head.session_id)
         if self.checkpoint is not None and self.checkpoint.delete_on_success:
             await self.checkpoint.checkpointer.delete(self.run_id)
-        final = next((e.text for e in reversed(snapshot.entries) if isinstance(e, AssistantMessage)), "")
-        result = RunResult(final_output=final, new_entries=list(snapshot.entries), usage=replace(head.usage),
-                           last_agent=last_agent.name, run_id=self.run_id, finish_reason=None,
-                           session_id=self.session_id, replayed=True, warnings=notes)
+        result = RunResult(final_output=_answer(snapshot.entries), new_entries=list(snapshot.entries),
+                           usage=replace(head.usage), last_agent=last_agent.name, run_id=self.run_id,
+                           finish_reason=None, session_id=head.session_id, replayed=True, warnings=notes)
         self._emit(RunCompleted(result))
         return result
 
-    async def _append_to_session(self, entries: Sequence[Entry], head: RunHead, *, finished_at: float) -> None:
-        if self.session is None or self.session_id is None:
+    async def _append_to_session(self, entries: Sequence[Entry], head: RunHead, *, finished_at: float,
+                                 session_id: str | None) -> None:
+        if self.session is None or session_id is None:
             return
         meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": finished_at}}
         if head.context_state:
             meta["context"] = head.context_state
-        await self.session.append(self.session_id, list(entries), run_id=self.run_id, meta=meta)
+        await self.session.append(session_id, list(entries), run_id=self.run_id, meta=meta)
 
     async def _mark(self, status: str, *, error: str | None = None) -> None:
         """Record how the run stopped; shielded, so a cancelled run still says ``interrupted``."""
@@ -526,13 +655,19 @@ class _Run:
             await shielded(self._save())
         except asyncio.CancelledError:
             pass  # cancelled again while marking: the mark was still written, and we are stopping anyway
+        except RunClaimedError:
+            pass  # the run was taken over: it is not this execution's to mark any more
         except Exception as exc:  # the run's own error matters more; say why the mark is missing
             warnings.warn(f"could not mark run {self.run_id!r} {status}: {exc}", RuntimeWarning, stacklevel=2)
 
     async def _save(self) -> None:
         if self.checkpoint is None or self.head is None:
             return
-        self.head.updated_at = time.time()
+        now = time.time()
+        self.head.updated_at = now
+        # A running run renews its lease with every snapshot; a stopped or finished one lets go.
+        self.head.lease_until = now + self.checkpoint.lease_seconds if self.head.status == "running" else None
+        self._last_save = time.monotonic()
         await self.checkpoint.checkpointer.save(RunSnapshot(self.run_id, self.head, self.entries))
 
     # -- small helpers -----------------------------------------------------------------------
@@ -574,14 +709,10 @@ class _Run:
                 raise GuardrailTripped(f"{kind} guardrail {name} stopped run {self.run_id!r}: {verdict}")
 
 
-_OWNER: RunOwner | None = None
-
-
-def _owner() -> RunOwner:
-    global _OWNER
-    if _OWNER is None or _OWNER.pid != RunOwner.current().pid:  # recomputed after a fork
-        _OWNER = RunOwner.current()
-    return _OWNER
+def _answer(entries: Sequence[Entry]) -> str:
+    """A run's answer: the text of its last entry if that is the assistant's, else nothing."""
+    last = entries[-1] if entries else None
+    return last.text if isinstance(last, AssistantMessage) else ""
 
 
 def _unparseable(call: ToolCall, exc: ValueError) -> str:

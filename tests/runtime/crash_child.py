@@ -53,12 +53,17 @@ async def step(name: str) -> str:
 
 
 def next_turn(request) -> ScriptedTurn:
-    """Decided from the transcript, so a resumed process continues where the crash left off."""
+    """Decided from the transcript, so a resumed process continues where the crash left off.
+
+    The worker runs two steps and hands off to the reporter, which gives the answer.
+    """
     done = sum(isinstance(e, ToolResult) for e in request.messages)
     if done == 0:
         return ScriptedTurn(text="Starting.", tool_calls=[call("step", {"name": "one"}, call_id="c-one")])
     if done == 1:
         return ScriptedTurn(tool_calls=[call("step", {"name": "two"}, call_id="c-two")])
+    if done == 2:
+        return ScriptedTurn(tool_calls=[call("transfer_to_reporter", call_id="c-hand")])
     return ScriptedTurn(text="Both steps are done.")
 
 
@@ -68,8 +73,12 @@ class StoppingCheckpointer(SQLiteCheckpointer):
         last = snapshot.entries[-1].type if snapshot.entries else None
         if snapshot.head.status == "running" and last == "tool_call":
             stop_here("after-model-turn")
-        if snapshot.head.status == "running" and last == "tool_result":
+        if snapshot.head.status == "running" and last == "tool_result" and not snapshot.head.pending_handoff:
             stop_here("after-tool-result")
+        if snapshot.head.status == "running" and last == "tool_result" and snapshot.head.pending_handoff:
+            stop_here("after-handoff-result")  # the transfer fired, the switch is not applied yet
+        if snapshot.head.status == "running" and last == "assistant":
+            stop_here("after-final-turn")  # the answer is saved, the run is not finalized yet
 
 
 class StoppingSession(SQLiteSession):
@@ -84,7 +93,8 @@ async def main() -> None:
     checkpointer = StoppingCheckpointer(DB, wal=True)
     if not await session.load("u1"):
         await session.append("u1", [], run_id="empty-start")
-    agent = Agent(name="worker", model=ScriptedModel([next_turn] * 10), tools=[step])
+    reporter = Agent(name="reporter", model=ScriptedModel([next_turn] * 10))
+    agent = Agent(name="worker", model=ScriptedModel([next_turn] * 10), tools=[step], handoffs=[reporter])
     result = await Runner.run(agent, "Run the job.", session=session, session_id="u1",
                               checkpoint=CheckpointOptions(checkpointer, "crash-run"))
     print(f"DONE replayed={result.replayed} output={result.final_output}", flush=True)

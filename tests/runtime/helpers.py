@@ -44,9 +44,9 @@ def kinds(entries: list[Entry]) -> list[str]:
 
 
 def comparable(entries: list[Entry]) -> list[tuple]:
-    """Entries without their times and generated ids, for comparing two runs."""
+    """Entries without their times, for comparing two runs (call ids are compared: give fixed ones)."""
     out = []
     for e in entries:
-        data = {k: getattr(e, k) for k in e.__dataclass_fields__ if k not in ("created_at", "call_id")}
+        data = {k: getattr(e, k) for k in e.__dataclass_fields__ if k != "created_at"}
         out.append((e.type, tuple(sorted(data.items()))))
     return out

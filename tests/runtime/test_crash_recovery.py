@@ -61,6 +61,8 @@ def uninterrupted(tmp_path_factory):
     entries, status = asyncio.run(final_state(db))
     assert status == "completed"
     assert log.read_text().split("\n")[:-1] == ["started one", "finished one", "started two", "finished two"]
+    assert [(e.type, e.call_id) for e in entries if e.type in ("tool_call", "handoff")] == [
+        ("tool_call", "c-one"), ("tool_call", "c-two"), ("tool_call", "c-hand"), ("handoff", "c-hand")]
     return comparable(entries)
 
 
@@ -70,6 +72,10 @@ def uninterrupted(tmp_path_factory):
     # Killed inside step two: it runs again (at-least-once), step one does not.
     ("inside-tool", False, ["started one", "finished one", "started two", "started two", "finished two"]),
     ("after-tool-result", False, ["started one", "finished one", "started two", "finished two"]),
+    # Killed after the transfer's result, before the switch: the resumed handoff keeps the call's id.
+    ("after-handoff-result", False, ["started one", "finished one", "started two", "finished two"]),
+    # Killed after the answer was saved, before finalization: the answer is not asked for twice.
+    ("after-final-turn", False, ["started one", "finished one", "started two", "finished two"]),
     ("before-session-append", True, ["started one", "finished one", "started two", "finished two"]),
 ])
 def test_reissuing_the_call_after_a_sigkill_gives_the_uninterrupted_result(

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
 from lovia import (
     AssistantMessage,
     Checkpointer,
+    ClaimingCheckpointer,
     ListableCheckpointer,
+    RunClaimedError,
     RunHead,
     RunOwner,
     RunSnapshot,
@@ -20,9 +23,11 @@ from lovia import (
     UserMessage,
 )
 
+ELSEWHERE = RunOwner(host="other-host", pid=4242, started=7)
+
 
 def head(**overrides) -> RunHead:
-    values = dict(agent="bot", session_id="u1", first_input="hello", owner=RunOwner.current())
+    values = {"agent": "bot", "session_id": "u1", "first_input": "hello", "owner": RunOwner.current()}
     values.update(overrides)
     return RunHead(**values)
 
@@ -30,6 +35,7 @@ def head(**overrides) -> RunHead:
 async def test_store_satisfies_the_protocols(checkpointer):
     assert isinstance(checkpointer, Checkpointer)
     assert isinstance(checkpointer, ListableCheckpointer)
+    assert isinstance(checkpointer, ClaimingCheckpointer)
 
 
 async def test_unknown_run_loads_as_none_and_deletes_as_false(checkpointer):
@@ -52,6 +58,10 @@ async def test_save_and_load_round_trip_entries_and_every_head_field(checkpointe
         owner=RunOwner(host="elsewhere", pid=42, started=7),
         entry_agent="triage",
         error=None,
+        handoff_call_id="call-7",
+        answered=True,
+        claim="token-1",
+        lease_until=1060.0,
     )
     entries = [UserMessage(text="go"), ToolCall(call_id="c1", name="t", arguments="{}")]
     await checkpointer.save(RunSnapshot("r1", full, entries))
@@ -104,7 +114,8 @@ async def test_delete_forgets_the_run_and_a_new_one_can_start(checkpointer):
 async def test_list_runs_by_status_newest_first(checkpointer):
     for run_id, status, updated in [("a", "running", 1.0), ("b", "interrupted", 3.0),
                                     ("c", "completed", 2.0), ("d", "interrupted", 4.0), ("e", "failed", 5.0)]:
-        await checkpointer.save(RunSnapshot(run_id, head(status=status, updated_at=updated), [UserMessage(text=run_id)]))
+        snapshot = RunSnapshot(run_id, head(status=status, updated_at=updated), [UserMessage(text=run_id)])
+        await checkpointer.save(snapshot)
     assert [r.run_id for r in await checkpointer.list_runs()] == ["e", "d", "b", "c", "a"]
     resumable = await checkpointer.list_runs(statuses=["interrupted", "running"])
     assert [(r.run_id, r.head.status, r.entry_count) for r in resumable] == [
@@ -116,18 +127,22 @@ async def test_list_runs_by_status_newest_first(checkpointer):
 
 async def test_a_run_left_running_by_a_dead_process_shows_as_crashed(checkpointer):
     here = RunOwner.current()
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    dead = RunOwner(host=here.host, pid=child.pid)
-    child.kill()
-    child.wait()
+    dead = a_dead_owner_on_this_host()
     await checkpointer.save(RunSnapshot("mine", head(owner=here), []))
     await checkpointer.save(RunSnapshot("orphan", head(owner=dead), []))
-    await checkpointer.save(RunSnapshot("remote", head(owner=RunOwner(host="other-host", pid=1)), []))
+    later, earlier = time.time() + 3600, time.time() - 1
+    await checkpointer.save(RunSnapshot("orphan-leased", head(owner=dead, claim="t", lease_until=later), []))
+    await checkpointer.save(RunSnapshot("remote", head(owner=ELSEWHERE, claim="t", lease_until=later), []))
+    await checkpointer.save(RunSnapshot("remote-lapsed", head(owner=ELSEWHERE, claim="t", lease_until=earlier), []))
+    await checkpointer.save(RunSnapshot("remote-unleased", head(owner=ELSEWHERE), []))
     await checkpointer.save(RunSnapshot("stopped", head(owner=dead, status="interrupted"), []))
     runs = {r.run_id: r.head for r in await checkpointer.list_runs()}
     assert runs["orphan"].crashed is True
+    assert runs["orphan-leased"].crashed is True  # a dead owner on this host lets go before its lease ends
     assert runs["mine"].crashed is False
-    assert runs["remote"].crashed is False  # cannot be known from here: not offered as crashed
+    assert runs["remote"].crashed is False  # another host, lease not lapsed: running elsewhere
+    assert runs["remote-lapsed"].crashed is True
+    assert runs["remote-unleased"].crashed is True  # nothing shows it alive (an older lovia's head)
     assert runs["stopped"].crashed is False  # interrupted, not crashed
 
 
@@ -150,3 +165,92 @@ def test_head_from_a_newer_lovia_loads_leniently():
 def test_a_head_with_an_unknown_status_is_refused_when_built():
     with pytest.raises(ValueError, match="status"):
         RunHead(agent="a", status="sleeping")  # type: ignore[arg-type]
+
+
+# -- claims -------------------------------------------------------------------------------
+
+
+def held_elsewhere(**overrides) -> RunHead:
+    values = {"owner": ELSEWHERE, "claim": "their-token", "lease_until": time.time() + 3600}
+    values.update(overrides)
+    return head(**values)
+
+
+async def test_claiming_a_missing_run_stores_the_start_snapshot_under_the_claim(checkpointer):
+    me = RunOwner.current()
+    assert await checkpointer.claim("r1", me, token="mine", lease_seconds=30) is None
+    assert await checkpointer.load("r1") is None  # nothing to claim, nothing stored
+    start = RunSnapshot("r1", head(owner=None, claim=None), [UserMessage(text="go")])
+    before = time.time()
+    assert await checkpointer.claim("r1", me, token="mine", lease_seconds=30, start=start) is None
+    stored = await checkpointer.load("r1")
+    assert [e.text for e in stored.entries] == ["go"]
+    assert (stored.head.status, stored.head.owner, stored.head.claim) == ("running", me, "mine")
+    assert before + 30 <= stored.head.lease_until <= time.time() + 30
+
+
+async def test_a_run_held_by_another_execution_is_refused_naming_its_owner(checkpointer):
+    await checkpointer.save(RunSnapshot("r1", held_elsewhere(), [UserMessage(text="the secret plan")]))
+    with pytest.raises(RunClaimedError, match="process 4242 on other-host") as caught:
+        await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
+    assert isinstance(caught.value, UserError)
+    assert "secret" not in str(caught.value)  # never quotes the conversation
+    stored = await checkpointer.load("r1")
+    assert (stored.head.owner, stored.head.claim) == (ELSEWHERE, "their-token")  # untouched
+    start = RunSnapshot("r1", head(), [UserMessage(text="other")])
+    with pytest.raises(RunClaimedError):
+        await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30, start=start)
+    assert [e.text for e in (await checkpointer.load("r1")).entries] == ["the secret plan"]
+
+
+async def test_a_lapsed_lease_or_a_stopped_run_is_taken_over(checkpointer):
+    me = RunOwner.current()
+    entries = [UserMessage(text="go"), ToolCall(call_id="c1", name="t")]
+    await checkpointer.save(RunSnapshot("lapsed", held_elsewhere(lease_until=time.time() - 1), entries))
+    await checkpointer.save(RunSnapshot("failed", head(owner=ELSEWHERE, status="failed", error="boom"), entries))
+    for run_id in ("lapsed", "failed"):
+        taken = await checkpointer.claim(run_id, me, token="mine", lease_seconds=30)
+        assert taken.entries == entries
+        assert (taken.head.status, taken.head.owner, taken.head.claim) == ("running", me, "mine")
+        assert taken.head.error is None
+        assert (await checkpointer.load(run_id)).head == taken.head
+
+
+def a_dead_owner_on_this_host() -> RunOwner:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return RunOwner(host=RunOwner.current().host, pid=child.pid)
+
+
+async def test_a_dead_owner_on_this_host_is_taken_over_before_its_lease_ends(checkpointer):
+    dead = a_dead_owner_on_this_host()
+    await checkpointer.save(RunSnapshot("r1", head(owner=dead, claim="theirs", lease_until=time.time() + 3600), []))
+    taken = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
+    assert taken.head.claim == "mine"
+
+
+async def test_a_completed_run_is_returned_unclaimed(checkpointer):
+    done = head(status="completed", owner=ELSEWHERE, claim="theirs")
+    await checkpointer.save(RunSnapshot("r1", done, [UserMessage(text="go")]))
+    returned = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
+    assert returned.head == done and (await checkpointer.load("r1")).head == done
+
+
+async def test_a_save_by_an_execution_that_lost_its_claim_is_refused(checkpointer):
+    mine = head(claim="old-token", lease_until=time.time() - 1)  # lapsed ...
+    await checkpointer.save(RunSnapshot("r1", mine, [UserMessage(text="go")]))
+    await checkpointer.claim("r1", ELSEWHERE, token="new-token", lease_seconds=30)  # ... and taken over
+    stale = RunSnapshot("r1", head(claim="old-token"), [UserMessage(text="go"), AssistantMessage(text="late")])
+    with pytest.raises(RunClaimedError, match="taken over by process 4242 on other-host"):
+        await checkpointer.save(stale)
+    stored = await checkpointer.load("r1")
+    assert len(stored.entries) == 1 and stored.head.claim == "new-token"
+    stored.entries.append(AssistantMessage(text="theirs"))
+    await checkpointer.save(stored)  # the holder of the claim saves as before
+    assert len((await checkpointer.load("r1")).entries) == 2
+
+
+async def test_a_head_without_a_claim_can_be_saved_over_by_anyone(checkpointer):
+    await checkpointer.save(RunSnapshot("r1", head(), [UserMessage(text="go")]))
+    await checkpointer.save(RunSnapshot("r1", head(claim="t1"), [UserMessage(text="go")]))
+    assert (await checkpointer.load("r1")).head.claim == "t1"
