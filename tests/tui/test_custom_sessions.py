@@ -9,13 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from lovia import Agent, Entry, RunHead, RunSnapshot, Segment, SQLiteCheckpointer, SQLiteSession, UserMessage
-from lovia.models import ScriptedModel
-from lovia.transcript import locate_cut, truncate_run
+from lovia import (
+    Agent,
+    Entry,
+    RunHead,
+    RunSnapshot,
+    Segment,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    ToolResult,
+    UserMessage,
+)
+from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.transcript import locate_cut, trim_output, truncate_run
 from lovia.tui.backend import ChatBackend
+from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from tests.stores.test_session_contract import _three_runs
-from tests.tui.conftest import make_app, settle, type_and_send
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 
 
 class FourMethodSession:
@@ -55,6 +66,22 @@ class SpecSession(FourMethodSession):
             kept.append(Segment(cut.run_id, tuple(truncate_run(cut.entries, partial)), {}))
         self.stored[session_id] = [s for s in kept if s.entries]
         return before - sum(len(s.entries) for s in self.stored[session_id])
+
+
+class TrimOnlySession(FourMethodSession):
+    """Trims tool outputs, but cannot say beforehand how much that reclaims."""
+
+    async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
+        segments = self.stored.get(session_id, [])
+        cut = 0
+        for index, segment in enumerate(segments[: max(0, len(segments) - keep_runs)]):
+            entries = list(segment.entries)
+            for position, entry in enumerate(entries):
+                trimmed = trim_output(entry, keep_chars) if isinstance(entry, ToolResult) else None
+                if trimmed is not None:
+                    entries[position], cut = trimmed, cut + 1
+            segments[index] = Segment(segment.run_id, tuple(entries), segment.meta)
+        return cut
 
 
 def texts(entries: list[Entry]) -> list[str | None]:
@@ -112,6 +139,27 @@ async def test_a_session_with_only_the_four_methods_hides_rewind_and_trim_and_st
         await settle(pilot)
         assert texts(await session.load(chat.session_id)) == ["hello", "an answer"]
         assert not chat.has_class("-editing")
+
+
+async def test_a_session_that_trims_without_a_preview_asks_without_figures(tmp_path):
+    session = TrimOnlySession()
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "7**2000"})]), "big", "later"])
+    app = make_app(tmp_path / "lovia.db", session=session, model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "a big number")
+        await type_and_send(pilot, "something else")
+        chat = app.screen.chat
+        assert app.backend.can_trim and not app.backend.can_rewind
+        chat.transcript.focus()
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = str(app.screen.question)
+        assert question.startswith("Trim old tool outputs to 400 characters each?") and "chars" not in question
+        await pilot.press("y")
+        await settle(pilot)
+        [result] = [e for e in await session.load(chat.session_id) if isinstance(e, ToolResult)]
+        assert result.trimmed_chars > 0 and len(result.output) < 500
+        assert any("Trimmed 1 tool output." in n.message for n in app._notifications)
 
 
 # -- the backend's rewind, over the bundled stores ------------------------------------------
