@@ -9,21 +9,26 @@ argument. A tool's exception becomes an error result the model sees, never a cra
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import dataclasses
 import enum
 import inspect
 import json
 import re
+import threading
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from lovia.usage import Usage
 
 __all__ = ["RunContext", "Tool", "ToolContext", "ToolSpec", "tool"]
 
 DepsT = TypeVar("DepsT")
+T = TypeVar("T")
 
 
 @dataclass
@@ -100,12 +105,56 @@ class Tool:
             raise ToolArgumentsError(f"{'; '.join(problems)} (expected: {', '.join(properties) or 'no arguments'})")
         args = (ctx,) if self.takes_context else ()
         if inspect.iscoroutinefunction(self.function):
-            value = await self.function(*args, **kwargs)
+            return _as_text(await self.function(*args, **kwargs))
+
+        def call_and_render() -> Any:  # the tool's own code, its result's __str__ included, stays off the loop
+            value = self.function(*args, **kwargs)
+            return value if inspect.isawaitable(value) else _as_text(value)
+
+        value = await _call_in_own_thread(call_and_render, thread_name=f"lovia-tool-{self.name}")
+        return _as_text(await value) if inspect.isawaitable(value) else value
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+async def _call_in_own_thread(function: Callable[[], T], *, thread_name: str) -> T:
+    """Call ``function`` on a new daemon thread and return its result (or raise its error).
+
+    Cancelling the caller takes effect at once: the thread runs on to its end and its late
+    result is dropped. A thread of its own, not the loop's shared executor, because a stopped
+    call that never returns must neither take a worker from later calls nor hold up the
+    process's exit (the executor's threads are joined at exit; a daemon thread is not).
+    """
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()  # as asyncio.to_thread does: the caller's context vars
+
+    def settle(value: T | None, error: BaseException | None) -> None:
+        if outcome.done():  # cancelled: the run stopped and nobody wants this result
+            return
+        if error is not None:
+            outcome.set_exception(error)
         else:
-            value = await asyncio.to_thread(self.function, *args, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            outcome.set_result(value)  # type: ignore[arg-type]
+
+    def work() -> None:
+        value: T | None = None
+        error: BaseException | None = None
+        try:
+            value = context.run(function)
+        except Exception as exc:
+            error = exc
+        except BaseException as exc:
+            # SystemExit or KeyboardInterrupt raised inside a tool would, delivered as they are,
+            # escape the event loop and end the app; the tool failed, so report it as a failure.
+            error = RuntimeError(f"the tool raised {type(exc).__name__}: {exc}")
+        with contextlib.suppress(RuntimeError):  # the loop is closed: its run has long ended
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=thread_name, daemon=True).start()
+    return await outcome
 
 
 class ToolArgumentsError(ValueError):
