@@ -19,8 +19,8 @@ from lovia import (
     Agent,
     CheckpointOptions,
     RunContext,
-    Runner,
     RunInterrupted,
+    Runner,
     SQLiteCheckpointer,
     SQLiteSession,
     ToolContext,
@@ -72,10 +72,12 @@ def test_schema_from_hints_defaults_and_google_docstring():
     assert props["query"] == {"type": "string", "description": "words to look for, over two lines."}
     assert props["limit"] == {"type": "integer", "description": "how many results.", "default": 5}
     assert props["exact"] == {"type": "boolean", "default": False}
-    assert props["tags"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": None}
+    assert props["tags"] == {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                             "default": None}
     assert props["mode"] == {"enum": ["fast", "deep"], "default": "fast"}
     assert props["colour"] == {"enum": ["red", "blue"]}
-    assert props["at"]["anyOf"][0] == {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+    assert props["at"]["anyOf"][0] == {"type": "object",
+                                       "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
                                        "required": ["x"]}
     assert props["weights"]["anyOf"][0] == {"type": "object", "additionalProperties": {"type": "number"}}
 
@@ -280,7 +282,8 @@ STUCK_CHILD = """
 
     async def main(stuck_calls: int, then_another_run: bool) -> None:
         calls = [call("stuck", {"i": i}, call_id=f"c{i}") for i in range(stuck_calls)]
-        stream = Runner.stream(Agent(name="a", model=ScriptedModel([ScriptedTurn(tool_calls=calls)]), tools=[stuck]), "go")
+        agent = Agent(name="a", model=ScriptedModel([ScriptedTurn(tool_calls=calls)]), tools=[stuck])
+        stream = Runner.stream(agent, "go")
 
         async def drain() -> None:
             async for _ in stream:
