@@ -58,9 +58,16 @@ def load_agent(spec: str) -> Agent:
 
 
 async def check_database(path: Path) -> None:
-    """Open, validate and migrate the file with throwaway stores, so errors come before the UI."""
-    from lovia.stores import SQLiteCheckpointer, SQLiteSession
+    """Refuse a damaged file untouched, then open, validate and migrate it, so errors come before the UI.
 
+    An existing file is first checked read-only (SQLite's ``integrity_check``), before
+    anything could write to it or switch its journal mode; then throwaway stores open it as
+    the app's will, creating or migrating it.
+    """
+    from lovia.stores import SQLiteCheckpointer, SQLiteSession
+    from lovia.stores._sqlite_db import verify_existing_file
+
+    await asyncio.to_thread(verify_existing_file, path)
     async with SQLiteSession(path, wal=True), SQLiteCheckpointer(path, wal=True):
         pass
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Union
 
-from lovia.errors import EntryDecodeError
+from lovia.errors import DamagedEntryError, EntryDecodeError
 
 __all__ = [
     "AssistantMessage",
@@ -148,6 +149,9 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+_TYPE_TAG = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
 def entry_to_dict(entry: Entry) -> dict[str, Any]:
     """A JSON-ready dict of ``entry``, with its ``type`` tag first."""
     data: dict[str, Any] = {"type": entry.type}
@@ -182,9 +186,18 @@ def _decode(data: Any, where: str) -> Entry:
 def _decode_carefully(data: Any, where: str) -> Entry:
     at = f" in {where}" if where else ""
     if not isinstance(data, dict):
-        raise EntryDecodeError(f"expected a transcript entry object{at}, found {type(data).__name__}")
+        raise DamagedEntryError(
+            f"transcript entry{at} is damaged: it is a {type(data).__name__}, not an entry object. "
+            "Restore the file from a backup."
+        )
     type_name = data.get("type")
     cls = ENTRY_TYPES.get(type_name)  # type: ignore[arg-type]
+    if cls is None and not (isinstance(type_name, str) and _TYPE_TAG.fullmatch(type_name)):
+        # Only something shaped like a type tag is named: anything else may be damaged
+        # stored text, and an error never quotes stored text.
+        raise DamagedEntryError(
+            f"transcript entry{at} is damaged: it has no valid type. Restore the file from a backup."
+        )
     if cls is None:
         known = ", ".join(sorted(ENTRY_TYPES))
         raise EntryDecodeError(
@@ -210,9 +223,12 @@ def entry_from_json(text: str, *, where: str = "") -> Entry:
     """Parse JSON text written by :func:`entry_to_json` (or a newer lovia)."""
     try:
         data = json.loads(text)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError):
+        # The decoder's message is not shown: it may quote part of the damaged text.
         at = f" in {where}" if where else ""
-        raise EntryDecodeError(f"transcript entry{at} is not valid JSON: {exc}") from None
+        raise DamagedEntryError(
+            f"transcript entry{at} is damaged: it is not valid JSON. Restore the file from a backup."
+        ) from None
     return _decode(data, where)
 
 

@@ -61,6 +61,37 @@ def test_a_newer_schema_is_refused(tmp_path):
     assert digest(path) == before
 
 
+def test_a_corrupt_database_is_refused_read_only_and_left_byte_identical(tmp_path):
+    path = tmp_path / "lovia.db"
+
+    async def make():
+        async with SQLiteSession(path) as session:
+            for i in range(60):
+                await session.append("u1", [UserMessage(text=f"private words {i} " + "z" * 300)])
+
+    asyncio.run(make())
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 4096 // 2 * 4096
+    data[middle:middle + 4096] = bytes(4096)  # a zeroed page in the middle of the conversation
+    path.write_bytes(bytes(data))
+    before = digest(path)
+    done = lovia("--db", str(path), tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "is corrupt" in done.stderr and "Restore it from a backup" in done.stderr
+    assert "private words" not in done.stderr
+    assert digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("lovia.db")) == ["lovia.db"]
+
+
+def test_a_dangling_symlink_is_refused_and_its_target_not_created(tmp_path):
+    link = tmp_path / "lovia.db"
+    link.symlink_to(tmp_path / "elsewhere.db")
+    done = lovia("--db", str(link), tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "symlink" in done.stderr and "does not exist" in done.stderr
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
 def test_an_unwritable_place_is_a_clear_error(tmp_path):
     done = lovia("--db", str(tmp_path / "missing" / "dir" / "lovia.db"), tmp_path=tmp_path)
     assert done.returncode == 2 and "does not exist" in done.stderr

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import queue
 import sqlite3
@@ -231,6 +232,24 @@ def _file_key(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
+
+
+def stored_object(text: Any, what: str, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse a JSON object lovia stored; anything else raises :class:`DatabaseFileError`.
+
+    The message names ``what`` and the file, never the stored text: a damaged row may hold
+    any part of a conversation.
+    """
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        value = None
+    if not isinstance(value, dict):
+        raise DatabaseFileError(
+            f"the {what} in {path} is damaged (it is not the JSON object lovia wrote); lovia left "
+            "it as it is. Restore the file from a backup, or move it aside and start a new file."
+        )
+    return value
 
 
 def _schema_version(conn: sqlite3.Connection, store: str) -> int | None:

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,7 @@ from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA
 
 
 def fingerprint(path) -> tuple[str, int]:
-    data = open(path, "rb").read()
+    data = Path(path).read_bytes()
     return hashlib.sha256(data).hexdigest(), os.stat(path).st_mtime_ns
 
 
@@ -207,6 +208,43 @@ async def test_a_directory_is_not_a_database(tmp_path):
     session = SQLiteSession(tmp_path)
     with pytest.raises(DatabaseFileError, match="not a regular file"):
         await session.load("u1")
+
+
+async def test_a_dangling_symlink_is_refused_and_its_target_not_created(tmp_path):
+    link = tmp_path / "chat.db"
+    link.symlink_to(tmp_path / "target.db")
+    session = SQLiteSession(link)
+    with pytest.raises(DatabaseFileError, match=r"symlink .* does not exist"):
+        await session.append("u1", [UserMessage(text="x")])
+    await session.close()
+    assert not (tmp_path / "target.db").exists()
+
+
+@pytest.mark.parametrize("wal", [False, True])
+async def test_a_symlink_to_a_database_file_is_used(tmp_path, wal):
+    target = tmp_path / "real.db"
+    async with SQLiteSession(target, wal=wal) as session:
+        await session.append("u1", [UserMessage(text="through the file")], run_id="r1")
+    link = tmp_path / "link.db"
+    link.symlink_to(target)
+    async with SQLiteSession(link, wal=wal) as session:
+        await session.append("u1", [UserMessage(text="through the link")], run_id="r2")
+        assert [e.text for e in await session.load("u1")] == ["through the file", "through the link"]
+    async with SQLiteSession(target, wal=wal) as session:
+        assert len(await session.load("u1")) == 2
+    assert link.is_symlink()
+
+
+async def test_a_new_file_is_private_whatever_the_umask(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        path = tmp_path / "chat.db"
+        async with SQLiteSession(path, wal=True) as session:
+            await session.append("u1", [UserMessage(text="secret")])
+            for candidate in [path, *tmp_path.glob("chat.db-*")]:
+                assert stat.S_IMODE(os.stat(candidate).st_mode) == 0o600, candidate
+    finally:
+        os.umask(previous)
 
 
 async def test_close_is_idempotent_and_a_closed_store_says_so(tmp_path):

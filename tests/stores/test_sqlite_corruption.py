@@ -1,0 +1,245 @@
+"""Damaged database files: a clear LoviaError that quotes nothing stored, and no write into them.
+
+A corpus is made from one real lovia database whose conversation carries marker words: bytes
+flipped in every page, every page zeroed, the file cut at several offsets, a wrong header,
+and rows whose JSON was replaced through SQLite itself. For each, reading everything and then
+appending must either work on a file that passes SQLite's ``integrity_check``, or raise a
+:class:`LoviaError` whose message holds none of the markers; an append is never accepted into
+a file that fails ``integrity_check``, and a refused append leaves the file byte-identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lovia import (
+    AssistantMessage,
+    DatabaseFileError,
+    LoviaError,
+    RunHead,
+    RunSnapshot,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    StoreError,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from lovia.cli import check_database
+
+MARKERS = ("ZEBRA", "quokka", "Marmalade")
+SECRET = " ".join(MARKERS)
+PAGE = 4096
+
+
+def make_database(path: Path) -> None:
+    """A lovia file as the app leaves it (WAL mode, closed cleanly) with the markers everywhere."""
+
+    async def write():
+        async with SQLiteSession(path, wal=True) as session, SQLiteCheckpointer(path, wal=True) as checkpointer:
+            for s in range(3):
+                for r in range(12):
+                    entries = [
+                        UserMessage(text=f"{SECRET} question {s}.{r}"),
+                        ToolCall(call_id=f"c{s}{r}", name="search", arguments=json.dumps({"q": SECRET})),
+                        ToolResult(call_id=f"c{s}{r}", output=f"{SECRET} " * (40 if r % 4 else 400)),
+                        AssistantMessage(text=f"{SECRET} answer {s}.{r}"),
+                    ]
+                    await session.append(f"s{s}", entries, run_id=f"r{s}-{r}", meta={"note": SECRET})
+            await checkpointer.save(RunSnapshot("live", RunHead(agent="bot", first_input=SECRET, session_id="s0"),
+                                                [UserMessage(text=SECRET)]))
+
+    asyncio.run(write())
+    assert not Path(f"{path}-wal").exists()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> bytes:
+    path = tmp_path_factory.mktemp("pristine") / "lovia.db"
+    make_database(path)
+    return path.read_bytes()
+
+
+def flip(offset: int) -> Callable[[bytes], bytes]:
+    def damage(data: bytes) -> bytes:
+        if offset >= len(data):
+            return data
+        return data[:offset] + bytes([data[offset] ^ 0xA5]) + data[offset + 1:]
+    return damage
+
+
+def zero_page(page: int) -> Callable[[bytes], bytes]:
+    return lambda data: data[:page * PAGE] + bytes(PAGE) + data[(page + 1) * PAGE:]
+
+
+def truncate(size: int) -> Callable[[bytes], bytes]:
+    return lambda data: data[:size]
+
+
+def overwrite(offset: int, new: bytes) -> Callable[[bytes], bytes]:
+    return lambda data: data[:offset] + new + data[offset + len(new):]
+
+
+def byte_damages(pages: int) -> dict[str, Callable[[bytes], bytes]]:
+    damages: dict[str, Callable[[bytes], bytes]] = {}
+    for page in range(pages):
+        for where in (0, 1, 3, 5, 8, 100, PAGE // 2, PAGE - 2):
+            damages[f"flip page {page} byte {where}"] = flip(page * PAGE + where)
+        damages[f"zero page {page}"] = zero_page(page)
+    for size in (1, 50, 100, PAGE, PAGE + 1, 2 * PAGE, pages * PAGE // 2, (pages - 1) * PAGE, pages * PAGE - 1):
+        damages[f"truncate at {size}"] = truncate(size)
+    damages.update({
+        "garbage header": overwrite(0, b"not my database!"),
+        "invalid page size": overwrite(16, b"\x03\x00"),
+        "unknown file format versions": overwrite(18, b"\x07\x07"),
+        "huge reserved space": overwrite(20, b"\xff"),
+        "huge database size": overwrite(28, b"\x7f\xff\xff\xff"),
+        "unknown schema format": overwrite(44, b"\x00\x00\x00\x09"),
+        "bad text encoding": overwrite(56, b"\x00\x00\x00\x07"),
+    })
+    return damages
+
+
+ROW_DAMAGES = {
+    "entry not json": "UPDATE lovia_entries SET data = '{\"type\":\"user\",\"text\":\"' || ? || ' cut' WHERE seq = 5",
+    "entry not an object": "UPDATE lovia_entries SET data = json_array(?) WHERE seq = 5",
+    "entry type holds text": "UPDATE lovia_entries SET data = json_object('type', ?, 'text', 'x') WHERE seq = 5",
+    "entry type is a number": "UPDATE lovia_entries SET data = json_object('type', 7, 'text', ?) WHERE seq = 5",
+    "entry text is a blob": "UPDATE lovia_entries SET data = CAST(? AS BLOB) WHERE seq = 5",
+    "entry of no run": "UPDATE lovia_entries SET segment_seq = 999, data = json_object('type', 'user', 'text', ?) "
+                       "WHERE seq = 5",
+    "first user entry not json": "UPDATE lovia_entries SET data = ? || '{' WHERE seq = 1",
+    "meta not json": "UPDATE lovia_segments SET meta = '{\"note\": \"' || ? WHERE seq = 2",
+    "meta not an object": "UPDATE lovia_segments SET meta = json_array(?) WHERE seq = 2",
+    "head not json": "UPDATE lovia_runs SET head = ? || '}'",
+    "head not an object": "UPDATE lovia_runs SET head = json_array(?)",
+    "head field of the wrong kind": "UPDATE lovia_runs SET head = json_set(head, '$.usage', ?)",
+    "checkpoint entry not json": "UPDATE lovia_run_entries SET data = ? || ']'",
+}
+
+
+def assert_quotes_nothing(exc: BaseException, case: str) -> None:
+    assert isinstance(exc, LoviaError), f"{case}: {type(exc).__name__} is not a LoviaError: {exc}"
+    message = str(exc)
+    for marker in MARKERS:
+        assert marker not in message, f"{case}: the error quotes stored text: {message}"
+    assert exc.__cause__ is None, f"{case}: the error carries a cause that may quote stored text"
+
+
+async def read_everything(path: Path) -> None:
+    async with SQLiteSession(path, wal=True) as session, SQLiteCheckpointer(path, wal=True) as checkpointer:
+        for info in await session.list_sessions():
+            await session.segments(info.session_id)
+            await session.load(info.session_id)
+        for run in await checkpointer.list_runs():
+            await checkpointer.load(run.run_id)
+
+
+async def append(path: Path) -> None:
+    session = SQLiteSession(path, wal=True)
+    try:
+        await session.append("s0", [UserMessage(text="after the damage")], run_id="probe")
+    finally:
+        await session.close()
+
+
+def integrity(path: Path) -> str:
+    try:
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as conn:
+            return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        return f"unreadable: {exc}"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def exercise(path: Path, case: str) -> str:
+    """Read everything, then append; return what happened, asserting the promises on the way."""
+    outcome = "read"
+    try:
+        asyncio.run(read_everything(path))
+    except Exception as exc:
+        assert_quotes_nothing(exc, case)
+        outcome = "read refused"
+    before = digest(path)
+    try:
+        asyncio.run(append(path))
+    except Exception as exc:
+        assert_quotes_nothing(exc, case)
+        assert digest(path) == before, f"{case}: a refused append changed the file"
+        return outcome + ", append refused"
+    verdict = integrity(path)
+    assert verdict == "ok", f"{case}: an append was accepted into a file failing integrity_check: {verdict}"
+    return outcome + ", append accepted"
+
+
+def test_every_damaged_byte_is_refused_quoting_nothing_or_harmless(tmp_path, pristine):
+    damages = byte_damages(len(pristine) // PAGE)
+    outcomes: dict[str, str] = {}
+    for number, (case, damage) in enumerate(damages.items()):
+        path = tmp_path / f"case{number}.db"
+        path.write_bytes(damage(pristine))
+        outcomes[case] = exercise(path, case)
+    refused = [case for case, outcome in outcomes.items() if "refused" in outcome]
+    # The corpus must really exercise refusal, not only harmless damage.
+    assert len(refused) > len(damages) // 4, outcomes
+
+
+@pytest.mark.parametrize("case", sorted(ROW_DAMAGES))
+def test_a_damaged_row_is_a_clear_error_quoting_nothing(tmp_path, pristine, case):
+    path = tmp_path / "lovia.db"
+    path.write_bytes(pristine)
+    with sqlite3.connect(path) as conn:
+        changed = conn.execute(ROW_DAMAGES[case], (SECRET,)).rowcount
+    assert changed >= 1
+    with pytest.raises(StoreError) as caught:
+        asyncio.run(read_everything(path))
+    assert_quotes_nothing(caught.value, case)
+    assert "damaged" in str(caught.value) or "corrupt" in str(caught.value)
+
+
+def test_a_file_failing_integrity_check_is_refused_before_any_write(tmp_path, pristine):
+    path = tmp_path / "lovia.db"
+    path.write_bytes(pristine)
+    with sqlite3.connect(path) as conn:
+        index_page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'lovia_entries_by_session'")
+        (page,) = index_page.fetchone()
+    damaged = zero_page(page - 1)(pristine)
+    path.write_bytes(damaged)
+    session = SQLiteSession(path, wal=True)
+    with pytest.raises(DatabaseFileError, match="corrupt") as caught:
+        asyncio.run(session.append("s0", [UserMessage(text="into a broken file")]))
+    assert_quotes_nothing(caught.value, "zeroed index page")
+    asyncio.run(session.close())
+    assert path.read_bytes() == damaged
+
+
+@pytest.mark.parametrize("wal", [False, True])
+def test_the_app_check_refuses_a_corrupt_file_read_only(tmp_path, pristine, wal):
+    path = tmp_path / "lovia.db"
+    path.write_bytes(pristine)
+    if not wal:
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA journal_mode = DELETE")
+    data = path.read_bytes()
+    pages = len(data) // PAGE
+    damaged = zero_page(pages // 2)(data)  # a page in the middle of the conversation
+    path.write_bytes(damaged)
+    with pytest.raises(DatabaseFileError, match="corrupt") as caught:
+        asyncio.run(check_database(path))
+    assert_quotes_nothing(caught.value, "zeroed middle page")
+    assert path.read_bytes() == damaged
+    if not wal:  # a read-only check of a rollback-journal file leaves nothing beside it
+        assert sorted(os.listdir(tmp_path)) == ["lovia.db"]
