@@ -64,7 +64,7 @@ def test_entries_are_immutable_and_typed():
 def test_an_unknown_type_is_an_error_naming_it_and_where():
     with pytest.raises(EntryDecodeError, match=r"unknown transcript entry type 'hologram' in session 'u1'.*upgrade lovia"):
         entry_from_dict({"type": "hologram"}, where="session 'u1'")
-    with pytest.raises(EntryDecodeError, match="None"):
+    with pytest.raises(EntryDecodeError, match="no valid type"):
         entry_from_dict({"text": "no type"})
 
 
@@ -76,7 +76,7 @@ def test_bulk_decoding_names_the_position_of_the_bad_entry():
 
 @pytest.mark.parametrize("row, message", [
     ("{not json", "not valid JSON"),
-    ('["a list"]', "found list"),
+    ('["a list"]', "a list, not an entry object"),
     ('{"type": "tool_call", "name": "t"}', "missing call_id"),
 ])
 def test_malformed_rows_are_clear_errors(row, message):
