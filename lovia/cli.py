@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 def build_app(args: argparse.Namespace):
     from textual.theme import BUILTIN_THEMES
 
+    from lovia._files import make_private_dirs
     from lovia.context import ContextPolicy, FileResultStore
     from lovia.models import resolve_model
     from lovia.stores import SQLiteCheckpointer, SQLiteSession
@@ -114,7 +115,7 @@ def build_app(args: argparse.Namespace):
     db = args.db or default_db_path()
     if args.db is None:
         try:
-            db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(db.parent)  # parents too: 0700 whatever the umask
         except OSError as exc:
             raise UserError(f"cannot create the data directory {db.parent}: {exc.strerror}") from None
     asyncio.run(check_database(db))

@@ -17,22 +17,24 @@ import asyncio
 import dataclasses
 import hashlib
 import os
-import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from lovia._files import make_private_dirs, replace_file_privately
 from lovia.entries import ToolResult
 from lovia.session import Segment
 from lovia.tools import Tool, ToolContext, tool
 
-__all__ = ["ContextPolicy", "FileResultStore", "RECALL_TOOL_NAME"]
+__all__ = ["RECALL_TOOL_NAME", "ContextPolicy", "FileResultStore"]
 
 RECALL_TOOL_NAME = "recall_tool_result"
 
 
 class FileResultStore:
-    """Tool outputs kept as files in one directory (created owner-only), one file a key."""
+    """Tool outputs kept as files in one directory, one file a key; the directory and any
+    parents it creates are 0700 and the files 0600, whatever the umask."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -52,18 +54,9 @@ class FileResultStore:
         await asyncio.to_thread(self._put, key, text)
 
     def _put(self, key: str, text: str) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         target = self._path(key)
-        fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write(text)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        make_private_dirs(self.directory)
+        replace_file_privately(target, text)
 
     async def get(self, key: str) -> str | None:
         """The text under ``key``, or ``None``."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import platformdirs
 
+from lovia._files import make_private_dirs, replace_file_privately
 from lovia.errors import UserError
 
 APP_NAME = "lovia"
@@ -46,7 +47,7 @@ class Config:
     theme: str | None = None
 
     @classmethod
-    def load(cls, path: Path | None = None) -> "Config":
+    def load(cls, path: Path | None = None) -> Config:
         path = path or config_path()
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -67,7 +68,10 @@ class Config:
 
 
 class RememberedState:
-    """Small facts the app remembers between runs, in ``state.json``; losing them loses nothing."""
+    """Small facts the app remembers between runs, in ``state.json``; losing them loses nothing.
+
+    The file is replaced atomically and is 0600, its new directories 0700, whatever the umask.
+    """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or data_dir() / "state.json"
@@ -83,9 +87,7 @@ class RememberedState:
         data = self.load()
         data.update(values)
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temp = self.path.with_suffix(".tmp")
-            temp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-            os.replace(temp, self.path)
+            make_private_dirs(self.path.parent)
+            replace_file_privately(self.path, json.dumps(data, indent=2))
         except OSError:
             pass  # remembering is a convenience: never fail the app over it
