@@ -191,8 +191,10 @@ def _decode_carefully(data: Any, where: str) -> Entry:
             "Restore the file from a backup."
         )
     type_name = data.get("type")
-    cls = ENTRY_TYPES.get(type_name)  # type: ignore[arg-type]
-    if cls is None and not (isinstance(type_name, str) and _TYPE_TAG.fullmatch(type_name)):
+    if not isinstance(type_name, str):
+        type_name = ""  # not a tag at all: refused as damaged below
+    cls = ENTRY_TYPES.get(type_name)
+    if cls is None and not _TYPE_TAG.fullmatch(type_name):
         # Only something shaped like a type tag is named: anything else may be damaged
         # stored text, and an error never quotes stored text.
         raise DamagedEntryError(

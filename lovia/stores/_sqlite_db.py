@@ -168,29 +168,47 @@ def _make_private(path: Path) -> None:
         pass  # another user's process created it first: its mode is theirs to choose
 
 
-_checked_files: set[tuple[int, int]] = set()
-_checked_files_lock = threading.Lock()
-
-
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
-    """Raise :class:`DatabaseFileError` unless SQLite's ``integrity_check`` passes.
-
-    Reads only. Run once per file (device and inode) per process: several stores, windows
-    or checks on one file in this process pay for it once.
-    """
-    key = _file_key(path)
-    with _checked_files_lock:
-        if key is not None and key in _checked_files:
-            return
+    """Raise :class:`DatabaseFileError` unless SQLite's ``integrity_check`` passes. Reads only."""
     try:
         verdict = conn.execute("PRAGMA integrity_check(1)").fetchone()
     except sqlite3.Error as exc:
         raise translate_error(exc, path, "checking the file's integrity") from None
     if verdict is None or verdict[0] != "ok":
         raise _corrupt(path, "checking the file's integrity")
-    if key is not None:
-        with _checked_files_lock:
-            _checked_files.add(key)
+
+
+class _CheckedFiles:
+    """Files that passed ``integrity_check`` and that a store of this process holds open.
+
+    A second store on a file already open here skips the check. A file is known by device
+    and inode, which cannot name another file while a connection keeps this one open: so
+    the entry goes when the last store on it closes.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: tuple[int, int] | None) -> bool:
+        with self._lock:
+            return key is not None and key in self._open
+
+    def hold(self, key: tuple[int, int] | None) -> None:
+        if key is not None:
+            with self._lock:
+                self._open[key] = self._open.get(key, 0) + 1
+
+    def release(self, key: tuple[int, int] | None) -> None:
+        if key is not None:
+            with self._lock:
+                if self._open.get(key, 0) <= 1:
+                    self._open.pop(key, None)
+                else:
+                    self._open[key] -= 1
+
+
+_checked_files = _CheckedFiles()
 
 
 def verify_existing_file(path: str | os.PathLike[str]) -> None:
@@ -275,6 +293,8 @@ class SQLiteDatabase:
         self.schema = schema
         self._worker: _Worker | None = None
         self._conn: sqlite3.Connection | None = None  # used on the worker thread only
+        self._file_key: tuple[int, int] | None = None
+        self._release_file: Callable[[], Any] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -311,6 +331,9 @@ class SQLiteDatabase:
             conn.close()
             raise
         self._conn = conn
+        _checked_files.hold(self._file_key)
+        # Released by close(), or when a store nobody closed is collected.
+        self._release_file = weakref.finalize(self, _checked_files.release, self._file_key)
 
     def _validate(self, conn: sqlite3.Connection) -> None:
         try:
@@ -318,7 +341,10 @@ class SQLiteDatabase:
         except sqlite3.Error as exc:
             raise self._translate(exc, "reading the file's schema") from None
         self._check_version(version)
-        check_integrity(conn, self.path)
+        key = _file_key(self.path)
+        if key not in _checked_files:
+            check_integrity(conn, self.path)
+        self._file_key = key
 
     def _check_version(self, version: int | None) -> None:
         if version is None:
@@ -426,6 +452,8 @@ class SQLiteDatabase:
                 return
             if conn is not None:
                 await shielded(worker.submit(conn.close))
+            if self._release_file is not None:
+                self._release_file()
             worker.stop()
 
     # -- errors ----------------------------------------------------------------------
