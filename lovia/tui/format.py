@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 
+from lovia.usage import Usage
+
 
 def when(timestamp: float | None) -> str:
     """``2026-12-02 14:05`` in local time; ``—`` when unknown."""
@@ -45,3 +47,31 @@ def one_line(text: str, width: int = 60) -> str:
 def count(number: int, singular: str, plural: str | None = None) -> str:
     """``1 run``, ``3 runs``."""
     return f"{number} {singular if number == 1 else (plural or singular + 's')}"
+
+
+def usage(used: Usage) -> str:
+    """``2 requests · 120 in · 45 out``; ``usage unknown`` for tokens no server reported.
+
+    When only some requests reported tokens, the counts are theirs and say so:
+    ``3 requests · 120 in · 45 out (1 request unreported)``.
+    """
+    requests = count(used.requests, "request")
+    if used.unknown:
+        return f"{requests} · usage unknown"
+    tokens = f"{requests} · {used.input_tokens} in · {used.output_tokens} out"
+    if not used.known:
+        tokens += f" ({count(used.unreported_requests, 'request')} unreported)"
+    return tokens
+
+
+_FINISH_NOTES = {
+    "length": "cut off: the model hit its token limit",
+    "content_filter": "cut off by the endpoint's content filter",
+}
+
+
+def finish_note(reason: str | None) -> str:
+    """What a transcript says under a turn that ended for an unusual ``reason``; "" for none."""
+    if not reason:
+        return ""
+    return _FINISH_NOTES.get(reason, f"the model stopped early ({reason})")

@@ -155,7 +155,7 @@ class ChatPanel(Vertical):
                 elif isinstance(event, TextDelta):
                     await transcript.stream_text(event.text, event.agent)
                 elif isinstance(event, MessageCompleted):
-                    await transcript.end_message()
+                    await transcript.end_message(event.message)
                 elif isinstance(event, ToolCallStarted):
                     await transcript.add_tool_call(event.call)
                 elif isinstance(event, ToolResultReceived):
@@ -177,8 +177,8 @@ class ChatPanel(Vertical):
                         await transcript.add_user(message)
                         message = None
                     await transcript.end_run("failed")
-                    await transcript.add_notice(f"✗ {event.error}\nWhat was stored is kept: ctrl+r retries "
-                                                "the run from its checkpoint.", "error")
+                    await transcript.add_notice(f"✗ {event.error}", "error", hint="What was stored is kept: "
+                                                "ctrl+r retries the run from its checkpoint.")
         except Exception as exc:
             if exc is not reported:  # the run's own error is shown in the transcript; anything else is a bug
                 raise

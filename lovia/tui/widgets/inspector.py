@@ -47,8 +47,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("status", run_state(head)),
             ("agent", head.agent),
             ("turn", str(head.turn)),
-            ("usage", f"{format.count(head.usage.requests, 'request')} · {head.usage.input_tokens} in · "
-                      f"{head.usage.output_tokens} out"),
+            ("usage", format.usage(head.usage)),
             ("handoff", head.pending_handoff or "—"),
             ("started", format.when(head.started_at)),
             ("updated", format.when(head.updated_at)),

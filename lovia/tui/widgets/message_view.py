@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from textual.widget import Widget
 
 
@@ -16,3 +18,11 @@ class MessageView(Widget):
     def copy_text(self) -> str:
         """What ``copy`` puts on the clipboard."""
         return ""
+
+
+@runtime_checkable
+class Expandable(Protocol):
+    """A view with more to show than its first lines; ``enter`` on it calls ``toggle``."""
+
+    def toggle(self) -> None:
+        """Show everything, or fold back to the summary."""

@@ -7,12 +7,16 @@ from textual.app import ComposeResult
 from textual.widgets import Collapsible, Static
 
 from lovia.entries import ToolCall, ToolResult
-from lovia.tui.format import one_line, size
+from lovia.tui.format import finish_note, one_line, size
 from lovia.tui.widgets.message_view import MessageView
 
 
 class ToolCallView(MessageView):
-    """``⚙ calculate({"expression": "6*7"}) → 6*7 = 42``; enter expands arguments and output."""
+    """``⚙ calculate({"expression": "6*7"}) → 6*7 = 42``; enter expands arguments and output.
+
+    A call its turn's end cut off says so: ``⚙ calculate({"expr…) [cut off: the model hit its
+    token limit] ✗ …``.
+    """
 
     DEFAULT_CSS = """
     ToolCallView Collapsible { border: none; padding: 0; margin: 0; background: transparent; }
@@ -40,6 +44,8 @@ class ToolCallView(MessageView):
 
     def _title(self) -> str:
         head = f"⚙ {self.call.name}({one_line(self.call.arguments or '', 40)})"
+        if note := finish_note(self.call.finish_reason):
+            head += f" [{note}]"
         if self.result is None:
             return f"{head} … {self.dangling_state}"
         mark = "✗" if self.result.is_error else "→"

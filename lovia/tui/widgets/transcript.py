@@ -19,7 +19,7 @@ from textual.widget import Widget
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.tui.backend import Transcript as TranscriptData, TranscriptRun
 from lovia.tui.widgets.assistant_message import AssistantMessageView
-from lovia.tui.widgets.message_view import MessageView
+from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
 from lovia.tui.widgets.run_header import RunHeader
 from lovia.tui.widgets.tool_call_view import ToolCallView
@@ -139,7 +139,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if isinstance(entry, UserMessage):
             return UserMessageView(entry)
         if isinstance(entry, AssistantMessage):
-            return AssistantMessageView(entry.text, entry.agent)
+            return AssistantMessageView(entry.text, entry.agent, entry.finish_reason)
         if isinstance(entry, ToolCall):
             view = ToolCallView(entry, item.result, dangling_state="will run again on resume")
             self._tool_views[entry.call_id] = view
@@ -176,9 +176,14 @@ class Transcript(VerticalScroll, can_focus=True):
             await self._append(self._live_message)
         await self._live_message.write(text)
 
-    async def end_message(self) -> None:
+    async def end_message(self, message: AssistantMessage | None = None) -> None:
+        """The streamed message is over; ``message`` is it as stored, to show how its turn ended."""
+        if self._live_message is None and message is not None and message.finish_reason:
+            # A turn cut off before any text streamed: its (empty) message still says why.
+            self._live_message = AssistantMessageView("", message.agent)
+            await self._append(self._live_message)
         if self._live_message is not None:
-            await self._live_message.finish()
+            await self._live_message.finish(message)
             self._live_message = None
 
     async def add_tool_call(self, call: ToolCall) -> None:
@@ -194,9 +199,9 @@ class Transcript(VerticalScroll, can_focus=True):
         if view is not None:
             view.set_result(result)
 
-    async def add_notice(self, text: str, kind: str = "info") -> None:
+    async def add_notice(self, text: str, kind: str = "info", *, hint: str = "") -> None:
         await self.end_message()
-        await self._append(NoticeView(text, kind))
+        await self._append(NoticeView(text, kind, hint=hint))
 
     async def end_run(self, state: str, seconds: float | None = None) -> None:
         await self.end_message()
@@ -252,7 +257,7 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def action_toggle(self) -> None:
         view = self.selected_view
-        if isinstance(view, ToolCallView):
+        if isinstance(view, Expandable):
             view.toggle()
 
     def action_copy(self) -> None:

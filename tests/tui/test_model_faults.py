@@ -1,0 +1,106 @@
+"""What the app shows when a real model server misbehaves: a traceback folded to its first line,
+a turn cut off by the token limit, usage the server never reported. Driven with Textual's
+pilot against a real SQLite file and the real SSE server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from textual.widgets import Static
+
+from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage, tool
+from lovia.models import OpenAIChatModel, ScriptedModel, ScriptedTurn
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.notice import NoticeView
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.usage import Usage
+from tests.models.sse_server import TRACEBACK, SSEServer
+from tests.models.test_openai_chat import SECRET, Playlist
+from tests.tui.conftest import make_app, settle, type_and_send
+
+CUT_OFF = "cut off: the model hit its token limit"
+
+
+def shown(widget) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.render())
+    return console.export_text()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+async def test_a_server_traceback_shows_its_first_line_and_the_rest_on_enter(tmp_path):
+    with SSEServer() as server:
+        model = OpenAIChatModel("traceback", base_url=server.base_url, api_key=SECRET, retries=0, timeout=10)
+        app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+        async with app.run_test(size=(160, 45)) as pilot:
+            await type_and_send(pilot, "hello")
+            transcript = app.screen.chat.transcript
+            (notice,) = [n for n in transcript.query(NoticeView) if n.has_class("-error")]
+            body = shown(notice.query_one(".body", Static))
+            assert "answered 500: Traceback (most recent call last):" in body and "3 more lines" in body
+            assert "TypeError" not in body
+            assert "ctrl+r retries" in shown(notice.query_one(".hint", Static))  # the advice stays in view
+
+            transcript.focus()
+            transcript.selected = transcript.views.index(notice)
+            await pilot.press("enter")
+            await pilot.pause()
+            body = shown(notice.query_one(".body", Static))
+            assert TRACEBACK.splitlines()[-1] in body and "more lines" not in body
+            await pilot.press("enter")
+            await pilot.pause()
+            assert "TypeError" not in shown(notice.query_one(".body", Static))
+
+
+async def test_a_cut_off_tool_call_and_answer_say_so_live_and_when_reopened(tmp_path):
+    db = tmp_path / "lovia.db"
+    with SSEServer() as server:
+        agent = Agent(name="assistant", model=Playlist(server, "cut", "text"), tools=[add])
+        app = make_app(db, agent=agent)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await type_and_send(pilot, "add")
+            transcript = app.screen.chat.transcript
+            (view,) = transcript.query(ToolCallView)
+            assert CUT_OFF in shown(view.query_one("CollapsibleTitle"))
+            assert view.result is not None and view.result.is_error
+            session_id = app.screen.chat.session_id
+            await app.screen.chat.open_session(session_id)  # drawn again from what was stored
+            await pilot.pause()
+            (view,) = transcript.query(ToolCallView)
+            assert CUT_OFF in shown(view.query_one("CollapsibleTitle"))
+
+    model = ScriptedModel([ScriptedTurn(text="one, two, thr", finish="length"), ScriptedTurn(finish="length")])
+    app = make_app(tmp_path / "other.db", model=model)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "count")
+        await type_and_send(pilot, "think")  # cut off before it said anything
+        transcript = app.screen.chat.transcript
+        notes = [[shown(s) for s in v.query(".finish")] for v in transcript.query(AssistantMessageView)]
+        assert [[CUT_OFF in n for n in found] for found in notes] == [[True], [True]]
+        await app.screen.chat.open_session(app.screen.chat.session_id)
+        await settle(pilot)
+        notes = [[shown(s) for s in v.query(".finish")] for v in transcript.query(AssistantMessageView)]
+        assert [[CUT_OFF in n for n in found] for found in notes] == [[True], [True]]
+
+
+async def test_the_inspector_says_usage_unknown_not_zero(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", turn=1, session_id="s-a", first_input="hi",
+                       usage=Usage(requests=1, unreported_requests=1))
+        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="hi")]))
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.screen.query_one("#run-list").focus()
+        await pilot.pause()
+        inspector = app.screen.query_one("CheckpointInspector")
+        console = Console(width=120, record=True, file=io.StringIO())
+        console.print(inspector.shown)
+        usage_line = next(line for line in console.export_text().splitlines() if line.startswith("usage"))
+        assert "1 request · usage unknown" in usage_line and "0 in" not in usage_line
