@@ -41,7 +41,8 @@ def log(line: str) -> None:
 
 
 async def wait_for_file(path: Path) -> None:
-    while not path.exists():
+    # Another process makes the file: polling is the only way to notice it.
+    while not os.path.exists(path):  # noqa: ASYNC110, ASYNC240
         await asyncio.sleep(0.01)
 
 

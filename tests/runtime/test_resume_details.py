@@ -29,7 +29,6 @@ from lovia import (
 )
 from lovia.agent import Agent
 from lovia.models import call
-
 from tests.runtime.helpers import RecordingSession, kinds
 
 executions: list[str] = []
@@ -155,7 +154,7 @@ async def test_a_removed_handoff_target_fails_the_resume_before_dangling_calls_r
     head = RunHead(agent="triage", status="interrupted", turn=1, pending_handoff="billing")
     await checkpointer.save(RunSnapshot("r1", head, entries))
     triage = Agent(name="triage", model=ScriptedModel([]), tools=[step])  # billing is gone
-    with pytest.raises(AgentResolutionError, match="handoff target.*'billing'.*renamed or removed"):
+    with pytest.raises(AgentResolutionError, match=r"handoff target.*'billing'.*renamed or removed"):
         await Runner.run(triage, [], checkpoint=CheckpointOptions(checkpointer, "r1"))
     assert executions == []  # the dangling step did not run for a resume that cannot go on
     stored = await checkpointer.load("r1")

@@ -24,8 +24,8 @@ from lovia import (
     RunFailed,
     RunHead,
     RunInterrupted,
-    RunOwner,
     Runner,
+    RunOwner,
     RunSnapshot,
     ScriptedModel,
     ScriptedTurn,
@@ -169,7 +169,8 @@ async def test_the_lease_is_renewed_during_a_long_tool_call(tmp_path):
         async def long_job(ctx: ToolContext) -> str:
             """Runs until the lease was renewed at least once without a snapshot."""
             first = (await checkpointer.load(ctx.run_id)).head.lease_until
-            while (now := (await checkpointer.load(ctx.run_id)).head.lease_until) <= first:
+            # The renewal happens in the store, where nothing signals it: poll.
+            while (now := (await checkpointer.load(ctx.run_id)).head.lease_until) <= first:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
             leases.extend([first, now])
             with pytest.raises(RunClaimedError):  # still held: nobody else may take it
@@ -278,21 +279,22 @@ async def test_the_lease_is_dropped_when_a_run_is_interrupted_or_fails():
 
 async def test_a_second_execution_in_the_same_process_is_refused():
     checkpointer = InMemoryCheckpointer()
-    gate = asyncio.Event()
+    started, gate = asyncio.Event(), asyncio.Event()
 
     @tool
     async def wait_for_gate() -> str:
         """Holds the run."""
+        started.set()
         await gate.wait()
         return "ok"
 
     model = ScriptedModel([ScriptedTurn(tool_calls=[call("wait_for_gate")]), "done"])
     first = asyncio.ensure_future(Runner.run(Agent(name="bot", model=model, tools=[wait_for_gate]), "go",
                                              checkpoint=CheckpointOptions(checkpointer, "r1")))
-    while model.requests == []:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(started.wait(), 30)
     with pytest.raises(RunClaimedError, match="already executing in this process"):
-        await Runner.run(Agent(name="bot", model=ScriptedModel([])), [], checkpoint=CheckpointOptions(checkpointer, "r1"))
+        await Runner.run(Agent(name="bot", model=ScriptedModel([])), [],
+                         checkpoint=CheckpointOptions(checkpointer, "r1"))
     gate.set()
     assert (await first).final_output == "done"
 
