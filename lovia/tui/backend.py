@@ -19,9 +19,12 @@ from lovia.checkpoint import (
     Checkpointer,
     CheckpointOptions,
     ListableCheckpointer,
+    RunHead,
+    RunOwner,
     RunSnapshot,
     RunStatus,
     RunSummary,
+    claim_refused,
 )
 from lovia.context import ContextPolicy
 from lovia.entries import Entry, UserMessage
@@ -42,7 +45,9 @@ from lovia.session import (
 )
 from lovia.transcript import drop_dangling_tool_calls, locate_cut, truncate_run
 
-RunState = Literal["completed", "running", "interrupted", "crashed", "failed"]
+RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
+STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
+"""How a state reads where it is not its own name."""
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
 TRIM_KEEP_CHARS = 400
 """How much of each old tool output a trim from the UI keeps."""
@@ -58,6 +63,8 @@ class TranscriptRun:
     started_at: float | None
     duration: float | None
     error: str | None = None
+    owner: str | None = None
+    """Who executes a run ``running elsewhere`` (e.g. ``process 4242 on build-7``)."""
 
 
 @dataclass(frozen=True)
@@ -68,11 +75,22 @@ class Transcript:
     runs: tuple[TranscriptRun, ...]
 
 
-def run_state(summary_head: Any) -> RunState:
-    """How a run's head reads to a user: a ``running`` run whose process died is ``crashed``."""
-    if summary_head.crashed:
+def run_state(head: RunHead) -> RunState:
+    """How a run's head reads to a user.
+
+    A ``running`` run is ``crashed`` when nothing holds it (its owner is gone or its lease
+    lapsed), ``elsewhere`` when another process holds it, and ``running`` when this one does.
+    """
+    if head.status != "running":
+        return head.status
+    if not head.is_held():
         return "crashed"
-    return summary_head.status
+    return "running" if head.owner == RunOwner.current() else "elsewhere"
+
+
+def _refuse_elsewhere(run_id: str, head: RunHead) -> None:
+    if run_state(head) == "elsewhere":
+        raise claim_refused(run_id, head)
 
 
 class ChatBackend:
@@ -161,22 +179,23 @@ class ChatBackend:
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None:
                 head = snapshot.head
-                runs.append(TranscriptRun(summary.run_id, tuple(snapshot.entries), run_state(head),
-                                          head.started_at, None, head.error))
+                state = run_state(head)
+                runs.append(TranscriptRun(summary.run_id, tuple(snapshot.entries), state, head.started_at, None,
+                                          head.error, str(head.owner) if state == "elsewhere" else None))
         return Transcript(session_id, tuple(runs))
 
     # -- runs ----------------------------------------------------------------------------
 
     async def runs(self, *, session_id: str | None = None, include_completed: bool = False) -> list[RunSummary]:
-        """Runs a user may resume (interrupted, crashed, failed), newest first."""
+        """Runs a user may resume (interrupted, crashed, failed) or watch (running elsewhere), newest first."""
         checkpointer = self.checkpointer
         if not isinstance(checkpointer, ListableCheckpointer):
             return []
         statuses = None if include_completed else list(RESUMABLE)
         found = await checkpointer.list_runs(statuses=statuses)
         if not include_completed:
-            # A run ``running`` in a live process is someone's current work, not a leftover.
-            found = [r for r in found if r.head.status != "running" or r.head.crashed]
+            # A run this process executes is shown live by the chat, not listed as a leftover.
+            found = [r for r in found if run_state(r.head) != "running"]
         if session_id is not None:
             found = [r for r in found if r.head.session_id == session_id]
         return found
@@ -206,6 +225,7 @@ class ChatBackend:
             raise UserError(f"run {run_id} is gone; it may have been finished or discarded elsewhere")
         if snapshot.head.status == "completed":
             raise UserError(f"run {run_id} already completed; nothing to resume")
+        _refuse_elsewhere(run_id, snapshot.head)
         session_id = snapshot.head.session_id
         if session_id is None:
             raise UserError(f"run {run_id} belongs to no session, so it cannot be shown here")
@@ -215,6 +235,10 @@ class ChatBackend:
         return session_id, stream
 
     async def discard(self, run_id: str) -> None:
+        """Delete the run's checkpoint; refused while another process executes it."""
+        snapshot = await self.checkpointer.load(run_id)
+        if snapshot is not None:
+            _refuse_elsewhere(run_id, snapshot.head)
         await self.checkpointer.delete(run_id)
 
     async def finalize(self, run_id: str) -> tuple[str, int]:
@@ -227,6 +251,7 @@ class ChatBackend:
         if snapshot is None:
             raise UserError(f"run {run_id} is gone; nothing to finalize")
         head = snapshot.head
+        _refuse_elsewhere(run_id, head)
         if head.session_id is None:
             raise UserError(f"run {run_id} belongs to no session; discard it instead")
         kept = drop_dangling_tool_calls(snapshot.entries)

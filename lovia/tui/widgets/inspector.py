@@ -13,7 +13,7 @@ from lovia.checkpoint import RunSnapshot
 from lovia.entries import ToolCall, ToolResult
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
-from lovia.tui.backend import run_state
+from lovia.tui.backend import STATE_LABELS, run_state
 
 
 class CheckpointInspector(VerticalScroll, can_focus=True):
@@ -44,7 +44,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
         table.add_column()
         rows = [
             ("run", snapshot.run_id),
-            ("status", run_state(head)),
+            ("status", STATE_LABELS.get(run_state(head), run_state(head))),
             ("agent", head.agent),
             ("turn", str(head.turn)),
             ("usage", format.usage(head.usage)),
@@ -54,6 +54,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("session", head.session_id or "—"),
             ("owner", f"pid {head.owner.pid} on {head.owner.host}" if head.owner else "—"),
         ]
+        if head.lease_until is not None:
+            rows.append(("lease", f"until {format.when(head.lease_until)}"))
         if head.error:
             rows.append(("error", head.error))
         for key, value in rows:

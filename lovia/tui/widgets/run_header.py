@@ -17,18 +17,20 @@ class RunHeader(Static):
         text-style: dim;
     }
     RunHeader.-interrupted, RunHeader.-crashed, RunHeader.-failed { color: $warning; text-style: none; }
-    RunHeader.-running { color: $accent; text-style: none; }
+    RunHeader.-running, RunHeader.-elsewhere { color: $accent; text-style: none; }
     """
 
-    def __init__(self, run_id: str, started_at: float | None, state: str, seconds: float | None = None) -> None:
+    def __init__(self, run_id: str, started_at: float | None, state: str, seconds: float | None = None,
+                 owner: str | None = None) -> None:
         super().__init__()
         self.run_id = run_id
         self.started_at = started_at
+        self.owner = owner  # who runs it, for a run running elsewhere
         self.set_state(state, seconds)
 
     def set_state(self, state: str, seconds: float | None = None) -> None:
         """Show the run as ``state`` (completed, running, interrupted, crashed, failed)."""
-        for old in ("completed", "running", "interrupted", "crashed", "failed"):
+        for old in ("completed", "running", "elsewhere", "interrupted", "crashed", "failed"):
             self.remove_class(f"-{old}")
         self.add_class(f"-{state}")
         parts = [format.when(self.started_at)]
@@ -36,6 +38,8 @@ class RunHeader(Static):
             parts.append(format.duration(seconds))
         elif state == "running":
             parts.append("running…")
+        elif state == "elsewhere":
+            parts.extend(["running elsewhere", self.owner or "in another process"])
         else:
             parts.append(state)
         self.update(f"── {' · '.join(parts)} ──")

@@ -1,4 +1,4 @@
-"""RunsPane: interrupted, crashed and failed runs across sessions, newest first."""
+"""RunsPane: interrupted, crashed and failed runs across sessions, and those running elsewhere, newest first."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from textual.widgets.option_list import Option
 
 from lovia.checkpoint import RunSummary
 from lovia.tui import format
-from lovia.tui.backend import run_state
+from lovia.tui.backend import STATE_LABELS, run_state
 
-STATE_MARK = {"interrupted": "⏸", "crashed": "✗", "failed": "!", "running": "▶"}
+STATE_MARK = {"interrupted": "⏸", "crashed": "✗", "failed": "!", "running": "▶", "elsewhere": "⇄"}
 
 
 class RunList(OptionList):
@@ -97,10 +97,13 @@ class RunsPane(Vertical):
 def _label(summary: RunSummary, session_title: str) -> Text:
     head = summary.head
     state = run_state(head)
-    text = Text(f"{STATE_MARK.get(state, '?')} {state} ", style="bold")
+    text = Text(f"{STATE_MARK.get(state, '?')} {STATE_LABELS.get(state, state)} ", style="bold")
     text.append(format.one_line(head.first_input or "(no input)", 30))
     text.append(f"\n{format.when(head.started_at)} · turn {head.turn} · "
                 f"{format.count(summary.entry_count, 'entry', 'entries')}", style="dim")
+    if state == "elsewhere" and head.owner is not None:
+        # Not resumable from here while that process holds it: say who does.
+        text.append(f"\nby pid {head.owner.pid} on {format.one_line(head.owner.host, 24)}", style="dim")
     if session_title:
         text.append(f"\nin {format.one_line(session_title, 34)}", style="dim")
     return text

@@ -134,7 +134,7 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def _widget(self, item: _Item) -> Widget:
         if item.run is not None:
-            return RunHeader(item.run.run_id, item.run.started_at, item.run.state, item.run.duration)
+            return RunHeader(item.run.run_id, item.run.started_at, item.run.state, item.run.duration, item.run.owner)
         entry = item.entry
         if isinstance(entry, UserMessage):
             return UserMessageView(entry)

@@ -1,0 +1,74 @@
+"""Runs held by another process show as running elsewhere (with who), lapsed ones as crashed."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+
+from lovia import (
+    AssistantMessage,
+    RunHead,
+    RunOwner,
+    RunSnapshot,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    ToolCall,
+    UserMessage,
+)
+from lovia.tui.widgets.run_header import RunHeader
+from tests.tui.conftest import make_app, settle, wait_for
+
+BUILD_HOST = RunOwner(host="build-7", pid=4242, started=99)
+
+
+async def store_runs(db) -> None:
+    """Two in-flight runs of session s-a on another host: one still leased, one whose lease lapsed."""
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        for run_id, text, lease_until in [("run-live", "live job", time.time() + 3600),
+                                          ("run-lapsed", "lapsed job", time.time() - 60)]:
+            head = RunHead(agent="assistant", status="running", turn=1, session_id="s-a", first_input=text,
+                           owner=BUILD_HOST, claim=f"token-{run_id}", lease_until=lease_until)
+            await checkpointer.save(RunSnapshot(run_id, head, [
+                UserMessage(text=text), ToolCall(call_id=f"c-{run_id}", name="wait", arguments='{"seconds": 60}')]))
+
+
+def plain(renderable) -> str:
+    console = Console(width=100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+async def test_runs_pane_and_transcript_tell_running_elsewhere_from_crashed(tmp_path):
+    db = tmp_path / "lovia.db"
+    await store_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one("RunsPane")
+        assert {r.run_id for r in pane.runs} == {"run-live", "run-lapsed"}
+        options = app.screen.query_one("#run-list")
+        shown = {options.get_option_at_index(i).id: plain(options.get_option_at_index(i).prompt)
+                 for i in range(options.option_count)}
+        assert "running elsewhere" in shown["run-live"] and "pid 4242 on build-7" in shown["run-live"]
+        assert "crashed" in shown["run-lapsed"] and "elsewhere" not in shown["run-lapsed"]
+
+        # The session's transcript shows both in-flight runs under headers that say which is which.
+        assert app.screen.chat.session_id == "s-a"
+        headers = {h.run_id: plain(h.render()) for h in app.screen.chat.transcript.query(RunHeader)}
+        assert "running elsewhere" in headers["run-live"] and "process 4242 on build-7" in headers["run-live"]
+        assert "crashed" in headers["run-lapsed"]
+
+        # Resuming the one held elsewhere is refused with who holds it; the run is left alone.
+        options.focus()
+        await pilot.pause()
+        options.highlighted = list(shown).index("run-live")
+        await wait_for(pilot, lambda: app.screen.inspected == "run-live")
+        assert "running elsewhere" in plain(app.screen.query_one("CheckpointInspector").shown)
+        await pilot.press("r")
+        await settle(pilot)
+        assert any("being executed by process 4242 on build-7" in n.message for n in app._notifications)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        live = (await checkpointer.load("run-live")).head
+        assert (live.status, live.owner, live.claim) == ("running", BUILD_HOST, "token-run-live")
