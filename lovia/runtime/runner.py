@@ -362,8 +362,12 @@ class _Run:
 
     async def _renew(self, run_task: asyncio.Task[Any], interval: float) -> None:
         while True:
-            await asyncio.sleep(max(0.0, self._last_save + interval - time.monotonic()))
-            if self.head is None or self.head.status != "running" or time.monotonic() < self._last_save + interval:
+            due = self._last_save + interval - time.monotonic()
+            if due > 0:  # a snapshot renewed it meanwhile
+                await asyncio.sleep(due)
+                continue
+            if self.head is None or self.head.status != "running":  # finishing: its last save lets go
+                await asyncio.sleep(interval)
                 continue
             try:
                 await self._save()
