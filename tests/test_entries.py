@@ -30,8 +30,9 @@ maybe_name = st.none() | names
 
 entries = st.one_of(
     st.builds(UserMessage, text=text, created_at=times),
-    st.builds(AssistantMessage, text=text, agent=maybe_name, created_at=times),
-    st.builds(ToolCall, call_id=names, name=names, arguments=text, agent=maybe_name, created_at=times),
+    st.builds(AssistantMessage, text=text, agent=maybe_name, finish_reason=maybe_name, created_at=times),
+    st.builds(ToolCall, call_id=names, name=names, arguments=text, agent=maybe_name, finish_reason=maybe_name,
+              created_at=times),
     st.builds(ToolResult, call_id=names, output=text, name=maybe_name, is_error=st.booleans(),
               trimmed_chars=st.integers(0, 10**9), created_at=times),
     st.builds(Handoff, from_agent=names, to_agent=names, call_id=maybe_name, created_at=times),
