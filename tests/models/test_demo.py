@@ -22,7 +22,7 @@ async def respond(*messages, tools=BUILTIN_TOOLS):
     ("wait 3", "wait"),
 ])
 async def test_it_calls_the_builtin_tools(said, tool_name):
-    text, calls = await respond(UserMessage(text=said))
+    _, calls = await respond(UserMessage(text=said))
     assert [name for name, _ in calls] == [tool_name]
 
 
@@ -33,7 +33,8 @@ async def test_it_reports_tool_results():
 
 
 async def test_it_remembers_facts_from_history():
-    text, _ = await respond(UserMessage(text="My project is called Atlas."), UserMessage(text="What is my project called?"))
+    text, _ = await respond(UserMessage(text="My project is called Atlas."),
+                            UserMessage(text="What is my project called?"))
     assert "Atlas" in text
     text, _ = await respond(UserMessage(text="What is my dog called?"))
     assert "don't know" in text
