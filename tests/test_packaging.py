@@ -46,6 +46,7 @@ def test_ci_runs_the_readme_test_command_and_fails_on_lint_or_type_findings():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test_command in ci, "CI must run the README's test command as written"
     assert "set -euo pipefail" in ci
+    assert "export CI=true" in ci, "tests that need an outside program must fail in CI, not skip"
     assert ci.index(".venv/bin/ruff check lovia") > ci.index(test_command)
     assert ".venv/bin/mypy lovia" in ci
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
