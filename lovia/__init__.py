@@ -8,8 +8,8 @@ __version__ = "0.1.0"
 from lovia.agent import Agent, RunHooks
 from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.checkpoint import (
-    CheckpointOptions,
     Checkpointer,
+    CheckpointOptions,
     ClaimingCheckpointer,
     ListableCheckpointer,
     RunHead,
@@ -17,8 +17,8 @@ from lovia.checkpoint import (
     RunSnapshot,
     RunSummary,
 )
-from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.context import ContextPolicy, FileResultStore
+from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import (
     AgentResolutionError,
     DatabaseFileError,
@@ -40,10 +40,10 @@ from lovia.runtime import (
     RunEvent,
     RunFailed,
     RunInterrupted,
+    Runner,
     RunResult,
     RunStarted,
     RunStream,
-    Runner,
     TextDelta,
     ToolCallStarted,
     ToolResultReceived,
@@ -67,7 +67,6 @@ from lovia.transcript import drop_dangling_tool_calls
 from lovia.usage import Usage
 
 
-
 def __getattr__(name: str):
     if name == "OpenAIChatModel":  # imported on first use: see lovia.models
         from lovia.models.openai_chat import OpenAIChatModel
@@ -77,10 +76,10 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "BUILTIN_TOOLS",
     "Agent",
     "AgentResolutionError",
     "AssistantMessage",
-    "BUILTIN_TOOLS",
     "CheckpointOptions",
     "Checkpointer",
     "ClaimingCheckpointer",

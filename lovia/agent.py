@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from lovia.errors import AgentResolutionError
 from lovia.tools import RunContext, Tool, ToolSpec
@@ -19,8 +20,8 @@ __all__ = ["Agent", "Guardrail", "RunHooks", "agent_graph", "handoff_tool_name"]
 
 DepsT = TypeVar("DepsT")
 
-Instructions = Union[str, Callable[[RunContext[Any]], Union[str, Awaitable[str]]]]
-Guardrail = Callable[[RunContext[Any], str], Union[str, None, Awaitable[Union[str, None]]]]
+Instructions = str | Callable[[RunContext[Any]], str | Awaitable[str]]
+Guardrail = Callable[[RunContext[Any], str], str | Awaitable[str | None] | None]
 """A check on the run's input (input guardrail) or final output (output guardrail).
 
 It returns ``None`` to let the run go on, or a reason (a string) to stop it; the run then
@@ -35,19 +36,19 @@ class RunHooks:
     call them again.
     """
 
-    async def on_run_start(self, ctx: RunContext[Any], agent: "Agent[Any]") -> None:
+    async def on_run_start(self, ctx: RunContext[Any], agent: Agent[Any]) -> None:
         """Before the first model turn of a fresh or resumed run."""
 
-    async def on_tool_start(self, ctx: RunContext[Any], call: "ToolCall") -> None:
+    async def on_tool_start(self, ctx: RunContext[Any], call: ToolCall) -> None:
         """Before a tool executes."""
 
-    async def on_tool_end(self, ctx: RunContext[Any], call: "ToolCall", result: "ToolResult") -> None:
+    async def on_tool_end(self, ctx: RunContext[Any], call: ToolCall, result: ToolResult) -> None:
         """After a tool produced its result (or error)."""
 
-    async def on_handoff(self, ctx: RunContext[Any], source: "Agent[Any]", target: "Agent[Any]") -> None:
+    async def on_handoff(self, ctx: RunContext[Any], source: Agent[Any], target: Agent[Any]) -> None:
         """After control passed from ``source`` to ``target``."""
 
-    async def on_run_end(self, ctx: RunContext[Any], result: "RunResult") -> None:
+    async def on_run_end(self, ctx: RunContext[Any], result: RunResult) -> None:
         """After the run completed and was persisted."""
 
 
@@ -71,8 +72,8 @@ class Agent(Generic[DepsT]):
     name: str
     instructions: Instructions = ""
     tools: Sequence[Tool] = ()
-    handoffs: Sequence["Agent[DepsT]"] = ()
-    model: "Model | str | None" = None
+    handoffs: Sequence[Agent[DepsT]] = ()
+    model: Model | str | None = None
     handoff_description: str = ""
     input_guardrails: Sequence[Guardrail] = ()
     output_guardrails: Sequence[Guardrail] = ()
@@ -106,7 +107,7 @@ class Agent(Generic[DepsT]):
         """This agent's own tool called ``name``."""
         return next((t for t in self.tools if t.name == name), None)
 
-    def handoff_target(self, tool_name: str) -> "Agent[DepsT] | None":
+    def handoff_target(self, tool_name: str) -> Agent[DepsT] | None:
         """The agent a ``transfer_to_*`` tool of this agent hands to."""
         return next((a for a in self.handoffs if handoff_tool_name(a.name) == tool_name), None)
 

@@ -15,8 +15,9 @@ import dataclasses
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence, get_args, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from lovia.entries import Entry
 from lovia.errors import RunClaimedError
@@ -63,7 +64,7 @@ class RunOwner:
     started: int | None = None
 
     @classmethod
-    def current(cls) -> "RunOwner":
+    def current(cls) -> RunOwner:
         """The calling process."""
         global _CURRENT
         pid = os.getpid()
@@ -89,7 +90,7 @@ class RunOwner:
         return {"host": self.host, "pid": self.pid, "started": self.started}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "RunOwner | None":
+    def from_dict(cls, data: dict[str, Any] | None) -> RunOwner | None:
         if not data or "pid" not in data:
             return None
         return cls(host=str(data.get("host", "")), pid=int(data["pid"]), started=data.get("started"))
@@ -169,7 +170,7 @@ class RunHead:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunHead":
+    def from_dict(cls, data: dict[str, Any]) -> RunHead:
         """Rebuild from :meth:`to_dict` output; fields this version does not know are ignored."""
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}

@@ -18,23 +18,24 @@ import dataclasses
 import json
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Union
+from typing import Any, ClassVar
 
 from lovia.errors import DamagedEntryError, EntryDecodeError
 
 __all__ = [
+    "ENTRY_TYPES",
+    "USUAL_FINISH_REASONS",
     "AssistantMessage",
     "Entry",
     "Handoff",
     "ToolCall",
     "ToolResult",
     "UserMessage",
-    "ENTRY_TYPES",
-    "USUAL_FINISH_REASONS",
+    "entries_from_json",
     "entry_from_dict",
     "entry_from_json",
-    "entries_from_json",
     "entry_to_dict",
     "entry_to_json",
 ]
@@ -129,7 +130,7 @@ class Handoff:
     created_at: float = field(default_factory=_now)
 
 
-Entry = Union[UserMessage, AssistantMessage, ToolCall, ToolResult, Handoff]
+Entry = UserMessage | AssistantMessage | ToolCall | ToolResult | Handoff
 
 ENTRY_TYPES: dict[str, type] = {
     cls.type: cls for cls in (UserMessage, AssistantMessage, ToolCall, ToolResult, Handoff)

@@ -7,7 +7,7 @@ one definition of what "tool-consistent", "dangling" and "trimmed" mean.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from lovia.entries import Entry, Handoff, ToolCall, ToolResult
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from lovia.entries import AssistantMessage, ToolCall, ToolResult
 from lovia.usage import Usage
@@ -88,7 +88,7 @@ class TurnFinished:
 class RunCompleted:
     """The run finished and was persisted; also the only event of a replay."""
 
-    result: "RunResult"
+    result: RunResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,7 @@ class RunInterrupted:
     run_id: str
 
 
-RunEvent = Union[
-    RunStarted, TextDelta, MessageCompleted, ToolCallStarted, ToolResultReceived, HandoffOccurred,
-    TurnFinished, RunCompleted, RunFailed, RunInterrupted,
-]
+RunEvent = (
+    RunStarted | TextDelta | MessageCompleted | ToolCallStarted | ToolResultReceived | HandoffOccurred
+    | TurnFinished | RunCompleted | RunFailed | RunInterrupted
+)

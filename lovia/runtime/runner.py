@@ -22,8 +22,9 @@ import inspect
 import json
 import time
 import warnings
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
 
 from lovia._async import shielded
 from lovia.agent import Agent, agent_graph
@@ -118,7 +119,7 @@ class Runner:
         deps: Any = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         context_policy: ContextPolicy | None = None,
-    ) -> "RunStream":
+    ) -> RunStream:
         """A run whose events are yielded as they happen; iterate it once.
 
         After iteration ``result`` holds the :class:`RunResult` (``None`` if stopped).
@@ -134,7 +135,7 @@ _DONE = object()
 class RunStream:
     """The events of one run; see :meth:`Runner.stream`."""
 
-    def __init__(self, run: "_Run") -> None:
+    def __init__(self, run: _Run) -> None:
         self._run = run
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[RunResult] | None = None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot, RunStatus, RunSummary, claim_lost, take_claim
 from lovia.entries import Entry, ToolResult, UserMessage
@@ -40,7 +41,7 @@ class InMemorySession:
     def __init__(self) -> None:
         self._sessions: dict[str, _StoredSession] = {}
 
-    async def __aenter__(self) -> "InMemorySession":
+    async def __aenter__(self) -> InMemorySession:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -192,7 +193,7 @@ class InMemoryCheckpointer:
     def __init__(self) -> None:
         self._runs: dict[str, RunSnapshot] = {}
 
-    async def __aenter__(self) -> "InMemoryCheckpointer":
+    async def __aenter__(self) -> InMemoryCheckpointer:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

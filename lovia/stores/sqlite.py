@@ -12,7 +12,8 @@ import json
 import os
 import sqlite3
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot, RunStatus, RunSummary, claim_lost, take_claim
 from lovia.entries import Entry, ToolResult, entries_from_json, entry_from_json, entry_to_json
@@ -28,7 +29,7 @@ from lovia.stores._common import (
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
 from lovia.transcript import locate_cut, trim_output, truncate_run
 
-__all__ = ["SQLiteCheckpointer", "SQLiteSession", "SESSION_SCHEMA", "CHECKPOINT_SCHEMA"]
+__all__ = ["CHECKPOINT_SCHEMA", "SESSION_SCHEMA", "SQLiteCheckpointer", "SQLiteSession"]
 
 
 # -- schemas -----------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+from typing import ClassVar
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -22,7 +23,7 @@ class LoviaApp(App[None]):
     """Chat, inspect and resume runs from the keyboard."""
 
     TITLE = "lovia"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "new_session", "New session"),
         # priority: TextArea has its own f6, and switching panes must work from every pane
         Binding("f6", "next_pane", "Next pane", priority=True),

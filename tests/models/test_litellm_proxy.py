@@ -6,8 +6,8 @@ records every request as the proxy passed it on. Nothing leaves 127.0.0.1: the p
 cost map from the package (``LITELLM_LOCAL_MODEL_COST_MAP``) and its telemetry is off.
 
 The proxy lives in a venv of its own (``litellm[proxy]`` pins ``rich<14``, which would hold
-Textual back in ours): ``LOVIA_LITELLM`` names its ``litellm`` command, else ``litellm`` is
-looked up on ``PATH``. Without it the tests skip, saying how to install it, except in CI
+Textual back in ours): ``LOVIA_LITELLM`` names its ``litellm`` command, else the one in the
+checkout's ``.venv-litellm`` (where ``.ci/run`` puts it), else ``litellm`` on ``PATH``. Without it the tests skip, saying how to install it, except in CI
 (``CI=true``), where they fail instead.
 """
 
@@ -44,8 +44,9 @@ from lovia import (
 from lovia.models import ModelRequest, OpenAIChatModel
 
 HERE = Path(__file__).parent / "litellm_proxy"
-INSTALL = ("python3 -m venv /tmp/litellm && /tmp/litellm/bin/pip install 'litellm[proxy]' && "
-           "export LOVIA_LITELLM=/tmp/litellm/bin/litellm")
+LITELLM_VENV = Path(__file__).resolve().parents[2] / ".venv-litellm"
+# The handler uses LiteLLM's streaming chunk types, so the version is pinned (here and in .ci/run).
+INSTALL = (f"python3 -m venv {LITELLM_VENV} && {LITELLM_VENV}/bin/pip install 'litellm[proxy]==1.108.7'")
 READY_WITHIN_SECONDS = 180  # a bound on waiting for start-up on a busy machine, not a measurement
 
 
@@ -67,7 +68,8 @@ class Proxy:
 
 
 def _litellm_command() -> str:
-    command = os.environ.get("LOVIA_LITELLM") or shutil.which("litellm")
+    bundled = LITELLM_VENV / "bin" / "litellm"
+    command = os.environ.get("LOVIA_LITELLM") or (str(bundled) if bundled.exists() else shutil.which("litellm"))
     if command and os.access(command, os.X_OK):
         return command
     reason = f"the LiteLLM proxy is not installed; to run these tests: {INSTALL}"

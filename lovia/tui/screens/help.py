@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -28,7 +31,7 @@ def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
     from lovia.tui.widgets.sessions_pane import SessionList
     from lovia.tui.widgets.transcript import Transcript
 
-    groups = [
+    groups: list[tuple[str, type[DOMNode]]] = [
         ("Anywhere", LoviaApp), ("Conversation", ChatPanel), ("Composer", Composer), ("Transcript", Transcript),
         ("Sessions list", SessionList), ("Runs list", RunList),
     ]
@@ -48,7 +51,7 @@ def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }

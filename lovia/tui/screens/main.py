@@ -148,15 +148,14 @@ class MainScreen(Screen):
                         confirm="Discard")):
                     await self.backend.discard(run_id)
                     self.notify("Run discarded.")
-            elif action == "finalize":
-                if await self.app.push_screen_wait(ConfirmScreen(
-                        "Finalize this run into its session as it stands? Tool calls without results are "
-                        "dropped so the transcript stays consistent; the checkpoint is then deleted.",
-                        confirm="Finalize")):
-                    session_id, kept = await self.backend.finalize(run_id)
-                    self.notify(f"Finalized: {kept} entries added to the session.")
-                    if session_id == self.chat.session_id:
-                        await self.chat.open_session(session_id)  # the partial is stored now
+            elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
+                    "Finalize this run into its session as it stands? Tool calls without results are "
+                    "dropped so the transcript stays consistent; the checkpoint is then deleted.",
+                    confirm="Finalize")):
+                session_id, kept = await self.backend.finalize(run_id)
+                self.notify(f"Finalized: {kept} entries added to the session.")
+                if session_id == self.chat.session_id:
+                    await self.chat.open_session(session_id)  # the partial is stored now
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_lists()

@@ -8,15 +8,17 @@ edit-and-resend, trim and copy. Changes that other panes care about go up as
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from lovia.entries import UserMessage
 from lovia.errors import LoviaError
 from lovia.runtime import (
     HandoffOccurred,
@@ -31,7 +33,6 @@ from lovia.runtime import (
     ToolResultReceived,
     TurnFinished,
 )
-from lovia.entries import UserMessage
 from lovia.tui import format
 from lovia.tui.backend import TRIM_KEEP_CHARS, ChatBackend
 from lovia.tui.clipboard import copy_text
@@ -41,7 +42,7 @@ from lovia.tui.widgets.transcript import Transcript
 
 
 class ChatPanel(Vertical):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop"),
         Binding("ctrl+r", "resume", "Resume"),
         Binding("ctrl+g", "regenerate", "Regenerate"),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -18,7 +20,7 @@ class Composer(TextArea):
     # binding would run when the key reaches the app, ahead of a burst of characters (a paste,
     # fast typing) still queued for this widget, and send an empty box. The bindings are for
     # the footer and the help screen.
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "submit", "Send"),
         Binding("ctrl+j", "newline", "New line", show=False),
     ]

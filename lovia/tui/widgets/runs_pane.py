@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -19,7 +21,7 @@ STATE_MARK = {"interrupted": "⏸", "crashed": "✗", "failed": "!", "running": 
 
 
 class RunList(OptionList):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "act('resume')", "Resume"),
         Binding("enter", "act('resume')", "Resume", show=False),
         Binding("x", "act('discard')", "Discard"),

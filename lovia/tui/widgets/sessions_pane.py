@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, OptionList, Static
@@ -18,7 +20,7 @@ from lovia.tui import format
 class SessionList(OptionList):
     """The list itself: typing a letter starts filtering."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "rename", "Rename"),
         Binding("delete", "delete", "Delete"),
         Binding("slash", "filter", "Filter", show=False),

@@ -7,10 +7,11 @@ session opens at once. Streaming appends to the last message; nothing above it r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
@@ -40,12 +41,12 @@ class _Item:
 class Transcript(VerticalScroll, can_focus=True):
     """The live transcript pane."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Previous", show=False),
         Binding("down,j", "cursor(1)", "Next", show=False),
         Binding("home", "cursor_home", "First", show=False),
         Binding("end", "cursor_end", "Last", show=False),
-        Binding("enter", "toggle", "Expand"),
+        Binding("enter", "expand", "Expand"),
         Binding("c", "copy", "Copy"),
         Binding("y", "copy_code", "Copy code"),
         Binding("e", "edit", "Edit & resend"),
@@ -255,7 +256,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_cursor_end(self) -> None:
         self.selected = len(self.views) - 1
 
-    def action_toggle(self) -> None:
+    def action_expand(self) -> None:
         view = self.selected_view
         if isinstance(view, Expandable):
             view.toggle()
