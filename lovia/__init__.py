@@ -33,6 +33,7 @@ from lovia.errors import (
     UserError,
 )
 from lovia.models import DemoModel, Model, ScriptedModel, ScriptedTurn, resolve_model
+from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
@@ -145,5 +146,6 @@ __all__ = [
     "UserMessage",
     "drop_dangling_tool_calls",
     "resolve_model",
+    "rewind_with_checkpoints",
     "tool",
 ]

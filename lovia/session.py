@@ -148,8 +148,11 @@ class RewindableSession(Session, Protocol):
 
         Whole later runs are deleted; a run the cut lands inside is truncated, kept
         tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
-        at or past the end is a no-op. The checkpoints of rewound runs are the caller's to
-        delete, before the rewind: the session knows nothing of checkpoints.
+        at or past the end is a no-op. A bad count is a ``UserError``.
+
+        The session knows nothing of checkpoints, so a rewound run's live checkpoint stays,
+        and re-issuing that run id would replay the undone tail: call
+        :func:`lovia.rewind_with_checkpoints`, which deletes them, rather than this directly.
         """
         ...
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from lovia.errors import UserError
 from lovia.session import SessionInfo
+from lovia.transcript import locate_cut
 
 TITLE_CHARS = 200
 
@@ -32,6 +34,20 @@ def clean_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
 def check_keep(name: str, value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise UserError(f"{name} must be a whole number of 0 or more, got {value!r}")
+
+
+def rewind_cut(run_lengths: Sequence[int], keep_entries: int) -> tuple[int, int]:
+    """Where ``rewind(keep_entries=...)`` cuts a session whose runs have these lengths.
+
+    The one definition of which runs a rewind touches, shared by the bundled stores and
+    :func:`lovia.rewind.rewind_with_checkpoints`. Returns ``(whole, partial)`` as
+    :func:`~lovia.transcript.locate_cut` does: the runs from number ``whole`` on are
+    touched (the first of them keeps its first ``partial`` entries, made tool-consistent,
+    when ``partial`` is not 0; the rest are deleted), and none when ``whole`` is the number
+    of runs. A negative or non-integer ``keep_entries`` is a :class:`UserError`.
+    """
+    check_keep("keep_entries", keep_entries)
+    return locate_cut(run_lengths, keep_entries)
 
 
 def title_from(text: str) -> str:

@@ -16,9 +16,10 @@ from lovia.stores._common import (
     clean_meta,
     filter_sessions,
     new_run_id,
+    rewind_cut,
     title_from,
 )
-from lovia.transcript import locate_cut, trim_output, truncate_run
+from lovia.transcript import trim_output, truncate_run
 
 __all__ = ["InMemoryCheckpointer", "InMemorySession"]
 
@@ -83,15 +84,13 @@ class InMemorySession:
 
         Whole later runs are deleted; the run the cut lands in is truncated, made
         tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
-        at or past the end changes nothing. Checkpoints of rewound runs are the caller's to
-        delete (see :class:`~lovia.session.RewindableSession`).
+        at or past the end changes nothing. Checkpoints of rewound runs are left alone: call
+        :func:`lovia.rewind_with_checkpoints` to forget them too.
         """
-        check_keep("keep_entries", keep_entries)
         stored = self._sessions.get(session_id)
-        if stored is None:
-            return 0
-        whole, partial = locate_cut([len(s.entries) for s in stored.segments], keep_entries)
-        if whole == len(stored.segments):
+        segments = stored.segments if stored is not None else []
+        whole, partial = rewind_cut([len(s.entries) for s in segments], keep_entries)
+        if stored is None or whole == len(segments):
             return 0
         before = sum(len(s.entries) for s in stored.segments)
         kept = stored.segments[:whole]

@@ -24,10 +24,11 @@ from lovia.stores._common import (
     clean_meta,
     filter_sessions,
     new_run_id,
+    rewind_cut,
     title_from,
 )
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
-from lovia.transcript import locate_cut, trim_output, truncate_run
+from lovia.transcript import trim_output, truncate_run
 
 __all__ = ["CHECKPOINT_SCHEMA", "SESSION_SCHEMA", "SQLiteCheckpointer", "SQLiteSession"]
 
@@ -234,17 +235,17 @@ class SQLiteSession(_SQLiteStore):
 
         Whole later runs are deleted; the run the cut lands in is truncated, made
         tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
-        at or past the end changes nothing. Checkpoints of rewound runs are the caller's to
-        delete (see :class:`~lovia.session.RewindableSession`).
+        at or past the end changes nothing. Checkpoints of rewound runs are left alone: call
+        :func:`lovia.rewind_with_checkpoints` to forget them too.
         """
-        check_keep("keep_entries", keep_entries)
+        check_keep("keep_entries", keep_entries)  # before the write lock is taken
 
         def write(conn: sqlite3.Connection) -> int:
             heads = conn.execute(
                 "SELECT seq, run_id, entry_count FROM lovia_segments WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
-            whole, partial = locate_cut([count for _, _, count in heads], keep_entries)
+            whole, partial = rewind_cut([count for _, _, count in heads], keep_entries)
             if whole == len(heads):
                 return 0
             before = sum(count for _, _, count in heads)

@@ -29,6 +29,7 @@ from lovia.checkpoint import (
 from lovia.context import ContextPolicy
 from lovia.entries import Entry, UserMessage
 from lovia.errors import UserError
+from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
     ClosableStore,
@@ -36,14 +37,13 @@ from lovia.session import (
     ListableSession,
     RenamableSession,
     RewindableSession,
-    Segment,
     Session,
     SessionInfo,
     TrimmableSession,
     TrimPreview,
     TrimPreviewingSession,
 )
-from lovia.transcript import drop_dangling_tool_calls, locate_cut, truncate_run
+from lovia.transcript import drop_dangling_tool_calls
 
 RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
@@ -265,44 +265,14 @@ class ChatBackend:
     async def rewind(self, session_id: str, keep_entries: int) -> int:
         """Keep the first ``keep_entries`` stored entries of ``session_id``; return how many went.
 
-        The session drops the tail; the checkpoints of the runs it truncates or deletes are
-        deleted here, because this object holds the checkpointer and the session knows
-        nothing of checkpoints: left alone, a later resume or replay would bring the undone
-        tail back. They go before the rewind: a crash in between leaves completed runs
-        without a replay cache, which loses nothing, rather than a replayable undone tail.
+        The checkpoints of the runs it truncates or deletes go too (this object holds the
+        checkpointer): see :func:`lovia.rewind.rewind_with_checkpoints`, which does it.
         """
         session = self.session
         if not isinstance(session, RewindableSession):
             raise UserError(f"{type(session).__name__} cannot rewind: edit-and-resend and regenerate need a "
                             "rewind(session_id, *, keep_entries) method")
-        if keep_entries < 0:
-            raise UserError(f"keep_entries must be 0 or more, got {keep_entries}")
-        touched, expected = _plan_rewind(await session.segments(session_id), keep_entries)
-        for run_id in touched:
-            await self.checkpointer.delete(run_id)
-        removed = await session.rewind(session_id, keep_entries=keep_entries)
-        if removed != expected:
-            # The session changed between the plan and the rewind: another writer appended a
-            # run, which the rewind removed too, unplanned. Its checkpoint cannot be named
-            # from the session any more, so look for it among the checkpoints.
-            await self._forget_checkpoints_of_lost_runs(session_id)
-        return removed
-
-    async def _forget_checkpoints_of_lost_runs(self, session_id: str) -> None:
-        """Delete completed checkpoints of ``session_id`` whose run is not in the session.
-
-        A completed run is appended right after its checkpoint is finalized, so one that
-        is missing from its session was rewound away. (A run caught between those two
-        steps loses only its replay cache: its own process still appends it.) Runs still
-        in flight are never touched. Without run listing nothing can be found.
-        """
-        checkpointer = self.checkpointer
-        if not isinstance(checkpointer, ListableCheckpointer):
-            return
-        present = {segment.run_id for segment in await self.session.segments(session_id)}
-        for summary in await checkpointer.list_runs(statuses=["completed"]):
-            if summary.head.session_id == session_id and summary.run_id not in present:
-                await checkpointer.delete(summary.run_id)
+        return await rewind_with_checkpoints(session, self.checkpointer, session_id, keep_entries=keep_entries)
 
     async def last_user_message(self, session_id: str) -> UserMessage | None:
         """The session's last stored user message."""
@@ -348,15 +318,3 @@ class ChatBackend:
                             "trim_tool_results(session_id, *, keep_chars, keep_runs) method")
         return await session.trim_tool_results(session_id, keep_chars=keep_chars, keep_runs=keep_runs)
 
-
-def _plan_rewind(segments: list[Segment], keep_entries: int) -> tuple[list[str], int]:
-    """The runs a rewind to ``keep_entries`` truncates or deletes, and how many entries it removes.
-
-    The same cut the stores make (``locate_cut``, then ``truncate_run`` on the run it
-    lands in), computed from the segments read just before.
-    """
-    whole, partial = locate_cut([len(segment.entries) for segment in segments], keep_entries)
-    touched = segments[whole:]
-    kept_of_cut = len(truncate_run(touched[0].entries, partial)) if touched and partial else 0
-    removed = sum(len(segment.entries) for segment in touched) - kept_of_cut
-    return [segment.run_id for segment in touched], removed

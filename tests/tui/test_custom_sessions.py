@@ -9,14 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lovia import (
     Agent,
+    CheckpointOptions,
     Entry,
     RunHead,
+    Runner,
     RunSnapshot,
     Segment,
     SQLiteCheckpointer,
     SQLiteSession,
+    StoreError,
     ToolResult,
     UserMessage,
 )
@@ -186,22 +191,6 @@ async def test_backend_rewind_deletes_exactly_the_checkpoints_of_rewound_runs(tm
         assert await checkpointer.load("r1") is not None  # a no-op rewind touches nothing
 
 
-async def test_backend_plans_the_same_cut_the_stores_make(tmp_path):
-    """The backend's count of what a rewind removes matches the store's at every cut, so a
-    mismatch means only one thing: the session changed under the rewind."""
-    from lovia.tui.backend import _plan_rewind
-
-    for keep in range(12):
-        async with SQLiteSession(tmp_path / f"{keep}.db") as session:
-            await _three_runs(session)
-            segments = await session.segments("u1")
-            touched, expected = _plan_rewind(segments, keep)
-            assert await session.rewind("u1", keep_entries=keep) == expected
-            after = {s.run_id: s for s in await session.segments("u1")}
-            changed = [s.run_id for s in segments if after.get(s.run_id) != s]
-            assert touched == changed, keep
-
-
 class RacedSQLiteSession(SQLiteSession):
     """A session whose rewind lets another process's run land just before it (a real second writer)."""
 
@@ -224,7 +213,7 @@ class RacedSQLiteSession(SQLiteSession):
         await super().close()
 
 
-async def test_backend_rewind_deletes_checkpoints_first_and_catches_a_run_appended_meanwhile(tmp_path):
+async def test_backend_rewind_deletes_planned_checkpoints_first_and_no_others(tmp_path):
     db = tmp_path / "lovia.db"
     async with SQLiteCheckpointer(db, wal=True) as checkpointer:
         session = RacedSQLiteSession(db, checkpointer)
@@ -240,8 +229,97 @@ async def test_backend_rewind_deletes_checkpoints_first_and_catches_a_run_append
         assert removed == 5 + 2  # the late run went too
         assert session.gone_before_rewind == ["r2", "r3"]  # deleted before the session was rewound
         assert [s.run_id for s in await session.segments("u1")] == ["r1", "r2"]
-        assert await checkpointer.load("late") is None  # unplanned, yet found and forgotten
+        # Unplanned: nothing tells it from a run awaiting its heal, so re-issuing it restores it.
+        assert await checkpointer.load("late") is not None
         assert await checkpointer.load("r1") is not None
         assert await checkpointer.load("other-session") is not None
         assert await checkpointer.load("in-flight") is not None  # still resumable: never touched
         await session.close()
+
+
+# -- a run whose session append failed keeps the checkpoint that heals it ------------------
+
+
+class AppendFailsOnceSQLiteSession(SQLiteSession):
+    """A SQLite session whose append of one run id fails once, as a busy or full disk does.
+
+    Its ``rewind`` lets another writer append a run first, when told to (a real second store).
+    """
+
+    def __init__(self, path, *, failing_run: str) -> None:
+        super().__init__(path, wal=True)
+        self.failing_run: str | None = failing_run
+        self.other_writer = SQLiteSession(path, wal=True)
+        self.append_before_rewind: str | None = None
+
+    async def append(self, session_id: str, entries, *, run_id: str | None = None,
+                     meta: dict[str, Any] | None = None) -> str:
+        if run_id is not None and run_id == self.failing_run:
+            self.failing_run = None
+            raise StoreError("the database is busy: try again")
+        return await super().append(session_id, entries, run_id=run_id, meta=meta)
+
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        if self.append_before_rewind is not None:
+            await self.other_writer.append(session_id, [UserMessage(text="late")], run_id=self.append_before_rewind)
+        return await super().rewind(session_id, keep_entries=keep_entries)
+
+    async def close(self) -> None:
+        await self.other_writer.close()
+        await super().close()
+
+
+async def run_once(agent, session, checkpointer, run_id: str, text: str):
+    return await Runner.run(agent, text, session=session, session_id="u1",
+                            checkpoint=CheckpointOptions(checkpointer, run_id))
+
+
+async def test_a_rewind_keeps_the_checkpoint_that_heals_a_failed_append(tmp_path):
+    """The run completed, its session append failed: the next replay heals the session. A
+    rewind that meets another writer's run must not take that replay away (the answer would
+    be lost and the run would execute again)."""
+    db = tmp_path / "lovia.db"
+    model = ScriptedModel(["one", "two", "three"])
+    agent = Agent(name="bot", model=model)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        session = AppendFailsOnceSQLiteSession(db, failing_run="r3")
+        backend = ChatBackend(session, checkpointer, agent)
+        await run_once(agent, session, checkpointer, "r1", "first")
+        await run_once(agent, session, checkpointer, "r2", "second")
+        with pytest.raises(StoreError):
+            await run_once(agent, session, checkpointer, "r3", "third")
+        assert (await checkpointer.load("r3")).head.status == "completed"
+
+        session.append_before_rewind = "late"
+        assert await backend.rewind("u1", keep_entries=2) == 2 + 1  # r2, and the late run
+        assert await checkpointer.load("r2") is None
+        assert await checkpointer.load("r3") is not None
+
+        healed = await run_once(agent, session, checkpointer, "r3", "third")
+        assert healed.replayed and healed.final_output == "three" and len(model.requests) == 3
+        assert [s.run_id for s in await session.segments("u1")] == ["r1", "r3"]
+        await session.close()
+
+
+class NaiveCountSession(SpecSession):
+    """The spec's rewind, counting what went as ``before - keep_entries``: off by the dangling
+    tool call a cut drops, which the count need not promise to a caller that only rewinds."""
+
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        before = len(await self.load(session_id))
+        await super().rewind(session_id, keep_entries=keep_entries)
+        return max(0, before - keep_entries)
+
+
+async def test_a_custom_rewind_counting_differently_deletes_no_unplanned_checkpoint(tmp_path):
+    session = NaiveCountSession()
+    async with SQLiteCheckpointer(tmp_path / "lovia.db") as checkpointer:
+        backend = ChatBackend(session, checkpointer, Agent(name="bot", model=ScriptedModel([])))
+        await _three_runs(session)
+        for run_id in ("r1", "r2", "r3", "awaiting-heal"):
+            await completed_checkpoint(checkpointer, run_id, "u1")
+        await backend.rewind("u1", keep_entries=6)  # one, 1, two, c1, result c1, c2 (dangling: dropped)
+        assert [s.run_id for s in await session.segments("u1")] == ["r1", "r2"]
+        assert await checkpointer.load("r1") is not None
+        assert await checkpointer.load("r2") is None and await checkpointer.load("r3") is None
+        assert await checkpointer.load("awaiting-heal") is not None  # completed, not yet appended: not ours
