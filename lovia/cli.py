@@ -8,11 +8,15 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lovia import __version__
 from lovia.agent import Agent
 from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.errors import LoviaError, UserError
+
+if TYPE_CHECKING:
+    from lovia.stores import SQLiteCheckpointer, SQLiteSession
 
 DEFAULT_INSTRUCTIONS = (
     "You are lovia's assistant in a terminal. Be concise and use Markdown. You have tools: "
@@ -57,19 +61,27 @@ def load_agent(spec: str) -> Agent:
     return agent
 
 
-async def check_database(path: Path) -> None:
-    """Refuse a damaged file untouched, then open, validate and migrate it, so errors come before the UI.
+async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
+    """Open the app's two stores on ``path`` now, so that a file lovia must refuse is refused before the UI.
 
-    An existing file is first checked read-only (SQLite's ``integrity_check``), before
-    anything could write to it or switch its journal mode; then throwaway stores open it as
-    the app's will, creating or migrating it.
+    Opening validates the file before anything writes to it: a foreign file, a newer schema or
+    a file failing SQLite's ``integrity_check`` raises a :class:`LoviaError` and is left as it
+    was; a missing file is created and an older one migrated. The first store reads the whole
+    file once for the check; the second, opened while the first holds the file, does not
+    repeat it. The stores are then the app's own, used in the UI's event loop; on an error
+    neither is left open.
     """
     from lovia.stores import SQLiteCheckpointer, SQLiteSession
-    from lovia.stores._sqlite_db import verify_existing_file
 
-    await asyncio.to_thread(verify_existing_file, path)
-    async with SQLiteSession(path, wal=True), SQLiteCheckpointer(path, wal=True):
-        pass
+    session, checkpointer = SQLiteSession(path, wal=True), SQLiteCheckpointer(path, wal=True)
+    try:
+        await session.open()
+        await checkpointer.open()
+    except BaseException:
+        await checkpointer.close()
+        await session.close()
+        raise
+    return session, checkpointer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +101,6 @@ def build_app(args: argparse.Namespace):
     from lovia._files import make_private_dirs
     from lovia.context import ContextPolicy, FileResultStore
     from lovia.models import resolve_model
-    from lovia.stores import SQLiteCheckpointer, SQLiteSession
     from lovia.themes import THEME_NAMES
     from lovia.tui.app import LoviaApp
     from lovia.tui.backend import ChatBackend
@@ -118,9 +129,9 @@ def build_app(args: argparse.Namespace):
             make_private_dirs(db.parent)  # parents too: 0700 whatever the umask
         except OSError as exc:
             raise UserError(f"cannot create the data directory {db.parent}: {exc.strerror}") from None
-    asyncio.run(check_database(db))
+    session, checkpointer = asyncio.run(open_stores(db))
     backend = ChatBackend(
-        SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent,
+        session, checkpointer, agent,
         context_policy=ContextPolicy(result_store=FileResultStore(db.parent / "tool-outputs")),
     )
     state = RememberedState(data_dir() / "state.json")

@@ -153,3 +153,37 @@ def test_your_own_agent(tmp_path, monkeypatch):
     monkeypatch.delenv("LOVIA_MODEL", raising=False)
     app = build_app(_args(tmp_path, "--agent", "my_agents:support"))
     assert app.backend.agent.name == "support" and app.model_label == "agent support · demo (offline)"
+
+
+def test_start_up_reads_an_existing_file_through_one_integrity_check(tmp_path, monkeypatch):
+    # Each check reads the whole file (and, in rollback-journal mode, keeps writers of other
+    # processes waiting meanwhile): from `lovia` starting to the app's stores in use, one pass.
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    path = tmp_path / "lovia.db"
+
+    async def make():
+        async with SQLiteSession(path, wal=True) as session:
+            await session.append("u1", [UserMessage(text="hello")])
+
+    asyncio.run(make())
+    checks: list[str] = []
+    connect = sqlite3.connect
+
+    def traced_connect(*args, **kwargs):  # SQLite reports each statement it runs
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: checks.append(sql) if "_check" in sql.lower() else None)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    app = build_app(_args(tmp_path))
+
+    async def use_the_app_stores():  # what the app does once its UI runs
+        await app.backend.session.list_sessions()
+        await app.backend.checkpointer.list_runs()
+        await app.backend.close()
+
+    asyncio.run(use_the_app_stores())
+    assert len(checks) == 1, checks
+    assert "integrity_check" in checks[0]

@@ -26,6 +26,18 @@ recognised by SQLite saying so, a new file is created by SQLite (and then made p
 ``chmod`` by path, before anything is written to it), and paths are inspected with ``stat``
 only.
 
+Before a store first writes to a file that already existed, the file must pass SQLite's
+``integrity_check``, run on the store's own connection before it switches the journal mode or
+migrates, so a refused file is left as it was. A second store of this process on a file the
+first still holds open skips it: the app opens its two stores once, before its UI starts, and
+the file is read through once. The check reads the whole file, and in rollback-journal mode
+(the default, ``wal=False``) other processes' writers wait for it. ``quick_check`` would not
+be enough: it costs nearly as much (it reads every page too; 37 ms against 47 ms for a 55 MB
+file) but does not compare indexes with their tables, and in the corruption corpus of
+``tests/stores/test_sqlite_corruption.py`` 8 of 457 damaged files pass it and fail
+``integrity_check`` (a flipped key byte leaves a row missing from an index, such as the one
+that keeps a run from being stored twice in a session), and appends into them were accepted.
+
 Error messages never quote SQLite's message text: in a damaged file that text can carry bytes
 of stored conversation (a garbled schema row is quoted back). They name the file, what lovia
 was doing, SQLite's error code and what to do.
@@ -211,39 +223,6 @@ class _CheckedFiles:
 _checked_files = _CheckedFiles()
 
 
-def verify_existing_file(path: str | os.PathLike[str]) -> None:
-    """Check an existing database read-only, before anything may write to it.
-
-    A missing file passes (the stores will create it). What is not a SQLite database, fails
-    SQLite's ``integrity_check`` or cannot be opened raises :class:`DatabaseFileError`, and the
-    file is not modified: it is opened with ``mode=ro``, so nothing is written to it, and no
-    journal mode is changed. (A database already in WAL mode may be left with its empty -wal
-    and -shm side files, which SQLite needs to read it.)
-    """
-    path = Path(path)
-    if not _inspect_path(path):
-        return
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
-    except sqlite3.Error as exc:
-        raise translate_error(exc, path, "opening the file to check it") from None
-    try:
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.OperationalError as exc:
-            if _code(exc) == sqlite3.SQLITE_READONLY:
-                # A crashed writer's hot journal must be rolled back before the file can be
-                # read, and a read-only connection may not. The store's own open rolls it back
-                # and checks integrity before it writes anything else.
-                return
-            raise translate_error(exc, path, "checking the file") from None
-        except sqlite3.Error as exc:
-            raise translate_error(exc, path, "checking the file") from None
-        check_integrity(conn, path)
-    finally:
-        conn.close()
-
-
 def _file_key(path: Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -284,7 +263,8 @@ class SQLiteDatabase:
 
     Several stores (and processes) may share a file; each store records and migrates its
     own schema version in the ``lovia_schema`` table. Before the first write, a file that
-    already existed must pass SQLite's ``integrity_check``.
+    already existed must pass SQLite's ``integrity_check``. A store may be opened in one event
+    loop and used in a later one, one loop at a time.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, wal: bool, schema: StoreSchema) -> None:
@@ -296,7 +276,20 @@ class SQLiteDatabase:
         self._file_key: tuple[int, int] | None = None
         self._release_file: Callable[[], Any] | None = None
         self._lock = asyncio.Lock()
+        self._lock_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._closed = False
+
+    def _serialised(self) -> asyncio.Lock:
+        """The lock that queues this store's operations in the running event loop.
+
+        An asyncio lock belongs to the first loop that waits on it, but a store is not tied to
+        one loop (``lovia`` opens the app's stores before its UI's loop starts), so each loop
+        gets a lock of its own. A store is used from one loop at a time.
+        """
+        loop = asyncio.get_running_loop()
+        if self._lock_loop is None or self._lock_loop() is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), weakref.ref(loop)
+        return self._lock
 
     # -- opening ---------------------------------------------------------------------
 
@@ -416,7 +409,7 @@ class SQLiteDatabase:
         return await self._transact(fn, "BEGIN", action)
 
     async def _transact(self, fn: Callable[[sqlite3.Connection], T], begin: str, action: str) -> T:
-        async with self._lock:
+        async with self._serialised():
             worker = await self._ensure_open()
             conn = self._conn
             assert conn is not None
@@ -445,7 +438,7 @@ class SQLiteDatabase:
 
         Idempotent.
         """
-        async with self._lock:
+        async with self._serialised():
             self._closed = True
             worker, conn, self._worker, self._conn = self._worker, self._conn, None, None
             if worker is None:

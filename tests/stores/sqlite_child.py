@@ -3,8 +3,8 @@
     python sqlite_child.py PATH serve        # commands on stdin, one line each, "ok ..." on stdout
     python sqlite_child.py PATH hammer N ID  # N appends at once with the other hammers, acks on stdout
 
-``serve`` understands ``open`` (what ``lovia --db PATH`` does before its UI: check the file, then
-a session store and a checkpoint store on it with ``wal=True``), ``append SESSION RUN TEXT``,
+``serve`` understands ``open`` (what ``lovia --db PATH`` does before its UI: open the app's session
+store and checkpoint store on it, with ``wal=True``), ``append SESSION RUN TEXT``,
 ``save RUN TEXT`` (a checkpoint), ``peek`` (a short-lived extra store opened and closed, as a
 second window or a script would), ``close`` and ``exit``. Every reply is printed only once the
 operation was acknowledged by the store, so the parent knows what must survive a SIGKILL.
@@ -14,24 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
-from lovia.cli import check_database
+from lovia.cli import open_stores
 
 
+@dataclass
 class AppStores:
-    """The two stores ``lovia.cli.build_app`` opens on one file."""
+    """The two stores ``lovia.cli.build_app`` opens on one file, opened the same way."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.session = SQLiteSession(path, wal=True)
-        self.checkpointer = SQLiteCheckpointer(path, wal=True)
+    path: Path
+    session: SQLiteSession
+    checkpointer: SQLiteCheckpointer
 
-    async def open(self) -> None:
-        await check_database(self.path)
-        await self.session.open()
-        await self.checkpointer.open()
+    @classmethod
+    async def open(cls, path: Path) -> AppStores:
+        return cls(path, *await open_stores(path))
 
     async def peek(self) -> None:
         async with SQLiteSession(self.path, wal=True) as other:
@@ -48,12 +48,17 @@ def reply(text: str) -> None:
 
 
 async def serve(path: Path) -> None:
-    stores = AppStores(path)
+    stores: AppStores | None = None
     loop = asyncio.get_running_loop()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
         command, *args = line.split()
         if command == "open":
-            await stores.open()
+            stores = await AppStores.open(path)
+        elif command == "exit":
+            pass
+        elif stores is None:
+            reply(f"{command} before open")
+            continue
         elif command == "append":
             session_id, run_id, text = args
             await stores.session.append(session_id, [UserMessage(text=text), AssistantMessage(text="ok")],
@@ -71,8 +76,7 @@ async def serve(path: Path) -> None:
 
 
 async def hammer(path: Path, appends: int, worker: str) -> None:
-    stores = AppStores(path)
-    await stores.open()
+    stores = await AppStores.open(path)
     reply("opened")
     for i in range(appends):
         run_id = f"{worker}-{i}"

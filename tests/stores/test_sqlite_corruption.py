@@ -33,7 +33,7 @@ from lovia import (
     ToolResult,
     UserMessage,
 )
-from lovia.cli import check_database
+from lovia.cli import open_stores
 
 MARKERS = ("ZEBRA", "quokka", "Marmalade")
 SECRET = " ".join(MARKERS)
@@ -227,7 +227,7 @@ def test_a_file_failing_integrity_check_is_refused_before_any_write(tmp_path, pr
 
 
 @pytest.mark.parametrize("wal", [False, True])
-def test_the_app_check_refuses_a_corrupt_file_read_only(tmp_path, pristine, wal):
+def test_the_app_start_up_refuses_a_corrupt_file_untouched(tmp_path, pristine, wal):
     path = tmp_path / "lovia.db"
     path.write_bytes(pristine)
     if not wal:
@@ -238,8 +238,8 @@ def test_the_app_check_refuses_a_corrupt_file_read_only(tmp_path, pristine, wal)
     damaged = zero_page(pages // 2)(data)  # a page in the middle of the conversation
     path.write_bytes(damaged)
     with pytest.raises(DatabaseFileError, match="corrupt") as caught:
-        asyncio.run(check_database(path))
+        asyncio.run(open_stores(path))
     assert_quotes_nothing(caught.value, "zeroed middle page")
     assert path.read_bytes() == damaged
-    if not wal:  # a read-only check of a rollback-journal file leaves nothing beside it
+    if not wal:  # reading a rollback-journal file leaves nothing beside it
         assert sorted(os.listdir(tmp_path)) == ["lovia.db"]

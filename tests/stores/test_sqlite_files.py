@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -255,3 +256,24 @@ async def test_close_is_idempotent_and_a_closed_store_says_so(tmp_path):
     with pytest.raises(StoreError, match="closed"):
         await session.load("u1")
     assert repr(session).startswith("SQLiteSession(")
+
+
+def test_a_store_opened_in_one_event_loop_serves_the_next(tmp_path):
+    # `lovia` opens the app's stores before its UI's event loop runs; concurrent callers in
+    # each loop are queued, whichever loop the store met first.
+    session = SQLiteSession(tmp_path / "lovia.db", wal=True)
+
+    async def appends(loop_number: int) -> None:
+        await asyncio.gather(*(session.append(f"u{loop_number}", [UserMessage(text=f"m{i}")], run_id=f"r{i}")
+                               for i in range(5)))
+
+    asyncio.run(appends(1))
+    asyncio.run(appends(2))
+
+    async def read_and_close() -> list[list[str]]:
+        try:
+            return [sorted(s.run_id for s in await session.segments(f"u{n}")) for n in (1, 2)]
+        finally:
+            await session.close()
+
+    assert asyncio.run(read_and_close()) == [[f"r{i}" for i in range(5)]] * 2
