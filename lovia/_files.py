@@ -7,11 +7,12 @@ they are the user's to choose.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "make_private_dirs", "replace_file_privately"]
+__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "make_file_private", "make_private_dirs", "replace_file_privately"]
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -38,6 +39,17 @@ def make_private_dirs(directory: str | os.PathLike[str]) -> None:
                 raise
             continue
         os.chmod(path, PRIVATE_DIR_MODE)  # mkdir's mode is filtered through the umask
+
+
+def make_file_private(path: str | os.PathLike[str]) -> None:
+    """Set a file just created by code that takes only a path (SQLite) to mode 0600.
+
+    Call it before anything is written to the file. A path with no file behind it (an
+    in-memory database) and a file of another user (whose process created it first: its mode
+    is theirs to choose) are left as they are.
+    """
+    with contextlib.suppress(FileNotFoundError, PermissionError):
+        os.chmod(path, PRIVATE_FILE_MODE)
 
 
 def replace_file_privately(path: str | os.PathLike[str], text: str) -> None:

@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from lovia._async import shielded
+from lovia._files import make_file_private
 from lovia.errors import DatabaseFileError, SchemaError, StoreError
 
 T = TypeVar("T")
@@ -70,7 +71,6 @@ WAL_BUSY_TIMEOUT_SECONDS = 30.0
 SCHEMA_TABLE_SQL = (
     "CREATE TABLE IF NOT EXISTS lovia_schema (store TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 )
-PRIVATE_FILE_MODE = 0o600
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -167,17 +167,6 @@ def _inspect_path(path: Path) -> bool:
     if not stat.S_ISREG(info.st_mode):
         raise DatabaseFileError(f"{path} is not a regular file; point lovia at a database file")
     return True
-
-
-def _make_private(path: Path) -> None:
-    # SQLite created the file with the umask's mode. Nothing is written to it yet, and its
-    # -wal, -shm and -journal files are later created with the mode of the file itself.
-    try:
-        os.chmod(path, PRIVATE_FILE_MODE)
-    except FileNotFoundError:
-        pass  # ":memory:" or an in-memory URI: there is no file
-    except PermissionError:
-        pass  # another user's process created it first: its mode is theirs to choose
 
 
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
@@ -315,7 +304,9 @@ class SQLiteDatabase:
             raise self._translate(exc, "opening the file") from None
         try:
             if not existed:
-                _make_private(self.path)
+                # Nothing is written to it yet, and SQLite creates its -wal, -shm and -journal
+                # files later with the mode of the file itself.
+                make_file_private(self.path)
             self._validate(conn)
             if self.wal:
                 self._switch_to_wal(conn)
