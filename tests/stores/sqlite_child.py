@@ -1,13 +1,17 @@
 """A process that holds lovia's SQLite stores the way the app does, driven by its parent.
 
     python sqlite_child.py PATH serve        # commands on stdin, one line each, "ok ..." on stdout
-    python sqlite_child.py PATH hammer N ID  # N appends at once with the other hammers, acks on stdout
+    python sqlite_child.py PATH hammer N ID GO  # N appends at once with the other hammers, acks on stdout
 
 ``serve`` understands ``open`` (what ``lovia --db PATH`` does before its UI: open the app's session
 store and checkpoint store on it, with ``wal=True``), ``append SESSION RUN TEXT``,
 ``save RUN TEXT`` (a checkpoint), ``peek`` (a short-lived extra store opened and closed, as a
 second window or a script would), ``close`` and ``exit``. Every reply is printed only once the
 operation was acknowledged by the store, so the parent knows what must survive a SIGKILL.
+
+``hammer`` opens the stores, prints ``opened`` and waits until the file GO exists: the parent
+makes it once every hammer has opened, so the appends of all of them overlap whatever their
+start-up times.
 """
 
 from __future__ import annotations
@@ -75,9 +79,16 @@ async def serve(path: Path) -> None:
             return
 
 
-async def hammer(path: Path, appends: int, worker: str) -> None:
+async def wait_for_file(path: Path) -> None:
+    # The parent makes the file: polling is the only way to notice it.
+    while not path.exists():  # noqa: ASYNC110, ASYNC240
+        await asyncio.sleep(0.01)
+
+
+async def hammer(path: Path, appends: int, worker: str, go: Path) -> None:
     stores = await AppStores.open(path)
     reply("opened")
+    await wait_for_file(go)
     for i in range(appends):
         run_id = f"{worker}-{i}"
         await stores.session.append("shared", [UserMessage(text=f"{worker} #{i}")], run_id=run_id)
@@ -94,4 +105,4 @@ if __name__ == "__main__":
     if mode == "serve":
         asyncio.run(serve(db))
     else:
-        asyncio.run(hammer(db, int(sys.argv[3]), sys.argv[4]))
+        asyncio.run(hammer(db, int(sys.argv[3]), sys.argv[4], Path(sys.argv[5])))

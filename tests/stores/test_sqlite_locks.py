@@ -113,13 +113,22 @@ def test_two_app_instances_on_one_file_keep_both_conversations(tmp_path):
 @pytest.mark.parametrize("writers", [4, 8])
 def test_every_acknowledged_append_of_many_writer_processes_survives_sigkill(tmp_path, writers):
     path = tmp_path / "lovia.db"
+    go = tmp_path / "go"
     appends = 30
     children = [
-        subprocess.Popen([sys.executable, str(CHILD), str(path), "hammer", str(appends), f"w{n}"],
+        subprocess.Popen([sys.executable, str(CHILD), str(path), "hammer", str(appends), f"w{n}", str(go)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
         for n in range(writers)
     ]
+    for child in children:  # every writer has its stores open before any of them appends
+        assert child.stdout is not None
+        opened = child.stdout.readline()
+        if opened != "opened\n":
+            child.wait(timeout=30)
+            assert child.stderr is not None
+            raise AssertionError(f"a writer failed to open its stores: {opened!r}\n{child.stderr.read()}")
+    go.touch()
     acked: set[str] = set()
     for child in children:
         assert child.stdout is not None
