@@ -36,7 +36,8 @@ be enough: it costs nearly as much (it reads every page too; 37 ms against 47 ms
 file) but does not compare indexes with their tables, and in the corruption corpus of
 ``tests/stores/test_sqlite_corruption.py`` 8 of 457 damaged files pass it and fail
 ``integrity_check`` (a flipped key byte leaves a row missing from an index, such as the one
-that keeps a run from being stored twice in a session), and appends into them were accepted.
+that keeps a run from being stored twice in a session): with ``quick_check`` the corpus test
+fails, as an append into such a file is accepted.
 
 Error messages never quote SQLite's message text: in a damaged file that text can carry bytes
 of stored conversation (a garbled schema row is quoted back). They name the file, what lovia
