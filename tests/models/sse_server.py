@@ -9,7 +9,14 @@ its first event once, then works), ``no-finish`` (ends cleanly but never says it
 ``usage-every-chunk`` (a running usage total on every chunk), ``no-tool-choice`` (rejects
 ``tool_choice``), ``detail-auth`` and ``detail-validation`` (FastAPI's ``{"detail": ...}``
 bodies, as llama-cpp-python sends), ``traceback`` (a 500 whose plain-text body is a Python
-traceback) and ``echo-key`` (a 401 whose body echoes the Authorization header).
+traceback) and ``echo-key`` (a 401 whose body echoes the Authorization header), with its variants
+``echo-key-straddle`` (the key starts just before the 4000th character of the message),
+``echo-key-quoted`` (URL-encoded) and ``echo-key-cut`` (the server cut its echo off part way into the key).
+Errors that echo the request: ``echo-request-text`` (a 400 whose plain-text body quotes the request
+body), ``echo-request-json`` (a 500 with an unknown JSON shape holding the request) and
+``echo-request-message`` (a 400 whose error message quotes the messages). Refusals by name:
+``forbids-stream-options`` (FastAPI's 422 naming ``stream_options`` in ``loc``) and
+``tool-choice-then-down`` (a 400 naming ``tool_choice`` only in ``param``; without it, 503).
 
 Like llama-cpp-python and llama-server, it refuses (500) any request whose history holds an
 assistant message with ``"content": null`` or tool-call arguments that are not a JSON object.
@@ -22,6 +29,9 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote
+
+from lovia.models.openai_chat import MAX_DETAIL_CHARS
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -124,9 +134,24 @@ class SSEServer:
                  "msg": "Input should be a valid string", "input": "the user's private words"}]})
         if model == "traceback":
             return self._text(handler, 500, TRACEBACK)
-        if model == "echo-key":
-            authorization = handler.headers.get("Authorization", "")
-            return self._json(handler, 401, {"error": {"message": f"rejected credentials: {authorization}"}})
+        if model.startswith("echo-key"):
+            return self._json(handler, 401, {"error": {"message": _echoed_key(model, handler)}})
+        if model == "echo-request-text":
+            return self._text(handler, 400, f"could not handle the request {json.dumps(body)}")
+        if model == "echo-request-json":
+            return self._json(handler, 500, {"status": "failed", "request": body})
+        if model == "echo-request-message":
+            return self._json(handler, 400, {"error": {
+                "message": f"invalid messages: {json.dumps(body['messages'])}", "type": "invalid_request_error"}})
+        if model == "forbids-stream-options" and "stream_options" in body:
+            return self._json(handler, 422, {"detail": [
+                {"type": "extra_forbidden", "loc": ["body", "stream_options"], "msg": "Extra inputs are not permitted",
+                 "input": body["stream_options"]}]})
+        if model == "tool-choice-then-down":
+            if "tool_choice" in body:
+                return self._json(handler, 400, {"error": {
+                    "message": "Unsupported parameter.", "type": "invalid_request_error", "param": "tool_choice"}})
+            return self._json(handler, 503, {"error": {"message": "The server is loading the model."}})
         if model == "die-once":
             with self._lock:
                 first, self._die_once_served = not self._die_once_served, True
@@ -189,6 +214,20 @@ class SSEServer:
         handler.wfile.flush()
         handler.close_connection = True
         handler.connection.shutdown(2)
+
+
+def _echoed_key(model: str, handler: BaseHTTPRequestHandler) -> str:
+    """A 401 message quoting the request's key, whole or in the form the ``echo-key*`` model names."""
+    authorization = handler.headers.get("Authorization", "")
+    key = authorization.removeprefix("Bearer ")
+    if model == "echo-key-straddle":
+        lead = "rejected credentials: "
+        return lead + "." * (MAX_DETAIL_CHARS - 10 - len(lead) - len("Bearer ")) + authorization + " (twice)" * 20
+    if model == "echo-key-quoted":
+        return f"rejected key in https://example.test/v1?api-key={quote(key, safe='')}"
+    if model == "echo-key-cut":
+        return f"rejected credentials: Bearer {key[:len(key) // 2]}"
+    return f"rejected credentials: {authorization}"
 
 
 def _history_refusal(messages: list[dict[str, Any]]) -> str:

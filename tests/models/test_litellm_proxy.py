@@ -7,8 +7,8 @@ cost map from the package (``LITELLM_LOCAL_MODEL_COST_MAP``) and its telemetry i
 
 The proxy lives in a venv of its own (``litellm[proxy]`` pins ``rich<14``, which would hold
 Textual back in ours): ``LOVIA_LITELLM`` names its ``litellm`` command, else the one in the
-checkout's ``.venv-litellm`` (where ``.ci/run`` puts it), else ``litellm`` on ``PATH``. Without it the tests skip, saying how to install it, except in CI
-(``CI=true``), where they fail instead.
+checkout's ``.venv-litellm`` (where ``.ci/run`` puts it), else ``litellm`` on ``PATH``. Without it
+the tests skip, saying how to install it, except in CI (``CI=true``), where they fail instead.
 """
 
 from __future__ import annotations
