@@ -52,9 +52,10 @@ class OpenAIChatModel:
     shown raises :class:`ModelError`, and the run can be retried or resumed.
 
     When tools are offered, ``tool_choice`` is ``"auto"`` (llama-cpp-python calls no tools
-    without it); a server that refuses ``tool_choice`` or ``stream_options`` by name is asked
-    again without it. Usage is the last the stream reported (some servers repeat a running
-    total on every chunk); a server that reports none yields no :class:`UsageChunk`.
+    without it); a server that refuses ``tool_choice`` or ``stream_options`` by name (400 or
+    422) is asked again without it, and once that request is taken the field stays out.
+    Usage is the last the stream reported (some servers repeat a running total on every
+    chunk); a server that reports none yields no :class:`UsageChunk`.
     """
 
     offline = False
