@@ -34,3 +34,22 @@ async def shielded(awaitable: Awaitable[T]) -> T:
         if cancelled:
             raise asyncio.CancelledError()
         return result
+
+
+async def wait_out(task: asyncio.Future[T]) -> None:
+    """Wait until ``task`` has ended, whatever its outcome, which is marked retrieved and dropped.
+
+    For a task this one cancelled and must not leave running (its end may still write). A
+    cancellation of the caller that arrives meanwhile is not swallowed: it is raised once
+    ``task`` has ended.
+    """
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if not task.cancelled():
+        task.exception()  # retrieved: the caller reports it (or not) its own way
+    if cancelled:
+        raise asyncio.CancelledError()

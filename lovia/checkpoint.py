@@ -7,20 +7,25 @@ A run has one writer at a time. The runner claims a run before it executes it: t
 records the owning process, a token naming this one execution, and a lease (an expiry
 time) that every snapshot and a timer renew. A checkpointer that can check and take a
 claim in one atomic step says so by implementing :class:`ClaimingCheckpointer`.
+
+Whether a run is held is decided in one place, :meth:`RunHead.holder`: by this process's
+registry of live executions for its own runs, by the owner's liveness for a dead owner on
+the same machine, and by the lease otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from lovia.entries import Entry
-from lovia.errors import RunClaimedError
+from lovia.errors import RunClaimedError, UserError
 from lovia.usage import Usage
 
 __all__ = [
@@ -29,6 +34,7 @@ __all__ = [
     "Checkpointer",
     "ClaimingCheckpointer",
     "IfRunExists",
+    "IfStored",
     "ListableCheckpointer",
     "RunHead",
     "RunOwner",
@@ -39,6 +45,9 @@ __all__ = [
 
 RunStatus = Literal["running", "interrupted", "completed", "failed"]
 IfRunExists = Literal["resume", "restart", "fail", "resume_only"]
+IfStored = Literal["take", "replace", "leave"]
+"""What :meth:`ClaimingCheckpointer.claim` does with a run that is stored already."""
+Holder = Literal["here", "elsewhere"]
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 IF_RUN_EXISTS: tuple[str, ...] = get_args(IfRunExists)
 DEFAULT_LEASE_SECONDS = 60.0
@@ -55,13 +64,38 @@ def _process_start_ticks(pid: int) -> int | None:
         return None
 
 
+def _boot_id() -> str | None:
+    """This boot of the kernel (Linux): two machines, or two boots of one, never share it."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            return boot.read().strip() or None
+    except (OSError, ValueError):
+        return None
+
+
+def _pid_namespace() -> int | None:
+    """This process's PID namespace (Linux): containers on one kernel have different ones."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class RunOwner:
-    """The process that is executing a run: host, pid and the pid's start time."""
+    """The process that is executing a run: host, pid and the pid's start time.
+
+    ``boot_id`` and ``pid_ns`` (Linux; ``None`` where unreadable, and in heads written by an
+    older lovia) say which kernel boot and which PID namespace the pid belongs to: a pid is
+    only checked when all three of host, boot and namespace are this process's own, so two
+    containers that share a hostname never judge each other's processes.
+    """
 
     host: str
     pid: int
     started: int | None = None
+    boot_id: str | None = None
+    pid_ns: int | None = None
 
     @classmethod
     def current(cls) -> RunOwner:
@@ -69,12 +103,18 @@ class RunOwner:
         global _CURRENT
         pid = os.getpid()
         if _CURRENT is None or _CURRENT.pid != pid:  # computed once, and again after a fork
-            _CURRENT = cls(host=socket.gethostname(), pid=pid, started=_process_start_ticks(pid))
+            _CURRENT = cls(host=socket.gethostname(), pid=pid, started=_process_start_ticks(pid),
+                           boot_id=_boot_id(), pid_ns=_pid_namespace())
         return _CURRENT
 
+    def same_machine(self) -> bool:
+        """Whether this owner's pid means a process this one can see: same host, boot and PID namespace."""
+        here = RunOwner.current()
+        return (self.host, self.boot_id, self.pid_ns) == (here.host, here.boot_id, here.pid_ns)
+
     def is_alive(self) -> bool | None:
-        """Whether the owner still runs: ``None`` when it is on another host and unknowable."""
-        if self.host != socket.gethostname():
+        """Whether the owner still runs: ``None`` when it is on another machine and unknowable."""
+        if not self.same_machine():
             return None
         try:
             os.kill(self.pid, 0)
@@ -87,19 +127,56 @@ class RunOwner:
         return True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "pid": self.pid, "started": self.started}
+        return {"host": self.host, "pid": self.pid, "started": self.started, "boot_id": self.boot_id,
+                "pid_ns": self.pid_ns}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> RunOwner | None:
         if not data or "pid" not in data:
             return None
-        return cls(host=str(data.get("host", "")), pid=int(data["pid"]), started=data.get("started"))
+        pid_ns = data.get("pid_ns")
+        return cls(host=str(data.get("host", "")), pid=int(data["pid"]), started=data.get("started"),
+                   boot_id=data.get("boot_id"), pid_ns=int(pid_ns) if pid_ns is not None else None)
 
     def __str__(self) -> str:
         return f"process {self.pid} on {self.host}"
 
 
 _CURRENT: RunOwner | None = None
+
+_LIVE_CLAIMS: dict[str, tuple[int, str]] = {}
+"""The claim tokens of the executions live in this process: token -> (id of the checkpointer, run id).
+
+For its own runs this process knows the truth, and it beats the lease: a lease is measured in
+wall-clock time and can lapse under a live execution (after a suspend), a token here cannot."""
+
+
+def register_live_claim(token: str, checkpointer: object, run_id: str) -> None:
+    """Record execution ``token`` of ``run_id`` on ``checkpointer`` as live in this process.
+
+    Raises :class:`~lovia.errors.RunClaimedError` when another one of that run on that
+    checkpointer is live here already (so two executions in one process never both start,
+    even on a checkpointer that cannot claim). Pair it with :func:`release_live_claim`.
+    """
+    key = (id(checkpointer), run_id)
+    if key in _LIVE_CLAIMS.values():
+        raise _executing_here(run_id)
+    _LIVE_CLAIMS[token] = key
+
+
+def release_live_claim(token: str) -> None:
+    """The execution ``token`` ended (it may have never been registered)."""
+    _LIVE_CLAIMS.pop(token, None)
+
+
+@contextlib.contextmanager
+def live_claim(token: str, checkpointer: object, run_id: str) -> Iterator[None]:
+    """:func:`register_live_claim` for the length of a block."""
+    register_live_claim(token, checkpointer, run_id)
+    try:
+        yield
+    finally:
+        release_live_claim(token)
 
 
 @dataclass(slots=True)
@@ -140,22 +217,29 @@ class RunHead:
         if self.status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {', '.join(RUN_STATUSES)}, got {self.status!r}")
 
-    def is_held(self, now: float | None = None) -> bool:
-        """Whether an execution holds the run now: ``running``, owner not known dead, lease not lapsed.
+    def holder(self, now: float | None = None) -> Holder | None:
+        """Who holds the run now: ``"here"`` (this process), ``"elsewhere"``, or ``None``.
 
-        An owner on this host is checked directly, so a killed one lets go at once; one on
-        another host holds the run until its lease lapses. A head without a claim (written
-        by an older lovia, or by hand) is held only while its owner is known to be alive,
-        that is, on this host.
+        Only a ``running`` run can be held. One owned by this process is held exactly while
+        the execution its claim names is live here (whatever its lease says). One whose
+        owner is on this machine and gone is held by nobody, at once. Otherwise the lease
+        decides; a head without a claim (written by an older lovia, or by hand) is held only
+        while its owner is known to be alive, that is, on this machine.
         """
         if self.status != "running" or self.owner is None:
-            return False
+            return None
+        if self.owner == RunOwner.current():
+            return "here" if self.claim is not None and self.claim in _LIVE_CLAIMS else None
         alive = self.owner.is_alive()
         if alive is False:
-            return False
+            return None
         if self.claim is None or self.lease_until is None:
-            return alive is True
-        return (time.time() if now is None else now) < self.lease_until
+            return "elsewhere" if alive else None
+        return "elsewhere" if (time.time() if now is None else now) < self.lease_until else None
+
+    def is_held(self, now: float | None = None) -> bool:
+        """Whether an execution holds the run now (see :meth:`holder`)."""
+        return self.holder(now) is not None
 
     @property
     def crashed(self) -> bool:
@@ -227,10 +311,11 @@ class ClaimingCheckpointer(Checkpointer, Protocol):
     """A checkpointer that claims a run for one execution atomically, as the bundled ones do.
 
     With it, a run id issued by several processes at once executes in one of them; the
-    others get :class:`~lovia.errors.RunClaimedError`. Its ``save`` also refuses a snapshot
-    whose ``head.claim`` is not the stored head's (when that has one): an execution that lost
-    its claim stops writing. Without this capability the runner falls back to a
-    best-effort check of the stored head.
+    others get :class:`~lovia.errors.RunClaimedError`. Its ``save`` also refuses (see
+    :func:`check_save`) a snapshot whose ``head.claim`` is not the stored head's (when that
+    has one), and one carrying a claim when no run is stored: an execution that lost its
+    claim, or whose run was deleted, stops writing. Without this capability the runner falls
+    back to a best-effort check of the stored head.
     """
 
     async def claim(
@@ -241,15 +326,19 @@ class ClaimingCheckpointer(Checkpointer, Protocol):
         token: str,
         lease_seconds: float,
         start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
     ) -> RunSnapshot | None:
         """Check and take ``run_id`` for execution ``token`` of ``owner``, in one atomic step.
 
-        A stored run that is ``completed`` is returned as it is. One held by another
-        execution (see :meth:`RunHead.is_held`) raises :class:`~lovia.errors.RunClaimedError`
-        naming its owner and changes nothing. Any other stored run is taken, see
-        :func:`take_claim`, and returned with the new head. With no stored run, ``start``
-        (if given) is stored, taken the same way, and ``None`` is returned; without
-        ``start`` nothing is stored and ``None`` is returned.
+        What it does is :func:`plan_claim`'s decision. With ``if_stored="take"``, a stored
+        run that is ``completed`` is returned as it is; one held by another execution (see
+        :meth:`RunHead.holder`) raises :class:`~lovia.errors.RunClaimedError` naming its
+        owner and changes nothing; any other is taken and returned with the new head. With
+        ``"leave"`` a stored run is returned as it is, never taken. With ``"replace"``
+        (``start`` required) a stored run not held by another execution is replaced by
+        ``start``. With no stored run, ``start`` (if given) is stored, taken, and ``None``
+        is returned; without ``start`` nothing is stored and ``None`` is returned. The
+        caller tells a run it took from one returned as it is by ``head.claim == token``.
         """
         ...
 
@@ -297,31 +386,97 @@ class CheckpointOptions:
             raise ValueError("a checkpoint needs a non-empty run_id; generate one, e.g. uuid4().hex")
 
 
-def take_claim(run_id: str, head: RunHead, owner: RunOwner, token: str, lease_seconds: float, now: float) -> bool:
-    """Take ``head`` for execution ``token`` of ``owner``; what both bundled stores' ``claim`` do.
+ClaimStep = Literal["none", "store_start", "update", "leave"]
+"""What a claim does to the store: nothing; store ``start`` (in place of any stored run);
+write the stored run's new head; or leave the stored run as it is."""
 
-    Returns ``False`` and changes nothing for a completed run. Raises
-    :class:`~lovia.errors.RunClaimedError` if another execution holds it. Otherwise the head
-    becomes ``running`` under the new owner, token and lease, its last error is cleared,
-    and ``True`` is returned.
+
+def plan_claim(
+    run_id: str,
+    stored: RunHead | None,
+    start: RunSnapshot | None,
+    owner: RunOwner,
+    token: str,
+    lease_seconds: float,
+    now: float,
+    if_stored: IfStored = "take",
+) -> ClaimStep:
+    """Decide a claim of ``run_id``; what both bundled stores' ``claim`` do, inside their transaction.
+
+    ``stored`` is the stored head (``None`` when there is no run). The head to be written,
+    ``stored`` for ``"update"`` and ``start.head`` for ``"store_start"``, is taken in place:
+    ``running`` under ``owner``, ``token`` and a lease of ``lease_seconds`` from ``now``, its
+    last error cleared. Raises :class:`~lovia.errors.RunClaimedError` (changing nothing)
+    when another execution holds the stored run and the claim would take or replace it.
     """
-    if head.status == "completed":
-        return False
-    # A head without a claim names no execution; if it names this very process, none of
-    # this lovia's executions can be running it, so it is taken rather than refused.
-    unclaimed_here = head.claim is None and head.owner == owner
-    if head.claim != token and not unclaimed_here and head.is_held(now):
-        raise claim_refused(run_id, head)
+    if stored is None:
+        if start is None:
+            return "none"
+        _take(start.head, owner, token, lease_seconds, now)
+        return "store_start"
+    if if_stored == "leave" or (if_stored == "take" and stored.status == "completed"):
+        return "leave"
+    if stored.claim != token and stored.is_held(now):
+        raise claim_refused(run_id, stored)
+    if if_stored == "replace":
+        if start is None:
+            raise ValueError("a claim that replaces the stored run needs the run to store in its place (start)")
+        _take(start.head, owner, token, lease_seconds, now)
+        return "store_start"
+    _take(stored, owner, token, lease_seconds, now)
+    return "update"
+
+
+def _take(head: RunHead, owner: RunOwner, token: str, lease_seconds: float, now: float) -> None:
     head.status, head.owner, head.claim, head.error = "running", owner, token, None
     head.lease_until = now + lease_seconds
     head.updated_at = now
-    return True
+
+
+def check_save(
+    run_id: str,
+    claim: str | None,
+    total: int,
+    stored: tuple[int, str | None] | None,
+    stored_head: Callable[[], RunHead],
+) -> int:
+    """Check a save of ``total`` entries under ``claim``; return how many entries are stored already.
+
+    ``stored`` is the stored run's entry count and claim (``None`` when there is no run);
+    ``stored_head`` reads the stored head, for the error. What both bundled stores' ``save``
+    check, inside their transaction. A save under a claim needs a stored run carrying that
+    claim (or none): the run was stored by ``claim``, so a missing one was deleted (discarded,
+    restarted, its session deleted) and the execution must stop, not store it again. Raises
+    :class:`~lovia.errors.RunClaimedError` for those, :class:`~lovia.errors.UserError` for
+    fewer entries than stored.
+    """
+    if stored is None:
+        if claim is not None:
+            raise RunClaimedError(
+                f"run {run_id!r} is not stored any more (it was discarded, restarted or its session deleted "
+                "while this execution ran), so this execution may not write to it; nothing of this snapshot "
+                "was saved. Start it again if it is still wanted."
+            )
+        return 0
+    have, stored_claim = stored
+    if stored_claim is not None and stored_claim != claim:
+        raise claim_lost(run_id, stored_head())
+    if total < have:
+        raise UserError(
+            f"checkpoint of run {run_id!r} holds {have} entries but the snapshot has {total}: a run's "
+            "checkpointed entries are append-only. Delete the run (or restart it) to start over."
+        )
+    return have
+
+
+def _executing_here(run_id: str) -> RunClaimedError:
+    return RunClaimedError(f"run {run_id!r} is already executing in this process; wait for it or stop it")
 
 
 def claim_refused(run_id: str, head: RunHead) -> RunClaimedError:
     """The error for a run that another execution holds (``head`` is the stored one)."""
     if head.owner == RunOwner.current():
-        return RunClaimedError(f"run {run_id!r} is already executing in this process; wait for it or stop it")
+        return _executing_here(run_id)
     lease = f" under a lease until {_clock(head.lease_until)}" if head.lease_until else ""
     return RunClaimedError(
         f"run {run_id!r} is being executed by {head.owner}{lease}; wait for it to finish or stop it there, "

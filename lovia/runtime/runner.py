@@ -26,16 +26,19 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from lovia._async import shielded
+from lovia._async import shielded, wait_out
 from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import (
     CheckpointOptions,
     ClaimingCheckpointer,
+    IfStored,
     RunHead,
     RunOwner,
     RunSnapshot,
     claim_refused,
-    take_claim,
+    plan_claim,
+    register_live_claim,
+    release_live_claim,
 )
 from lovia.context import ContextPolicy
 from lovia.entries import USUAL_FINISH_REASONS, AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
@@ -73,10 +76,8 @@ __all__ = ["DEFAULT_MAX_TURNS", "RunStream", "Runner"]
 
 DEFAULT_MAX_TURNS = 25
 FIRST_INPUT_CHARS = 200
-
-# Runs executing in this process on a checkpointer that cannot claim, by (checkpointer, run
-# id): a fresh run is stored only by its first save, which two executions could both reach.
-_ACTIVE_RUNS: set[tuple[int, str]] = set()
+_IF_STORED: dict[str, IfStored] = {"fail": "leave", "restart": "replace"}
+"""What a claim does with a run stored between the load and the claim, per ``if_run_exists``."""
 
 
 class Runner:
@@ -216,7 +217,7 @@ class _Run:
         self._graph: dict[str, Agent[Any]] | None = None
         self._emit: Callable[[RunEvent], None] = lambda event: None
         self._token = new_run_id()  # names this execution in the run's claim
-        self._active_key: tuple[int, str] | None = None
+        self.warnings: list[str] = []  # for RunResult.warnings, each also issued with warnings.warn
         self._last_save = time.monotonic()
         self._renewal_error: BaseException | None = None
 
@@ -231,7 +232,7 @@ class _Run:
             if snapshot is not None and snapshot.head.status == "completed":
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
             async with self._renewing_lease():
-                return await self._drive(snapshot)
+                return await self._drive(resumed=snapshot is not None)
         except asyncio.CancelledError:
             failure = self._renewal_error
             if failure is None:
@@ -248,8 +249,7 @@ class _Run:
             await self._fail(exc)
             raise
         finally:
-            if self._active_key is not None:
-                _ACTIVE_RUNS.discard(self._active_key)
+            release_live_claim(self._token)  # after the mark: until then this execution holds the run
 
     async def _fail(self, exc: BaseException) -> None:
         await self._mark("failed", error=f"{type(exc).__name__}: {exc}")
@@ -272,12 +272,12 @@ class _Run:
                                 "check the run id, or use 'resume' to start it fresh")
             return None
         if policy == "fail":
-            raise UserError(f"run {options.run_id!r} already exists (status {snapshot.head.status}) and "
-                            "if_run_exists='fail'; use a new run id, or 'resume' / 'restart'")
+            raise _already_exists(options.run_id, snapshot.head)
         if (policy == "restart" or options.resume_from is not None) and stored is not None and stored.head.is_held():
             raise claim_refused(options.run_id, stored.head)  # never discard a run someone is executing
         if policy == "restart":
-            await options.checkpointer.delete(options.run_id)
+            if not isinstance(options.checkpointer, ClaimingCheckpointer):
+                await options.checkpointer.delete(options.run_id)  # a claiming one replaces it atomically
             return None
         if options.resume_from is not None:
             # A rehydrated snapshot becomes the stored one, so later saves extend it; the claim
@@ -292,11 +292,14 @@ class _Run:
         """Take the run for this execution before anything of it runs.
 
         Returns the stored run to resume (its head now names this execution) or to replay
-        (completed meanwhile); ``None`` for a fresh run, whose head and entries are then set.
+        (completed meanwhile); ``None`` for a fresh run. Either way ``head`` and ``entries``
+        are set before anything can stop this, so a cancelled run is marked ``interrupted``.
         A run another execution holds raises :class:`RunClaimedError`. With a
-        :class:`ClaimingCheckpointer` the check and the take are one atomic step; with a
-        plain checkpointer the stored head is checked and the first save takes it, so two
-        processes starting at the same moment can still both run it.
+        :class:`ClaimingCheckpointer` the check and the take are one atomic step, and
+        ``if_run_exists`` is honoured inside it (a run stored meanwhile is not resumed under
+        ``"fail"``, nor kept under ``"restart"``); with a plain checkpointer the stored head
+        is checked and saved taken at once, so two processes starting at the same moment can
+        still both run it.
         """
         options = self.checkpoint
         start = self._fresh_snapshot() if snapshot is None else None
@@ -304,33 +307,71 @@ class _Run:
             assert start is not None
             self.head, self.entries = start.head, start.entries
             return None
-        checkpointer, owner = options.checkpointer, RunOwner.current()
+        checkpointer = options.checkpointer
+        register_live_claim(self._token, checkpointer, self.run_id)
         self._last_save = time.monotonic()
         if isinstance(checkpointer, ClaimingCheckpointer):
-            stored = await checkpointer.claim(self.run_id, owner, token=self._token,
-                                              lease_seconds=options.lease_seconds, start=start)
+            if_stored = _IF_STORED.get(options.if_run_exists, "take")
+            stored = await self._claim_atomically(checkpointer, start, if_stored)
             if stored is None and start is None:  # deleted since it was loaded: as if it never was
                 if options.if_run_exists == "resume_only":
                     raise UserError(f"run {self.run_id!r} was deleted before it could be resumed; "
                                     "check who discarded it, or use 'resume' to start it fresh")
                 start = self._fresh_snapshot()
-                stored = await checkpointer.claim(self.run_id, owner, token=self._token,
-                                                  lease_seconds=options.lease_seconds, start=start)
+                stored = await self._claim_atomically(checkpointer, start, if_stored)
+            if stored is not None and if_stored == "leave":  # stored meanwhile, by another process
+                raise _already_exists(self.run_id, stored.head)
+        else:
+            stored = snapshot
             if stored is not None:
-                return stored
+                plan_claim(self.run_id, stored.head, None, RunOwner.current(), self._token,
+                           options.lease_seconds, time.time())
+        if stored is None:
             assert start is not None
             self.head, self.entries = start.head, start.entries
-            return None
-        key = (id(checkpointer), self.run_id)
-        if key in _ACTIVE_RUNS:
-            raise RunClaimedError(f"run {self.run_id!r} is already executing in this process; wait for it or stop it")
-        if snapshot is not None:
-            take_claim(self.run_id, snapshot.head, owner, self._token, options.lease_seconds, time.time())
-        _ACTIVE_RUNS.add(key)
-        self._active_key = key
-        if start is not None:
-            self.head, self.entries = start.head, start.entries
-        return snapshot
+        elif stored.head.status != "completed":
+            self.head, self.entries = stored.head, list(stored.entries)
+        if not isinstance(checkpointer, ClaimingCheckpointer) and self.head is not None:
+            await self._save()  # taken at once: the window in which another process sees it free is short
+        return stored
+
+    async def _claim_atomically(self, checkpointer: ClaimingCheckpointer, start: RunSnapshot | None,
+                                if_stored: IfStored) -> RunSnapshot | None:
+        assert self.checkpoint is not None
+        try:
+            return await checkpointer.claim(self.run_id, RunOwner.current(), token=self._token,
+                                            lease_seconds=self.checkpoint.lease_seconds, start=start,
+                                            if_stored=if_stored)
+        except asyncio.CancelledError:
+            # The claim's transaction may have committed as the cancellation came, its result
+            # then dropped: take up the claimed run, so that it is marked interrupted (released)
+            # rather than left running under this process's lease.
+            with contextlib.suppress(Exception):
+                found = await shielded(checkpointer.load(self.run_id))
+                if found is not None and found.head.claim == self._token:
+                    self.head, self.entries = found.head, list(found.entries)
+            raise
+
+    def _continue_in_own_session(self, head: RunHead) -> None:
+        """A resumed run goes on in the session it recorded, whichever the caller named (as a replay).
+
+        Its history comes from there and its completion is appended there; a caller naming
+        another session gets a warning, and that session is left alone. A run that recorded
+        none takes the caller's.
+        """
+        own = head.session_id
+        if own is None:
+            head.session_id = self.session_id
+            return
+        if self.session is not None and self.session_id != own:
+            self._warn(f"run {self.run_id!r} belongs to session {own!r}, not to session {self.session_id!r}; it "
+                       f"resumes in its own session and leaves session {self.session_id!r} as it is. Use a new "
+                       "run id to run it there")
+        self.session_id = own
+
+    def _warn(self, note: str) -> None:
+        warnings.warn(note, RuntimeWarning, stacklevel=3)
+        self.warnings.append(note)
 
     def _fresh_snapshot(self) -> RunSnapshot:
         now = time.time()
@@ -358,8 +399,7 @@ class _Run:
             yield
         finally:
             renewer.cancel()
-            with contextlib.suppress(BaseException):  # ended by the cancel, or it stopped the run itself
-                await shielded(renewer)
+            await wait_out(renewer)  # its save may be under way: the run's own last save must come after
 
     async def _renew(self, run_task: asyncio.Task[Any], interval: float) -> None:
         while True:
@@ -381,22 +421,20 @@ class _Run:
 
     # -- fresh runs and resumes ------------------------------------------------------------
 
-    async def _drive(self, snapshot: RunSnapshot | None) -> RunResult:
+    async def _drive(self, *, resumed: bool) -> RunResult:
+        head = self.head
+        assert head is not None
+        if resumed:
+            # Every agent the resume needs is found before anything runs: a missing one is a
+            # hard error that must not come after the dangling calls were executed again.
+            self.agent = self._agent_named(head.agent, what="the active agent")
+            if head.pending_handoff:
+                self._agent_named(head.pending_handoff, what="the handoff target")
+            self._continue_in_own_session(head)
         segments: list[Segment] = []
         if self.session is not None and self.session_id is not None:
             segments = await self.session.segments(self.session_id)
         self.history = [entry for segment in segments for entry in segment.entries]
-        resumed = snapshot is not None
-        if snapshot is not None:
-            self.head, self.entries = snapshot.head, list(snapshot.entries)
-            # Every agent the resume needs is found before anything runs: a missing one is a
-            # hard error that must not come after the dangling calls were executed again.
-            self.agent = self._agent_named(self.head.agent, what="the active agent")
-            if self.head.pending_handoff:
-                self._agent_named(self.head.pending_handoff, what="the handoff target")
-            self.head.session_id = self.session_id or self.head.session_id
-        head = self.head
-        assert head is not None
         self.run_state = dict(head.context_state)
         if self.policy is not None:
             self.conversation_state = self.policy.carried_state(segments, self.run_state)
@@ -594,7 +632,7 @@ class _Run:
         await self._check_guardrails(self.agent.output_guardrails, final_text, "output")
         result = RunResult(final_output=final_text, new_entries=list(self.entries), usage=replace(head.usage),
                            last_agent=self.agent.name, run_id=self.run_id, finish_reason=finish,
-                           session_id=self.session_id)
+                           session_id=self.session_id, warnings=list(self.warnings))
         head.status = "completed"
         await self._save()  # 1. the checkpoint is finalized
         await self._append_to_session(self.entries, head, finished_at=time.time(),  # 2. the session append
@@ -614,22 +652,17 @@ class _Run:
         warning, and its session is left alone.
         """
         head = snapshot.head
-        notes: list[str] = []
         if self.session is not None and self.session_id != head.session_id:
             own = f"session {head.session_id!r}" if head.session_id else "no session"
-            note = (f"completed run {self.run_id!r} belongs to {own}, not to session {self.session_id!r}; "
-                    f"its replay leaves session {self.session_id!r} as it is. Use a new run id to run it there")
-            warnings.warn(note, RuntimeWarning, stacklevel=2)
-            notes.append(note)
+            self._warn(f"completed run {self.run_id!r} belongs to {own}, not to session {self.session_id!r}; "
+                       f"its replay leaves session {self.session_id!r} as it is. Use a new run id to run it there")
         try:
             last_agent = agent_graph(self.entry_agent).get(head.agent)
         except AgentResolutionError:
             last_agent = None
         if last_agent is None:
-            note = (f"agent {head.agent!r} of completed run {self.run_id!r} is not in the handoff graph of "
-                    f"{self.entry_agent.name!r} any more; replaying it as {self.entry_agent.name!r}")
-            warnings.warn(note, RuntimeWarning, stacklevel=2)
-            notes.append(note)
+            self._warn(f"agent {head.agent!r} of completed run {self.run_id!r} is not in the handoff graph of "
+                       f"{self.entry_agent.name!r} any more; replaying it as {self.entry_agent.name!r}")
             last_agent = self.entry_agent
         # Re-applied idempotently: heals a crash between finalization and the append.
         await self._append_to_session(snapshot.entries, head, finished_at=time.time(), session_id=head.session_id)
@@ -637,7 +670,8 @@ class _Run:
             await self.checkpoint.checkpointer.delete(self.run_id)
         result = RunResult(final_output=_answer(snapshot.entries), new_entries=list(snapshot.entries),
                            usage=replace(head.usage), last_agent=last_agent.name, run_id=self.run_id,
-                           finish_reason=None, session_id=head.session_id, replayed=True, warnings=notes)
+                           finish_reason=None, session_id=head.session_id, replayed=True,
+                           warnings=list(self.warnings))
         self._emit(RunCompleted(result))
         return result
 
@@ -712,6 +746,11 @@ class _Run:
             if verdict:
                 name = getattr(guardrail, "__name__", "guardrail")
                 raise GuardrailTripped(f"{kind} guardrail {name} stopped run {self.run_id!r}: {verdict}")
+
+
+def _already_exists(run_id: str, head: RunHead) -> UserError:
+    return UserError(f"run {run_id!r} already exists (status {head.status}) and if_run_exists='fail'; "
+                     "use a new run id, or 'resume' / 'restart'")
 
 
 def _answer(entries: Sequence[Entry]) -> str:

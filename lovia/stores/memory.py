@@ -7,9 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lovia.checkpoint import RunHead, RunOwner, RunSnapshot, RunStatus, RunSummary, claim_lost, take_claim
+from lovia.checkpoint import (
+    IfStored,
+    RunHead,
+    RunOwner,
+    RunSnapshot,
+    RunStatus,
+    RunSummary,
+    check_save,
+    plan_claim,
+)
 from lovia.entries import Entry, ToolResult, UserMessage
-from lovia.errors import UserError
 from lovia.session import Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
@@ -202,19 +210,13 @@ class InMemoryCheckpointer:
         """Nothing to release; present so stores are interchangeable."""
 
     async def save(self, snapshot: RunSnapshot) -> None:
-        stored = self._runs.get(snapshot.run_id)
-        have = len(stored.entries) if stored else 0
-        if stored is not None and stored.head.claim is not None and stored.head.claim != snapshot.head.claim:
-            raise claim_lost(snapshot.run_id, RunHead.from_dict(stored.head.to_dict()))
-        if len(snapshot.entries) < have:
-            raise UserError(
-                f"checkpoint of run {snapshot.run_id!r} holds {have} entries but the snapshot has "
-                f"{len(snapshot.entries)}: a run's checkpointed entries are append-only. "
-                "Delete the run (or restart it) to start over."
-            )
-        head = RunHead.from_dict(snapshot.head.to_dict())  # a private copy, as a file would hold
+        run_id, stored = snapshot.run_id, self._runs.get(snapshot.run_id)
+        have = check_save(run_id, snapshot.head.claim, len(snapshot.entries),
+                          (len(stored.entries), stored.head.claim) if stored else None,
+                          lambda: self._copy(stored.head if stored else None))
+        head = self._copy(snapshot.head)  # a private copy, as a file would hold
         if stored is None:
-            self._runs[snapshot.run_id] = RunSnapshot(snapshot.run_id, head, list(snapshot.entries))
+            self._runs[run_id] = RunSnapshot(run_id, head, list(snapshot.entries))
         else:
             stored.entries.extend(snapshot.entries[have:len(snapshot.entries)])
             stored.head = head
@@ -227,18 +229,23 @@ class InMemoryCheckpointer:
         token: str,
         lease_seconds: float,
         start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
     ) -> RunSnapshot | None:
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
-        now = time.time()
         stored = self._runs.get(run_id)
-        if stored is None:
-            if start is not None:
-                head = RunHead.from_dict(start.head.to_dict())
-                take_claim(run_id, head, owner, token, lease_seconds, now)
-                self._runs[run_id] = RunSnapshot(run_id, head, list(start.entries))
+        start = RunSnapshot(run_id, self._copy(start.head), list(start.entries)) if start is not None else None
+        step = plan_claim(run_id, stored.head if stored else None, start, owner, token, lease_seconds, time.time(),
+                          if_stored)
+        if step == "store_start":
+            assert start is not None
+            self._runs[run_id] = start
             return None
-        take_claim(run_id, stored.head, owner, token, lease_seconds, now)
-        return await self.load(run_id)
+        return None if step == "none" else await self.load(run_id)
+
+    @staticmethod
+    def _copy(head: RunHead | None) -> RunHead:
+        assert head is not None
+        return RunHead.from_dict(head.to_dict())
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         stored = self._runs.get(run_id)

@@ -15,9 +15,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from lovia.checkpoint import RunHead, RunOwner, RunSnapshot, RunStatus, RunSummary, claim_lost, take_claim
+from lovia.checkpoint import (
+    IfStored,
+    RunHead,
+    RunOwner,
+    RunSnapshot,
+    RunStatus,
+    RunSummary,
+    check_save,
+    plan_claim,
+)
 from lovia.entries import Entry, ToolResult, entries_from_json, entry_from_json, entry_to_json
-from lovia.errors import DatabaseFileError, UserError
+from lovia.errors import DatabaseFileError
 from lovia.session import Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
@@ -409,14 +418,8 @@ class SQLiteCheckpointer(_SQLiteStore):
             row = conn.execute(
                 "SELECT entry_count, json_extract(head, '$.claim') FROM lovia_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-            have = row[0] if row else 0
-            if row is not None and row[1] is not None and row[1] != claim:
-                raise claim_lost(run_id, self._stored_head(conn, run_id))
-            if total < have:
-                raise UserError(
-                    f"checkpoint of run {run_id!r} holds {have} entries but the snapshot has {total}: "
-                    "a run's checkpointed entries are append-only. Delete the run (or restart it) to start over."
-                )
+            have = check_save(run_id, claim, total, (row[0], row[1]) if row else None,
+                              lambda: self._stored_head(conn, run_id))
             # Bounded by ``total``: the runner may append more while this runs on the worker thread.
             fresh = _encode(entries[have:total])
             conn.executemany(
@@ -435,28 +438,29 @@ class SQLiteCheckpointer(_SQLiteStore):
         token: str,
         lease_seconds: float,
         start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
     ) -> RunSnapshot | None:
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
-        start_head = RunHead.from_dict(start.head.to_dict()) if start is not None else None
+        start = RunSnapshot(run_id, RunHead.from_dict(start.head.to_dict()), start.entries) if start else None
         fresh = _encode(start.entries) if start is not None else []
 
         def write(conn: sqlite3.Connection) -> tuple[RunHead, list[str]] | None:
-            now = time.time()
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                if start_head is not None:
-                    head = start_head
-                    take_claim(run_id, head, owner, token, lease_seconds, now)
-                    conn.executemany(
-                        "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
-                        [(run_id, i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
-                    )
-                    _write_head(conn, run_id, _head_row(head), len(fresh))
+            stored = _decode_head(row[0], run_id, self.path) if row else None
+            step = plan_claim(run_id, stored, start, owner, token, lease_seconds, time.time(), if_stored)
+            if step == "store_start":
+                assert start is not None
+                conn.execute("DELETE FROM lovia_run_entries WHERE run_id = ?", (run_id,))
+                conn.executemany(
+                    "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
+                    [(run_id, i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
+                )
+                _write_head(conn, run_id, _head_row(start.head), len(fresh))
+            if stored is None or step == "store_start":
                 return None
-            head = _decode_head(row[0], run_id, self.path)
-            if take_claim(run_id, head, owner, token, lease_seconds, now):
-                _write_head(conn, run_id, _head_row(head), None)
-            return head, _entry_rows(conn, run_id)
+            if step == "update":
+                _write_head(conn, run_id, _head_row(stored), None)
+            return stored, _entry_rows(conn, run_id)
 
         found = await self._db.write(write, f"claiming run {run_id!r}")
         if found is None:

@@ -9,15 +9,19 @@ only with the signatures those protocols define.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from lovia.agent import Agent
 from lovia.checkpoint import (
+    DEFAULT_LEASE_SECONDS,
     Checkpointer,
     CheckpointOptions,
+    ClaimingCheckpointer,
     ListableCheckpointer,
     RunHead,
     RunOwner,
@@ -25,6 +29,7 @@ from lovia.checkpoint import (
     RunStatus,
     RunSummary,
     claim_refused,
+    live_claim,
 )
 from lovia.context import ContextPolicy
 from lovia.entries import Entry, UserMessage
@@ -83,13 +88,12 @@ def run_state(head: RunHead) -> RunState:
     """
     if head.status != "running":
         return head.status
-    if not head.is_held():
-        return "crashed"
-    return "running" if head.owner == RunOwner.current() else "elsewhere"
+    holder = head.holder()
+    return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
 
 
-def _refuse_elsewhere(run_id: str, head: RunHead) -> None:
-    if run_state(head) == "elsewhere":
+def _refuse_held(run_id: str, head: RunHead) -> None:
+    if head.is_held():
         raise claim_refused(run_id, head)
 
 
@@ -164,9 +168,17 @@ class ChatBackend:
         await session.rename_session(session_id, title)
 
     async def delete_session(self, session_id: str) -> None:
-        """Forget the session and every in-flight run of it."""
-        for summary in await self.runs(session_id=session_id, include_completed=True):
-            await self.checkpointer.delete(summary.run_id)
+        """Forget the session and every run checkpoint of it; refused while one of its runs executes.
+
+        Every run is checked before anything is deleted, then each is taken (see
+        :meth:`_taken`) and deleted, so one that started meanwhile stops that.
+        """
+        summaries = await self.runs(session_id=session_id, include_completed=True)
+        for summary in summaries:
+            _refuse_held(summary.run_id, summary.head)
+        for summary in summaries:
+            async with self._taken(summary.run_id):
+                await self.checkpointer.delete(summary.run_id)
         await self.session.clear(session_id)
 
     async def transcript(self, session_id: str) -> Transcript:
@@ -225,7 +237,7 @@ class ChatBackend:
             raise UserError(f"run {run_id} is gone; it may have been finished or discarded elsewhere")
         if snapshot.head.status == "completed":
             raise UserError(f"run {run_id} already completed; nothing to resume")
-        _refuse_elsewhere(run_id, snapshot.head)
+        _refuse_held(run_id, snapshot.head)
         session_id = snapshot.head.session_id
         if session_id is None:
             raise UserError(f"run {run_id} belongs to no session, so it cannot be shown here")
@@ -235,30 +247,57 @@ class ChatBackend:
         return session_id, stream
 
     async def discard(self, run_id: str) -> None:
-        """Delete the run's checkpoint; refused while another process executes it."""
-        snapshot = await self.checkpointer.load(run_id)
-        if snapshot is not None:
-            _refuse_elsewhere(run_id, snapshot.head)
-        await self.checkpointer.delete(run_id)
+        """Delete the run's checkpoint; refused while it executes (here or in another process)."""
+        async with self._taken(run_id):
+            await self.checkpointer.delete(run_id)
 
     async def finalize(self, run_id: str) -> tuple[str, int]:
         """Record an abandoned run in its session as a partial, tool-consistent segment.
 
-        Dangling tool calls are dropped (``drop_dangling_tool_calls``); the checkpoint is
-        deleted after the append. Returns the session id and how many entries were kept.
+        The run is taken first (see :meth:`_taken`), so nobody resumes it meanwhile. Dangling
+        tool calls are dropped (``drop_dangling_tool_calls``); the checkpoint is deleted after
+        the append. Returns the session id and how many entries were kept.
         """
-        snapshot = await self.checkpointer.load(run_id)
-        if snapshot is None:
-            raise UserError(f"run {run_id} is gone; nothing to finalize")
-        head = snapshot.head
-        _refuse_elsewhere(run_id, head)
-        if head.session_id is None:
-            raise UserError(f"run {run_id} belongs to no session; discard it instead")
-        kept = drop_dangling_tool_calls(snapshot.entries)
-        meta = {"timing": {"started_at": head.started_at, "finished_at": time.time()}, "partial": True}
-        await self.session.append(head.session_id, kept, run_id=run_id, meta=meta)
-        await self.checkpointer.delete(run_id)
-        return head.session_id, len(kept)
+        async with self._taken(run_id) as snapshot:
+            if snapshot is None:
+                raise UserError(f"run {run_id} is gone; nothing to finalize")
+            head = snapshot.head
+            if head.session_id is None:
+                raise UserError(f"run {run_id} belongs to no session; discard it instead")
+            kept = drop_dangling_tool_calls(snapshot.entries)
+            meta = {"timing": {"started_at": head.started_at, "finished_at": time.time()}, "partial": True}
+            await self.session.append(head.session_id, kept, run_id=run_id, meta=meta)
+            await self.checkpointer.delete(run_id)
+            return head.session_id, len(kept)
+
+    @contextlib.asynccontextmanager
+    async def _taken(self, run_id: str) -> AsyncIterator[RunSnapshot | None]:
+        """The stored run (``None`` if there is none), held by this process for the block.
+
+        A run another execution holds, in this process or another, is refused with
+        :class:`~lovia.errors.RunClaimedError` naming it. With a
+        :class:`~lovia.checkpoint.ClaimingCheckpointer` the run is claimed (one atomic step),
+        so no execution starts or resumes it meanwhile, and one whose lease lapsed cannot
+        write to it any more; otherwise its stored head is checked. If the block fails, a run
+        it took is left ``interrupted``.
+        """
+        checkpointer, token = self.checkpointer, f"ui-{uuid.uuid4().hex}"
+        with live_claim(token, checkpointer, run_id):
+            if isinstance(checkpointer, ClaimingCheckpointer):
+                snapshot = await checkpointer.claim(run_id, RunOwner.current(), token=token,
+                                                    lease_seconds=DEFAULT_LEASE_SECONDS)
+            else:
+                snapshot = await checkpointer.load(run_id)
+                if snapshot is not None:
+                    _refuse_held(run_id, snapshot.head)
+            try:
+                yield snapshot
+            except BaseException:
+                if snapshot is not None and snapshot.head.claim == token:
+                    snapshot.head.status, snapshot.head.lease_until = "interrupted", None
+                    with contextlib.suppress(Exception):  # the block's own error matters more
+                        await checkpointer.save(snapshot)
+                raise
 
     # -- rewind and trim -----------------------------------------------------------------
 

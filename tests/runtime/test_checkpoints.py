@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import subprocess
 import sys
 
@@ -216,7 +217,8 @@ async def test_a_run_live_in_another_process_is_not_resumed():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         checkpointer = InMemoryCheckpointer()
-        head = RunHead(agent="bot", status="running", owner=RunOwner(host=RunOwner.current().host, pid=child.pid))
+        owner = dataclasses.replace(RunOwner.current(), pid=child.pid, started=None)  # a process of this machine
+        head = RunHead(agent="bot", status="running", owner=owner)
         await checkpointer.save(RunSnapshot("r1", head, [UserMessage(text="go")]))
         with pytest.raises(UserError, match=f"being executed by process {child.pid}"):
             await Runner.run(Agent(name="bot", model=ScriptedModel(["x"])), [],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +25,8 @@ from lovia import (
     UserError,
     UserMessage,
 )
+from lovia.checkpoint import live_claim
+from tests.runtime.helpers import store_by_hand
 
 ELSEWHERE = RunOwner(host="other-host", pid=4242, started=7)
 
@@ -64,7 +69,7 @@ async def test_save_and_load_round_trip_entries_and_every_head_field(checkpointe
         lease_until=1060.0,
     )
     entries = [UserMessage(text="go"), ToolCall(call_id="c1", name="t", arguments="{}")]
-    await checkpointer.save(RunSnapshot("r1", full, entries))
+    await store_by_hand(checkpointer, RunSnapshot("r1", full, entries))
     loaded = await checkpointer.load("r1")
     assert loaded == RunSnapshot("r1", full, entries)
 
@@ -128,19 +133,26 @@ async def test_list_runs_by_status_newest_first(checkpointer):
 async def test_a_run_left_running_by_a_dead_process_shows_as_crashed(checkpointer):
     here = RunOwner.current()
     dead = a_dead_owner_on_this_host()
-    await checkpointer.save(RunSnapshot("mine", head(owner=here), []))
-    await checkpointer.save(RunSnapshot("orphan", head(owner=dead), []))
     later, earlier = time.time() + 3600, time.time() - 1
-    await checkpointer.save(RunSnapshot("orphan-leased", head(owner=dead, claim="t", lease_until=later), []))
-    await checkpointer.save(RunSnapshot("remote", head(owner=ELSEWHERE, claim="t", lease_until=later), []))
-    await checkpointer.save(RunSnapshot("remote-lapsed", head(owner=ELSEWHERE, claim="t", lease_until=earlier), []))
-    await checkpointer.save(RunSnapshot("remote-unleased", head(owner=ELSEWHERE), []))
-    await checkpointer.save(RunSnapshot("stopped", head(owner=dead, status="interrupted"), []))
-    runs = {r.run_id: r.head for r in await checkpointer.list_runs()}
+    for run_id, stored in [
+        ("mine", head(owner=here, claim="t-mine", lease_until=later)),
+        ("mine-gone", head(owner=here, claim="t-gone", lease_until=later)),  # no execution here has that token
+        ("orphan", head(owner=dead)),
+        ("orphan-leased", head(owner=dead, claim="t", lease_until=later)),
+        ("remote", head(owner=ELSEWHERE, claim="t", lease_until=later)),
+        ("remote-lapsed", head(owner=ELSEWHERE, claim="t", lease_until=earlier)),
+        ("remote-unleased", head(owner=ELSEWHERE)),
+        ("stopped", head(owner=dead, status="interrupted")),
+    ]:
+        await store_by_hand(checkpointer, RunSnapshot(run_id, stored, []))
+    with live_claim("t-mine", checkpointer, "mine"):  # as the runner registers an execution it runs
+        runs = {r.run_id: r.head for r in await checkpointer.list_runs()}
+        assert runs["mine"].crashed is False and runs["mine"].holder() == "here"
+    assert runs["mine"].crashed is True  # ended without a word (its mark was lost): nothing holds it
+    assert runs["mine-gone"].crashed is True
     assert runs["orphan"].crashed is True
     assert runs["orphan-leased"].crashed is True  # a dead owner on this host lets go before its lease ends
-    assert runs["mine"].crashed is False
-    assert runs["remote"].crashed is False  # another host, lease not lapsed: running elsewhere
+    assert runs["remote"].crashed is False and runs["remote"].holder() == "elsewhere"  # lease not lapsed
     assert runs["remote-lapsed"].crashed is True
     assert runs["remote-unleased"].crashed is True  # nothing shows it alive (an older lovia's head)
     assert runs["stopped"].crashed is False  # interrupted, not crashed
@@ -151,7 +163,7 @@ def test_a_reused_pid_is_not_mistaken_for_the_owner():
     if me.started is None:
         pytest.skip("process start times are only readable on Linux")
     assert me.is_alive() is True
-    assert RunOwner(host=me.host, pid=me.pid, started=me.started + 1).is_alive() is False
+    assert dataclasses.replace(me, started=me.started + 1).is_alive() is False
 
 
 def test_head_from_a_newer_lovia_loads_leniently():
@@ -190,7 +202,7 @@ async def test_claiming_a_missing_run_stores_the_start_snapshot_under_the_claim(
 
 
 async def test_a_run_held_by_another_execution_is_refused_naming_its_owner(checkpointer):
-    await checkpointer.save(RunSnapshot("r1", held_elsewhere(), [UserMessage(text="the secret plan")]))
+    await store_by_hand(checkpointer, RunSnapshot("r1", held_elsewhere(), [UserMessage(text="the secret plan")]))
     with pytest.raises(RunClaimedError, match="process 4242 on other-host") as caught:
         await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert isinstance(caught.value, UserError)
@@ -206,7 +218,7 @@ async def test_a_run_held_by_another_execution_is_refused_naming_its_owner(check
 async def test_a_lapsed_lease_or_a_stopped_run_is_taken_over(checkpointer):
     me = RunOwner.current()
     entries = [UserMessage(text="go"), ToolCall(call_id="c1", name="t")]
-    await checkpointer.save(RunSnapshot("lapsed", held_elsewhere(lease_until=time.time() - 1), entries))
+    await store_by_hand(checkpointer, RunSnapshot("lapsed", held_elsewhere(lease_until=time.time() - 1), entries))
     await checkpointer.save(RunSnapshot("failed", head(owner=ELSEWHERE, status="failed", error="boom"), entries))
     for run_id in ("lapsed", "failed"):
         taken = await checkpointer.claim(run_id, me, token="mine", lease_seconds=30)
@@ -217,28 +229,39 @@ async def test_a_lapsed_lease_or_a_stopped_run_is_taken_over(checkpointer):
 
 
 def a_dead_owner_on_this_host() -> RunOwner:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return RunOwner(host=RunOwner.current().host, pid=child.pid)
+    """A process of this machine that is gone, with its start time where readable, so that
+    a new process reusing its pid does not pass for it."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = dataclasses.replace(RunOwner.current(), pid=child.pid, started=None)
+        with open(f"/proc/{child.pid}/stat", "rb") as stat:  # Linux: the start time, field 22
+            owner = dataclasses.replace(owner, started=int(stat.read().rsplit(b")", 1)[1].split()[19]))
+    except OSError:
+        pass
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    return owner
 
 
 async def test_a_dead_owner_on_this_host_is_taken_over_before_its_lease_ends(checkpointer):
     dead = a_dead_owner_on_this_host()
-    await checkpointer.save(RunSnapshot("r1", head(owner=dead, claim="theirs", lease_until=time.time() + 3600), []))
+    await store_by_hand(checkpointer,
+                        RunSnapshot("r1", head(owner=dead, claim="theirs", lease_until=time.time() + 3600), []))
     taken = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert taken.head.claim == "mine"
 
 
 async def test_a_completed_run_is_returned_unclaimed(checkpointer):
     done = head(status="completed", owner=ELSEWHERE, claim="theirs")
-    await checkpointer.save(RunSnapshot("r1", done, [UserMessage(text="go")]))
+    await store_by_hand(checkpointer, RunSnapshot("r1", done, [UserMessage(text="go")]))
     returned = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert returned.head == done and (await checkpointer.load("r1")).head == done
 
 
 async def test_a_save_by_an_execution_that_lost_its_claim_is_refused(checkpointer):
     mine = head(claim="old-token", lease_until=time.time() - 1)  # lapsed ...
-    await checkpointer.save(RunSnapshot("r1", mine, [UserMessage(text="go")]))
+    await store_by_hand(checkpointer, RunSnapshot("r1", mine, [UserMessage(text="go")]))
     await checkpointer.claim("r1", ELSEWHERE, token="new-token", lease_seconds=30)  # ... and taken over
     stale = RunSnapshot("r1", head(claim="old-token"), [UserMessage(text="go"), AssistantMessage(text="late")])
     with pytest.raises(RunClaimedError, match="taken over by process 4242 on other-host"):
@@ -254,3 +277,68 @@ async def test_a_head_without_a_claim_can_be_saved_over_by_anyone(checkpointer):
     await checkpointer.save(RunSnapshot("r1", head(), [UserMessage(text="go")]))
     await checkpointer.save(RunSnapshot("r1", head(claim="t1"), [UserMessage(text="go")]))
     assert (await checkpointer.load("r1")).head.claim == "t1"
+
+
+async def test_a_save_under_a_claim_of_a_run_that_was_deleted_is_refused(checkpointer):
+    me = RunOwner.current()
+    start = RunSnapshot("r1", head(), [UserMessage(text="go")])
+    await checkpointer.claim("r1", me, token="mine", lease_seconds=30, start=start)
+    claimed = await checkpointer.load("r1")
+    await checkpointer.delete("r1")  # discarded, restarted or its session deleted meanwhile
+    claimed.entries.append(AssistantMessage(text="late"))
+    with pytest.raises(RunClaimedError, match="not stored any more"):
+        await checkpointer.save(claimed)
+    assert await checkpointer.load("r1") is None  # not recreated
+
+
+async def test_a_claim_can_leave_or_replace_a_stored_run(checkpointer):
+    me = RunOwner.current()
+    stored = RunSnapshot("r1", head(owner=ELSEWHERE, status="failed", error="boom"), [UserMessage(text="old")])
+    await checkpointer.save(stored)
+    start = RunSnapshot("r1", head(owner=None), [UserMessage(text="new")])
+    left = await checkpointer.claim("r1", me, token="mine", lease_seconds=30, start=start, if_stored="leave")
+    assert left == stored and await checkpointer.load("r1") == stored  # returned as it is, not taken
+    assert await checkpointer.claim("r1", me, token="mine", lease_seconds=30, start=start,
+                                    if_stored="replace") is None
+    replaced = await checkpointer.load("r1")
+    assert [e.text for e in replaced.entries] == ["new"]
+    assert (replaced.head.status, replaced.head.owner, replaced.head.claim) == ("running", me, "mine")
+
+    await store_by_hand(checkpointer, RunSnapshot("r2", held_elsewhere(), [UserMessage(text="theirs")]))
+    with pytest.raises(RunClaimedError, match="process 4242 on other-host"):
+        await checkpointer.claim("r2", me, token="mine", lease_seconds=30, start=start, if_stored="replace")
+    assert [e.text for e in (await checkpointer.load("r2")).entries] == ["theirs"]
+
+
+def test_a_pid_of_another_boot_or_pid_namespace_is_not_judged_here():
+    """Two containers that share a hostname: the owner's pid means nothing here, its lease decides."""
+    dead = a_dead_owner_on_this_host()
+    assert dead.is_alive() is False
+    for elsewhere in (dataclasses.replace(dead, boot_id="another-boot"), dataclasses.replace(dead, pid_ns=1)):
+        assert elsewhere.is_alive() is None
+        leased = head(owner=elsewhere, claim="theirs", lease_until=time.time() + 3600)
+        assert leased.holder() == "elsewhere" and not leased.crashed
+        assert head(owner=elsewhere, claim="theirs", lease_until=time.time() - 1).crashed
+
+
+def test_an_owner_written_by_an_older_lovia_loads():
+    owner = RunOwner.from_dict({"host": "h", "pid": 7, "started": 9})
+    assert owner == RunOwner(host="h", pid=7, started=9) and (owner.boot_id, owner.pid_ns) == (None, None)
+    assert RunOwner.from_dict(owner.to_dict()) == owner
+
+
+async def test_a_run_executing_in_this_process_is_held_even_when_its_lease_lapsed(checkpointer):
+    """A suspended machine: the lease (wall clock) lapsed while the execution here is live."""
+    me = RunOwner.current()
+    start = RunSnapshot("r1", head(), [UserMessage(text="go")])
+    with live_claim("live-token", checkpointer, "r1"):
+        await checkpointer.claim("r1", me, token="live-token", lease_seconds=30, start=start)
+        lapsed = await checkpointer.load("r1")
+        lapsed.head.lease_until = time.time() - 1
+        await checkpointer.save(lapsed)
+        stored = (await checkpointer.load("r1")).head
+        assert stored.holder() == "here" and not stored.crashed
+        with pytest.raises(RunClaimedError, match="already executing in this process"):
+            await checkpointer.claim("r1", me, token="another", lease_seconds=30)
+    assert stored.crashed  # once it ended without marking the run, nothing holds it
+    assert (await checkpointer.claim("r1", me, token="another", lease_seconds=30)).head.claim == "another"
