@@ -236,6 +236,8 @@ class _Run:
         except asyncio.CancelledError:
             failure = self._renewal_error
             if failure is None:
+                if self.head is not None and self.head.status == "completed":
+                    raise  # stopped after it had completed: RunCompleted stands, the stop is the caller's
                 await self._mark("interrupted")
                 emit(RunInterrupted(self.run_id))
                 raise

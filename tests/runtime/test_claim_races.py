@@ -271,7 +271,8 @@ async def test_a_cancellation_during_the_lease_timers_teardown_is_not_swallowed(
     stream = Runner.stream(agent, "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
     events = [event async for event in stream]
     assert stream.stopped and stream.result is None  # the stop request was honoured
-    assert [type(e) for e in events[-2:]] == [RunCompleted, RunInterrupted]
+    assert type(events[-1]) is RunCompleted  # it had completed: no contradicting RunInterrupted after it
+    assert RunInterrupted not in {type(e) for e in events}
     assert (await checkpointer.load("r1")).head.status == "completed"  # it had finished: nothing undone
 
 
