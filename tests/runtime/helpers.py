@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lovia import Checkpointer, InMemoryCheckpointer, InMemorySession, RunSnapshot
+from lovia import Checkpointer, InMemoryCheckpointer, InMemorySession, RunHead, RunSnapshot
 from lovia.entries import Entry
 
 
@@ -63,3 +63,22 @@ def comparable(entries: list[Entry]) -> list[tuple]:
         data = {k: getattr(e, k) for k in e.__dataclass_fields__ if k != "created_at"}
         out.append((e.type, tuple(sorted(data.items()))))
     return out
+
+
+class PlainCheckpointer:
+    """A custom Checkpointer with the spec's save, load and delete, and no idea of claims."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, tuple[dict, list]] = {}
+
+    async def save(self, snapshot: RunSnapshot) -> None:
+        self._runs[snapshot.run_id] = (snapshot.head.to_dict(), list(snapshot.entries))
+
+    async def load(self, run_id: str) -> RunSnapshot | None:
+        if run_id not in self._runs:
+            return None
+        head, entries = self._runs[run_id]
+        return RunSnapshot(run_id, RunHead.from_dict(head), list(entries))
+
+    async def delete(self, run_id: str) -> bool:
+        return self._runs.pop(run_id, None) is not None

@@ -37,7 +37,7 @@ from lovia import (
 )
 from lovia.models import call
 from lovia.tui.backend import ChatBackend, run_state
-from tests.runtime.helpers import kinds, store_by_hand
+from tests.runtime.helpers import PlainCheckpointer, kinds, store_by_hand
 
 
 class ClaimWatchingCheckpointer(SQLiteCheckpointer):
@@ -183,25 +183,6 @@ async def test_a_run_executing_here_whose_lease_lapsed_is_neither_crashed_nor_ta
     assert seen["state"] == "running"  # not "crashed"
     assert "already executing in this process" in str(seen.get("resume"))
     assert result.final_output == "done"
-
-
-class PlainCheckpointer:
-    """A custom Checkpointer with the spec's save, load and delete, and no idea of claims."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, tuple[dict, list]] = {}
-
-    async def save(self, snapshot: RunSnapshot) -> None:
-        self._runs[snapshot.run_id] = (snapshot.head.to_dict(), list(snapshot.entries))
-
-    async def load(self, run_id: str) -> RunSnapshot | None:
-        if run_id not in self._runs:
-            return None
-        head, entries = self._runs[run_id]
-        return RunSnapshot(run_id, RunHead.from_dict(head), list(entries))
-
-    async def delete(self, run_id: str) -> bool:
-        return self._runs.pop(run_id, None) is not None
 
 
 async def test_a_plain_checkpointer_stores_the_taken_head_before_anything_else():

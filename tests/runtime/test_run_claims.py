@@ -37,7 +37,7 @@ from lovia import (
     tool,
 )
 from lovia.models import call
-from tests.runtime.helpers import store_by_hand
+from tests.runtime.helpers import PlainCheckpointer, store_by_hand
 
 CHILD = Path(__file__).with_name("claim_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,25 +310,6 @@ async def test_a_second_execution_in_the_same_process_is_refused():
 
 
 # -- a checkpointer with only the spec's three methods -------------------------------------
-
-
-class PlainCheckpointer:
-    """A custom Checkpointer with the spec's save, load and delete, and no idea of claims."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, tuple[dict, list]] = {}
-
-    async def save(self, snapshot: RunSnapshot) -> None:
-        self._runs[snapshot.run_id] = (snapshot.head.to_dict(), list(snapshot.entries))
-
-    async def load(self, run_id: str) -> RunSnapshot | None:
-        if run_id not in self._runs:
-            return None
-        head, entries = self._runs[run_id]
-        return RunSnapshot(run_id, RunHead.from_dict(head), list(entries))
-
-    async def delete(self, run_id: str) -> bool:
-        return self._runs.pop(run_id, None) is not None
 
 
 async def test_a_plain_checkpointer_gets_the_best_effort_check():
