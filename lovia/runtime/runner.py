@@ -220,6 +220,8 @@ class _Run:
         self.warnings: list[str] = []  # for RunResult.warnings, each also issued with warnings.warn
         self._last_save = time.monotonic()
         self._renewal_error: BaseException | None = None
+        self._completed: RunResult | None = None  # set once the checkpoint says completed
+        self._completion_reported = False
 
     # -- entry point -----------------------------------------------------------------------
 
@@ -236,8 +238,11 @@ class _Run:
         except asyncio.CancelledError:
             failure = self._renewal_error
             if failure is None:
-                if self.head is not None and self.head.status == "completed":
-                    raise  # stopped after it had completed: RunCompleted stands, the stop is the caller's
+                if self._completed is not None:
+                    # Stopped once its checkpoint said completed: it did complete (a store error in
+                    # its append heals on replay); the stop is only the caller's own cancellation.
+                    self._report_completion(self._completed)
+                    raise
                 await self._mark("interrupted")
                 emit(RunInterrupted(self.run_id))
                 raise
@@ -635,16 +640,29 @@ class _Run:
         result = RunResult(final_output=final_text, new_entries=list(self.entries), usage=replace(head.usage),
                            last_agent=self.agent.name, run_id=self.run_id, finish_reason=finish,
                            session_id=self.session_id, warnings=list(self.warnings))
+        # Once finalization starts it runs to its end: a stop in the middle must not leave the
+        # checkpoint unmarked, or finalized while its session append was abandoned.
+        await shielded(self._finalize(result))
+        if self.agent.hooks:
+            await self.agent.hooks.on_run_end(self._context(), result)
+        self._report_completion(result)
+        return result
+
+    async def _finalize(self, result: RunResult) -> None:
+        head = self.head
+        assert head is not None
         head.status = "completed"
         await self._save()  # 1. the checkpoint is finalized
+        self._completed = result
         await self._append_to_session(self.entries, head, finished_at=time.time(),  # 2. the session append
                                       session_id=self.session_id)
         if self.checkpoint is not None and self.checkpoint.delete_on_success:
             await self.checkpoint.checkpointer.delete(self.run_id)  # 3. only now may the snapshot go
-        if self.agent.hooks:
-            await self.agent.hooks.on_run_end(self._context(), result)
-        self._emit(RunCompleted(result))
-        return result
+
+    def _report_completion(self, result: RunResult) -> None:
+        if not self._completion_reported:
+            self._completion_reported = True
+            self._emit(RunCompleted(result))
 
     async def _replay(self, snapshot: RunSnapshot) -> RunResult:
         """A completed run: its stored result, without the model, hooks or guardrails.
@@ -688,8 +706,8 @@ class _Run:
 
     async def _mark(self, status: str, *, error: str | None = None) -> None:
         """Record how the run stopped; shielded, so a cancelled run still says ``interrupted``."""
-        if self.checkpoint is None or self.head is None or self.head.status == "completed":
-            return
+        if self.checkpoint is None or self.head is None or self._completed is not None:
+            return  # a finalized checkpoint stays completed: what is missing after it heals on replay
         self.head.status = status  # type: ignore[assignment]
         self.head.error = error
         try:
