@@ -313,9 +313,11 @@ class ClaimingCheckpointer(Checkpointer, Protocol):
     With it, a run id issued by several processes at once executes in one of them; the
     others get :class:`~lovia.errors.RunClaimedError`. Its ``save`` also refuses (see
     :func:`check_save`) a snapshot whose ``head.claim`` is not the stored head's (when that
-    has one), and one carrying a claim when no run is stored: an execution that lost its
-    claim, or whose run was deleted, stops writing. Without this capability the runner falls
-    back to a best-effort check of the stored head.
+    has one), and, when no run is stored, one whose claim names an execution live in this
+    process: an execution that lost its claim, or whose run was deleted, stops writing. Any
+    other snapshot is saved as :class:`Checkpointer` says, so a loaded run can be copied into
+    another checkpointer with ``save``. Without this capability the runner falls back to a
+    best-effort check of the stored head.
     """
 
     async def claim(
@@ -445,17 +447,22 @@ def check_save(
     ``stored`` is the stored run's entry count and claim (``None`` when there is no run);
     ``stored_head`` reads the stored head, for the error. What both bundled stores' ``save``
     check, inside their transaction. A save under a claim needs a stored run carrying that
-    claim (or none): the run was stored by ``claim``, so a missing one was deleted (discarded,
-    restarted, its session deleted) and the execution must stop, not store it again. Raises
+    claim (or none). With no run stored, a snapshot is stored as the spec says, whatever claim
+    its head carries (a copy or backup of a run, say), except when that claim names an
+    execution live in this process: that execution's run was stored by its claim, so it was
+    deleted since (discarded, restarted, its session deleted) and the execution must stop,
+    not store it again. An execution is live from its claim until after its final mark, and
+    it saves in its own process, so a stale one is refused wherever it runs. Raises
     :class:`~lovia.errors.RunClaimedError` for those, :class:`~lovia.errors.UserError` for
     fewer entries than stored.
     """
     if stored is None:
-        if claim is not None:
+        if claim is not None and claim in _LIVE_CLAIMS:
             raise RunClaimedError(
                 f"run {run_id!r} is not stored any more (it was discarded, restarted or its session deleted "
                 "while this execution ran), so this execution may not write to it; nothing of this snapshot "
-                "was saved. Start it again if it is still wanted."
+                "was saved. Start it again if it is still wanted (to copy a run into another checkpointer, "
+                "wait until its execution in this process has stopped)."
             )
         return 0
     have, stored_claim = stored

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from lovia import Checkpointer, InMemoryCheckpointer, InMemorySession, RunHead, RunSnapshot
+from lovia import InMemoryCheckpointer, InMemorySession, RunHead, RunSnapshot
 from lovia.entries import Entry
 
 
@@ -38,18 +37,6 @@ class RecordingSession(InMemorySession):
         if self.fail_appends is not None:
             raise self.fail_appends
         return await super().append(session_id, entries, run_id=run_id, meta=meta)
-
-
-async def store_by_hand(checkpointer: Checkpointer, snapshot: RunSnapshot) -> None:
-    """Store ``snapshot`` as another lovia would have left it, claim included.
-
-    A save under a claim needs the run stored already (``claim`` stores it), so a new run is
-    first saved without one: a head without a claim can be saved over by anyone.
-    """
-    if snapshot.head.claim is not None and await checkpointer.load(snapshot.run_id) is None:
-        unclaimed = dataclasses.replace(snapshot.head, claim=None)
-        await checkpointer.save(RunSnapshot(snapshot.run_id, unclaimed, list(snapshot.entries)))
-    await checkpointer.save(snapshot)
 
 
 def kinds(entries: list[Entry]) -> list[str]:

@@ -37,7 +37,7 @@ from lovia import (
 )
 from lovia.models import call
 from lovia.tui.backend import ChatBackend, run_state
-from tests.runtime.helpers import PlainCheckpointer, kinds, store_by_hand
+from tests.runtime.helpers import PlainCheckpointer, kinds
 
 
 class ClaimWatchingCheckpointer(SQLiteCheckpointer):
@@ -144,7 +144,7 @@ async def test_discard_and_delete_session_refuse_a_run_held_elsewhere_and_take_t
     elsewhere = RunOwner(host="other-host", pid=4242, started=9)
     held = RunHead(agent="bot", status="running", session_id="u1", owner=elsewhere, claim="theirs",
                    lease_until=time.time() + 3600)
-    await store_by_hand(checkpointer, RunSnapshot("held", held, [UserMessage(text="go")]))
+    await checkpointer.save(RunSnapshot("held", held, [UserMessage(text="go")]))
     await checkpointer.save(RunSnapshot("stopped", RunHead(agent="bot", status="interrupted", session_id="u1"),
                                         [UserMessage(text="go")]))
     await session.append("u1", [UserMessage(text="earlier")], run_id="old")

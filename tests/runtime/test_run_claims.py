@@ -37,7 +37,7 @@ from lovia import (
     tool,
 )
 from lovia.models import call
-from tests.runtime.helpers import PlainCheckpointer, store_by_hand
+from tests.runtime.helpers import PlainCheckpointer
 
 CHILD = Path(__file__).with_name("claim_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def held_elsewhere(lease_until: float) -> RunHead:
 async def test_a_lease_held_on_another_host_is_taken_over_after_it_lapses_not_before(tmp_path):
     async with SQLiteCheckpointer(tmp_path / "lovia.db") as checkpointer:
         held = RunSnapshot("r1", held_elsewhere(time.time() + 3600), [UserMessage(text="go")])
-        await store_by_hand(checkpointer, held)
+        await checkpointer.save(held)
         agent = Agent(name="bot", model=ScriptedModel(["done"]))
         with pytest.raises(RunClaimedError, match="being executed by process 4242 on other-host") as refused:
             await Runner.run(agent, [], checkpoint=CheckpointOptions(checkpointer, "r1"))
@@ -200,7 +200,7 @@ async def take_over_from_elsewhere(checkpointer: InMemoryCheckpointer, run_id: s
     stored = await checkpointer.load(run_id)
     await checkpointer.delete(run_id)
     theirs = dataclasses.replace(stored.head, owner=ELSEWHERE, claim="their-token", lease_until=time.time() + 60)
-    await store_by_hand(checkpointer, RunSnapshot(run_id, theirs, stored.entries))
+    await checkpointer.save(RunSnapshot(run_id, theirs, stored.entries))
 
 
 async def test_an_execution_whose_claim_was_taken_over_stops_writing():
@@ -329,7 +329,7 @@ async def test_a_plain_checkpointer_gets_the_best_effort_check():
 
 async def test_restart_refuses_to_discard_a_run_held_elsewhere():
     checkpointer = InMemoryCheckpointer()
-    await store_by_hand(checkpointer, RunSnapshot("r1", held_elsewhere(time.time() + 3600), [UserMessage(text="go")]))
+    await checkpointer.save(RunSnapshot("r1", held_elsewhere(time.time() + 3600), [UserMessage(text="go")]))
     with pytest.raises(RunClaimedError, match="process 4242 on other-host"):
         await Runner.run(Agent(name="bot", model=ScriptedModel(["x"])), "new",
                          checkpoint=CheckpointOptions(checkpointer, "r1", if_run_exists="restart"))

@@ -15,6 +15,7 @@ from lovia import (
     AssistantMessage,
     Checkpointer,
     ClaimingCheckpointer,
+    InMemoryCheckpointer,
     ListableCheckpointer,
     RunClaimedError,
     RunHead,
@@ -26,7 +27,6 @@ from lovia import (
     UserMessage,
 )
 from lovia.checkpoint import live_claim
-from tests.runtime.helpers import store_by_hand
 
 ELSEWHERE = RunOwner(host="other-host", pid=4242, started=7)
 
@@ -69,7 +69,7 @@ async def test_save_and_load_round_trip_entries_and_every_head_field(checkpointe
         lease_until=1060.0,
     )
     entries = [UserMessage(text="go"), ToolCall(call_id="c1", name="t", arguments="{}")]
-    await store_by_hand(checkpointer, RunSnapshot("r1", full, entries))
+    await checkpointer.save(RunSnapshot("r1", full, entries))
     loaded = await checkpointer.load("r1")
     assert loaded == RunSnapshot("r1", full, entries)
 
@@ -144,7 +144,7 @@ async def test_a_run_left_running_by_a_dead_process_shows_as_crashed(checkpointe
         ("remote-unleased", head(owner=ELSEWHERE)),
         ("stopped", head(owner=dead, status="interrupted")),
     ]:
-        await store_by_hand(checkpointer, RunSnapshot(run_id, stored, []))
+        await checkpointer.save(RunSnapshot(run_id, stored, []))
     with live_claim("t-mine", checkpointer, "mine"):  # as the runner registers an execution it runs
         runs = {r.run_id: r.head for r in await checkpointer.list_runs()}
         assert runs["mine"].crashed is False and runs["mine"].holder() == "here"
@@ -202,7 +202,7 @@ async def test_claiming_a_missing_run_stores_the_start_snapshot_under_the_claim(
 
 
 async def test_a_run_held_by_another_execution_is_refused_naming_its_owner(checkpointer):
-    await store_by_hand(checkpointer, RunSnapshot("r1", held_elsewhere(), [UserMessage(text="the secret plan")]))
+    await checkpointer.save(RunSnapshot("r1", held_elsewhere(), [UserMessage(text="the secret plan")]))
     with pytest.raises(RunClaimedError, match="process 4242 on other-host") as caught:
         await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert isinstance(caught.value, UserError)
@@ -218,7 +218,7 @@ async def test_a_run_held_by_another_execution_is_refused_naming_its_owner(check
 async def test_a_lapsed_lease_or_a_stopped_run_is_taken_over(checkpointer):
     me = RunOwner.current()
     entries = [UserMessage(text="go"), ToolCall(call_id="c1", name="t")]
-    await store_by_hand(checkpointer, RunSnapshot("lapsed", held_elsewhere(lease_until=time.time() - 1), entries))
+    await checkpointer.save(RunSnapshot("lapsed", held_elsewhere(lease_until=time.time() - 1), entries))
     await checkpointer.save(RunSnapshot("failed", head(owner=ELSEWHERE, status="failed", error="boom"), entries))
     for run_id in ("lapsed", "failed"):
         taken = await checkpointer.claim(run_id, me, token="mine", lease_seconds=30)
@@ -246,22 +246,22 @@ def a_dead_owner_on_this_host() -> RunOwner:
 
 async def test_a_dead_owner_on_this_host_is_taken_over_before_its_lease_ends(checkpointer):
     dead = a_dead_owner_on_this_host()
-    await store_by_hand(checkpointer,
-                        RunSnapshot("r1", head(owner=dead, claim="theirs", lease_until=time.time() + 3600), []))
+    await checkpointer.save(
+        RunSnapshot("r1", head(owner=dead, claim="theirs", lease_until=time.time() + 3600), []))
     taken = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert taken.head.claim == "mine"
 
 
 async def test_a_completed_run_is_returned_unclaimed(checkpointer):
     done = head(status="completed", owner=ELSEWHERE, claim="theirs")
-    await store_by_hand(checkpointer, RunSnapshot("r1", done, [UserMessage(text="go")]))
+    await checkpointer.save(RunSnapshot("r1", done, [UserMessage(text="go")]))
     returned = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert returned.head == done and (await checkpointer.load("r1")).head == done
 
 
 async def test_a_save_by_an_execution_that_lost_its_claim_is_refused(checkpointer):
     mine = head(claim="old-token", lease_until=time.time() - 1)  # lapsed ...
-    await store_by_hand(checkpointer, RunSnapshot("r1", mine, [UserMessage(text="go")]))
+    await checkpointer.save(RunSnapshot("r1", mine, [UserMessage(text="go")]))
     await checkpointer.claim("r1", ELSEWHERE, token="new-token", lease_seconds=30)  # ... and taken over
     stale = RunSnapshot("r1", head(claim="old-token"), [UserMessage(text="go"), AssistantMessage(text="late")])
     with pytest.raises(RunClaimedError, match="taken over by process 4242 on other-host"):
@@ -279,16 +279,35 @@ async def test_a_head_without_a_claim_can_be_saved_over_by_anyone(checkpointer):
     assert (await checkpointer.load("r1")).head.claim == "t1"
 
 
-async def test_a_save_under_a_claim_of_a_run_that_was_deleted_is_refused(checkpointer):
+async def test_a_save_by_a_live_execution_whose_run_was_deleted_is_refused(checkpointer):
     me = RunOwner.current()
     start = RunSnapshot("r1", head(), [UserMessage(text="go")])
-    await checkpointer.claim("r1", me, token="mine", lease_seconds=30, start=start)
-    claimed = await checkpointer.load("r1")
-    await checkpointer.delete("r1")  # discarded, restarted or its session deleted meanwhile
-    claimed.entries.append(AssistantMessage(text="late"))
-    with pytest.raises(RunClaimedError, match="not stored any more"):
-        await checkpointer.save(claimed)
-    assert await checkpointer.load("r1") is None  # not recreated
+    with live_claim("mine", checkpointer, "r1"):  # as the runner registers the execution it runs
+        await checkpointer.claim("r1", me, token="mine", lease_seconds=30, start=start)
+        claimed = await checkpointer.load("r1")
+        await checkpointer.delete("r1")  # discarded, restarted or its session deleted meanwhile
+        claimed.entries.append(AssistantMessage(text="late"))
+        with pytest.raises(RunClaimedError, match="not stored any more"):
+            await checkpointer.save(claimed)
+        assert await checkpointer.load("r1") is None  # not recreated
+
+
+async def test_a_loaded_run_saves_into_another_checkpointer_claim_and_all(checkpointer):
+    """Copying a run (backup, migration) is the spec's load then save, also once it was claimed."""
+    source = InMemoryCheckpointer()
+    start = RunSnapshot("r1", head(), [UserMessage(text="go"), AssistantMessage(text="done")])
+    with live_claim("their-token", source, "r1"):  # executed and stopped, as the runner does it
+        await source.claim("r1", RunOwner.current(), token="their-token", lease_seconds=30, start=start)
+        stopped = await source.load("r1")
+        stopped.head.status, stopped.head.lease_until = "interrupted", None
+        await source.save(stopped)
+    copied = await source.load("r1")
+    assert copied.head.claim == "their-token"
+    await checkpointer.save(copied)
+    assert await checkpointer.load("r1") == copied
+    copied.entries.append(AssistantMessage(text="more"))
+    await checkpointer.save(copied)  # and it goes on saving under the claim it carries
+    assert len((await checkpointer.load("r1")).entries) == 3
 
 
 async def test_a_claim_can_leave_or_replace_a_stored_run(checkpointer):
@@ -304,7 +323,7 @@ async def test_a_claim_can_leave_or_replace_a_stored_run(checkpointer):
     assert [e.text for e in replaced.entries] == ["new"]
     assert (replaced.head.status, replaced.head.owner, replaced.head.claim) == ("running", me, "mine")
 
-    await store_by_hand(checkpointer, RunSnapshot("r2", held_elsewhere(), [UserMessage(text="theirs")]))
+    await checkpointer.save(RunSnapshot("r2", held_elsewhere(), [UserMessage(text="theirs")]))
     with pytest.raises(RunClaimedError, match="process 4242 on other-host"):
         await checkpointer.claim("r2", me, token="mine", lease_seconds=30, start=start, if_stored="replace")
     assert [e.text for e in (await checkpointer.load("r2")).entries] == ["theirs"]

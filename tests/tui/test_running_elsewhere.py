@@ -17,7 +17,6 @@ from lovia import (
     UserMessage,
 )
 from lovia.tui.widgets.run_header import RunHeader
-from tests.runtime.helpers import store_by_hand
 from tests.tui.conftest import make_app, settle, wait_for
 
 BUILD_HOST = RunOwner(host="build-7", pid=4242, started=99)
@@ -31,7 +30,7 @@ async def store_runs(db) -> None:
                                           ("run-lapsed", "lapsed job", time.time() - 60)]:
             head = RunHead(agent="assistant", status="running", turn=1, session_id="s-a", first_input=text,
                            owner=BUILD_HOST, claim=f"token-{run_id}", lease_until=lease_until)
-            await store_by_hand(checkpointer, RunSnapshot(run_id, head, [
+            await checkpointer.save(RunSnapshot(run_id, head, [
                 UserMessage(text=text), ToolCall(call_id=f"c-{run_id}", name="wait", arguments='{"seconds": 60}')]))
 
 
