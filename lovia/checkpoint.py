@@ -267,11 +267,17 @@ class RunHead:
 
 @dataclass(slots=True)
 class RunSnapshot:
-    """One in-flight (or finished) run: its own entries and its head."""
+    """One in-flight (or finished) run: its own entries and its head.
+
+    ``taken_from`` is set only on a snapshot :meth:`ClaimingCheckpointer.claim` returns for a
+    stored run it took: the stored head as it was before, so that a claim taken for an action
+    that then fails can be given back as it found the run. It is never stored, nor compared.
+    """
 
     run_id: str
     head: RunHead
     entries: list[Entry] = field(default_factory=list)
+    taken_from: RunHead | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +346,8 @@ class ClaimingCheckpointer(Checkpointer, Protocol):
         (``start`` required) a stored run not held by another execution is replaced by
         ``start``. With no stored run, ``start`` (if given) is stored, taken, and ``None``
         is returned; without ``start`` nothing is stored and ``None`` is returned. The
-        caller tells a run it took from one returned as it is by ``head.claim == token``.
+        caller tells a run it took from one returned as it is by ``head.claim == token``; a
+        stored run it took is returned with ``taken_from`` set to its head before the claim.
         """
         ...
 

@@ -234,13 +234,17 @@ class InMemoryCheckpointer:
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
         stored = self._runs.get(run_id)
         start = RunSnapshot(run_id, self._copy(start.head), list(start.entries)) if start is not None else None
+        before = self._copy(stored.head) if stored is not None else None  # plan_claim takes the stored head in place
         step = plan_claim(run_id, stored.head if stored else None, start, owner, token, lease_seconds, time.time(),
                           if_stored)
         if step == "store_start":
             assert start is not None
             self._runs[run_id] = start
             return None
-        return None if step == "none" else await self.load(run_id)
+        found = None if step == "none" else await self.load(run_id)
+        if found is not None and step == "update":
+            found.taken_from = before
+        return found
 
     @staticmethod
     def _copy(head: RunHead | None) -> RunHead:

@@ -444,9 +444,10 @@ class SQLiteCheckpointer(_SQLiteStore):
         start = RunSnapshot(run_id, RunHead.from_dict(start.head.to_dict()), start.entries) if start else None
         fresh = _encode(start.entries) if start is not None else []
 
-        def write(conn: sqlite3.Connection) -> tuple[RunHead, list[str]] | None:
+        def write(conn: sqlite3.Connection) -> tuple[RunHead, list[str], RunHead | None] | None:
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
             stored = _decode_head(row[0], run_id, self.path) if row else None
+            before = _decode_head(row[0], run_id, self.path) if row else None  # plan_claim takes ``stored`` in place
             step = plan_claim(run_id, stored, start, owner, token, lease_seconds, time.time(), if_stored)
             if step == "store_start":
                 assert start is not None
@@ -460,13 +461,14 @@ class SQLiteCheckpointer(_SQLiteStore):
                 return None
             if step == "update":
                 _write_head(conn, run_id, _head_row(stored), None)
-            return stored, _entry_rows(conn, run_id)
+            return stored, _entry_rows(conn, run_id), before if step == "update" else None
 
         found = await self._db.write(write, f"claiming run {run_id!r}")
         if found is None:
             return None
-        head, rows = found
-        return RunSnapshot(run_id, head, entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}"))
+        head, rows, taken_from = found
+        entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
+        return RunSnapshot(run_id, head, entries, taken_from=taken_from)
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         def read(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:

@@ -13,7 +13,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from lovia.agent import Agent
@@ -90,6 +90,17 @@ def run_state(head: RunHead) -> RunState:
         return head.status
     holder = head.holder()
     return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
+
+
+def _given_back(taken: RunSnapshot) -> RunHead:
+    """The head of a run a claim took, as the claim found it, to store when the action fails.
+
+    It keeps the claim's token (the stored head carries it: a save under any other is refused)
+    with no lease, so nothing holds the run once the action's claim is released.
+    """
+    if taken.taken_from is None:
+        return replace(taken.head, status="interrupted", lease_until=None)
+    return replace(taken.taken_from, claim=taken.head.claim, lease_until=None)
 
 
 def _refuse_held(run_id: str, head: RunHead) -> None:
@@ -262,6 +273,9 @@ class ChatBackend:
             if snapshot is None:
                 raise UserError(f"run {run_id} is gone; nothing to finalize")
             head = snapshot.head
+            if head.status == "completed":  # completed meanwhile: its session gets the whole run
+                raise UserError(f"run {run_id} completed meanwhile, so it is not finalized as partial; "
+                                "reopen its session to see it")
             if head.session_id is None:
                 raise UserError(f"run {run_id} belongs to no session; discard it instead")
             kept = drop_dangling_tool_calls(snapshot.entries)
@@ -278,8 +292,11 @@ class ChatBackend:
         :class:`~lovia.errors.RunClaimedError` naming it. With a
         :class:`~lovia.checkpoint.ClaimingCheckpointer` the run is claimed (one atomic step),
         so no execution starts or resumes it meanwhile, and one whose lease lapsed cannot
-        write to it any more; otherwise its stored head is checked. If the block fails, a run
-        it took is left ``interrupted``.
+        write to it any more; otherwise its stored head is checked. If the block fails (a
+        refused action, a failed append), a run it took is given back as it was found: its
+        status, error and the rest of its head as before the claim, its lease released (a
+        checkpointer that does not report the head it took, see ``RunSnapshot.taken_from``,
+        leaves it ``interrupted``).
         """
         checkpointer, token = self.checkpointer, f"ui-{uuid.uuid4().hex}"
         with live_claim(token, checkpointer, run_id):
@@ -294,9 +311,8 @@ class ChatBackend:
                 yield snapshot
             except BaseException:
                 if snapshot is not None and snapshot.head.claim == token:
-                    snapshot.head.status, snapshot.head.lease_until = "interrupted", None
                     with contextlib.suppress(Exception):  # the block's own error matters more
-                        await checkpointer.save(snapshot)
+                        await checkpointer.save(RunSnapshot(run_id, _given_back(snapshot), snapshot.entries))
                 raise
 
     # -- rewind and trim -----------------------------------------------------------------

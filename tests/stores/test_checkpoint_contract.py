@@ -221,7 +221,9 @@ async def test_a_lapsed_lease_or_a_stopped_run_is_taken_over(checkpointer):
     await checkpointer.save(RunSnapshot("lapsed", held_elsewhere(lease_until=time.time() - 1), entries))
     await checkpointer.save(RunSnapshot("failed", head(owner=ELSEWHERE, status="failed", error="boom"), entries))
     for run_id in ("lapsed", "failed"):
+        before = (await checkpointer.load(run_id)).head
         taken = await checkpointer.claim(run_id, me, token="mine", lease_seconds=30)
+        assert taken.taken_from == before  # what the claim took, so that it can be given back
         assert taken.entries == entries
         assert (taken.head.status, taken.head.owner, taken.head.claim) == ("running", me, "mine")
         assert taken.head.error is None
@@ -257,6 +259,7 @@ async def test_a_completed_run_is_returned_unclaimed(checkpointer):
     await checkpointer.save(RunSnapshot("r1", done, [UserMessage(text="go")]))
     returned = await checkpointer.claim("r1", RunOwner.current(), token="mine", lease_seconds=30)
     assert returned.head == done and (await checkpointer.load("r1")).head == done
+    assert returned.taken_from is None  # not taken
 
 
 async def test_a_save_by_an_execution_that_lost_its_claim_is_refused(checkpointer):
