@@ -352,9 +352,14 @@ class _Run:
         except asyncio.CancelledError:
             # The claim's transaction may have committed as the cancellation came, its result
             # then dropped: take up the claimed run, so that it is marked interrupted (released)
-            # rather than left running under this process's lease.
-            with contextlib.suppress(Exception):
-                found = await shielded(checkpointer.load(self.run_id))
+            # rather than left running under this process's lease. The load is waited out and
+            # its result taken up even if another cancellation lands meanwhile.
+            recovery = asyncio.ensure_future(checkpointer.load(self.run_id))
+            try:
+                await wait_out(recovery)
+            finally:
+                loaded = recovery.done() and not recovery.cancelled() and recovery.exception() is None
+                found = recovery.result() if loaded else None
                 if found is not None and found.head.claim == self._token:
                     self.head, self.entries = found.head, list(found.entries)
             raise

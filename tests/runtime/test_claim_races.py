@@ -82,6 +82,52 @@ async def test_a_claim_that_commits_as_the_run_is_cancelled_is_released(tmp_path
         assert stream.result.final_output == "never asked"
 
 
+async def consume(stream) -> list[str]:
+    return [type(event).__name__ async for event in stream]
+
+
+class RecoveryGatedCheckpointer(ClaimWatchingCheckpointer):
+    """The real SQLite checkpointer; a load after a claim was handed to it (the runner taking
+    up a claim whose result a cancellation dropped) says so and waits for the test's go."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.recovering, self.go = asyncio.Event(), asyncio.Event()
+
+    async def load(self, run_id):
+        if self.claiming.is_set():
+            self.recovering.set()
+            await self.go.wait()
+        return await super().load(run_id)
+
+
+async def test_a_second_stop_while_the_claimed_run_is_taken_up_still_releases_it(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with RecoveryGatedCheckpointer(db, wal=True) as checkpointer:
+        await checkpointer.load("r1")  # the file and its tables exist
+        blocker = sqlite3.connect(db, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the claim waits on the store's thread ...
+        agent = Agent(name="bot", model=ScriptedModel(["never asked"]))
+        stream = Runner.stream(agent, "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
+        events = asyncio.ensure_future(consume(stream))
+        try:
+            await asyncio.wait_for(checkpointer.claiming.wait(), 30)
+            stream.stop()  # ... when the run is stopped
+            await asyncio.sleep(0)
+        finally:
+            blocker.execute("COMMIT")  # the claim commits after the cancellation arrived
+            blocker.close()
+        await asyncio.wait_for(checkpointer.recovering.wait(), 30)
+        stream.stop()  # stopped again (escape pressed twice) while the claimed run is loaded
+        await asyncio.sleep(0)
+        checkpointer.go.set()
+        assert await asyncio.wait_for(events, 60) == ["RunInterrupted"]  # a hang guard
+        assert stream.stopped
+        head = (await checkpointer.load("r1")).head
+        assert (head.status, head.lease_until) == ("interrupted", None)  # released, not held for a lease
+        assert not head.is_held()
+
+
 async def test_an_execution_whose_run_was_deleted_stops_instead_of_storing_it_again():
     checkpointer, session = InMemoryCheckpointer(), InMemorySession()
 
