@@ -205,30 +205,34 @@ async def test_discard_and_delete_session_refuse_a_run_held_elsewhere_and_take_t
     assert await checkpointer.load("stopped") is None
 
 
-async def test_a_run_executing_here_whose_lease_lapsed_is_neither_crashed_nor_taken_over():
-    checkpointer = InMemoryCheckpointer()
+async def test_a_run_executing_here_whose_lease_lapsed_is_neither_crashed_nor_taken_over(tmp_path):
+    """Another checkpointer object on the same file (another window of this process): only the
+    stored head tells it who holds the run, so RunHead.holder must know the live execution."""
+    db = tmp_path / "lovia.db"
     seen: dict[str, object] = {}
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer, SQLiteCheckpointer(db, wal=True) as second:
 
-    @tool
-    async def long_step(ctx: ToolContext) -> str:
-        """The machine was suspended: the lease (wall clock) lapsed under this live execution."""
-        stored = await checkpointer.load(ctx.run_id)
-        stored.head.lease_until = time.time() - 1
-        await checkpointer.save(stored)
-        seen["state"] = run_state((await checkpointer.load(ctx.run_id)).head)
-        try:
-            await Runner.run(Agent(name="bot", model=ScriptedModel(["a second execution"])), [],
-                             checkpoint=CheckpointOptions(checkpointer, ctx.run_id))
-        except RunClaimedError as exc:
-            seen["resume"] = str(exc)
-        return "ok"
+        @tool
+        async def long_step(ctx: ToolContext) -> str:
+            """The machine was suspended: the lease (wall clock) lapsed under this live execution."""
+            stored = await checkpointer.load(ctx.run_id)
+            stored.head.lease_until = time.time() - 1
+            await checkpointer.save(stored)
+            seen["state"] = run_state((await second.load(ctx.run_id)).head)
+            try:
+                await Runner.run(Agent(name="bot", model=ScriptedModel(["a second execution"])), [],
+                                 checkpoint=CheckpointOptions(second, ctx.run_id))
+            except RunClaimedError as exc:
+                seen["resume"] = str(exc)
+            return "ok"
 
-    model = ScriptedModel([ScriptedTurn(tool_calls=[call("long_step", call_id="c1")]), "done"])
-    result = await Runner.run(Agent(name="bot", model=model, tools=[long_step]), "go",
-                              checkpoint=CheckpointOptions(checkpointer, "r1"))
-    assert seen["state"] == "running"  # not "crashed"
-    assert "already executing in this process" in str(seen.get("resume"))
-    assert result.final_output == "done"
+        model = ScriptedModel([ScriptedTurn(tool_calls=[call("long_step", call_id="c1")]), "done"])
+        result = await Runner.run(Agent(name="bot", model=model, tools=[long_step]), "go",
+                                  checkpoint=CheckpointOptions(checkpointer, "r1"))
+        assert seen["state"] == "running"  # not "crashed"
+        assert "already executing in this process" in str(seen.get("resume"))
+        assert result.final_output == "done"
+        assert kinds((await second.load("r1")).entries) == ["user", "tool_call", "tool_result", "assistant"]
 
 
 async def test_a_plain_checkpointer_stores_the_taken_head_before_anything_else():
