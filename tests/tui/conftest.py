@@ -37,9 +37,9 @@ def make_app(db: Path, *, model=None, agent: Agent | None = None, session=None, 
     return LoviaApp(backend, model_label="demo (offline)", theme=theme, state=state)
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0) -> None:
-    """Let the app run until ``predicate()`` holds."""
-    deadline = time.monotonic() + timeout
+async def wait_for(pilot, predicate, give_up_after: float = 10.0) -> None:
+    """Let the app run until ``predicate()`` holds (a hang guard gives up after ``give_up_after`` s)."""
+    deadline = time.monotonic() + give_up_after
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {getattr(predicate, '__name__', predicate)}")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
-
 
 from lovia import (
     Agent,
@@ -29,7 +29,6 @@ from lovia.tui.widgets.run_header import RunHeader
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.transcript import PAGE
 from lovia.tui.widgets.user_message import UserMessageView
-
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 
 
@@ -44,10 +43,12 @@ async def test_send_streams_an_answer_and_lists_the_session(tmp_path):
         await type_and_send(pilot, "calculate 6*7")
         chat = app.screen.chat
         transcript = chat.transcript
-        assert [type(w) for w in transcript.children] == [RunHeader, UserMessageView, ToolCallView, AssistantMessageView]
+        assert [type(w) for w in transcript.children] == [RunHeader, UserMessageView, ToolCallView,
+                                                          AssistantMessageView]
         assert "42" in transcript.query_one(AssistantMessageView).text
         assert "6*7 = 42" in str(transcript.query_one(ToolCallView).result.output)
-        assert "completed" in transcript.query_one(RunHeader).classes or "-completed" in transcript.query_one(RunHeader).classes
+        header_classes = transcript.query_one(RunHeader).classes
+        assert "completed" in header_classes or "-completed" in header_classes
         assert chat.composer.text == ""
         assert str(chat.query_one("#chat-title").render()) == "calculate 6*7"
         sessions = app.screen.query_one("SessionsPane").sessions
@@ -337,7 +338,7 @@ async def test_runs_list_inspect_discard_and_finalize(tmp_path):
         inspector = app.screen.query_one("CheckpointInspector")
         from rich.console import Console
 
-        console = Console(width=100, record=True, file=open("/dev/null", "w"))
+        console = Console(width=100, record=True, file=io.StringIO())
         console.print(inspector.shown)
         body = console.export_text()
         assert app.screen.inspected in ("run-x", "run-y")

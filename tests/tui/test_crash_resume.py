@@ -12,7 +12,6 @@ from pathlib import Path
 from lovia import Agent, SQLiteSession, ToolResult, tool
 from lovia.builtin_tools import calculate, current_time
 from lovia.models import DemoModel
-
 from tests.tui.conftest import make_app, settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
