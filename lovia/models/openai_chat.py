@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
@@ -35,10 +36,17 @@ REDACTED = "[redacted]"
 WITHHELD = "[conversation text]"
 MAX_DETAIL_CHARS = 4000  # a server's error text kept in the message (and so in the checkpoint)
 MAX_DETAIL_LINES = 40  # enough for a server's traceback
-# A copy of a secret or of a conversation text cut off (by the server or by the caps above)
-# is still found from this many of its first or last characters on; shorter pieces say too
-# little to matter, and looking for them would hide ordinary words.
-MIN_COPY_CHARS = 8
+# A key cut off (by the server or by the caps above) is still found from this many of its
+# first or last characters on, counted past its public prefix: fewer say too little of it,
+# and the first few of every key of one kind are the same.
+MIN_SECRET_CHARS = 12
+PUBLIC_KEY_PREFIXES = ("Bearer ", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-ant-api03-", "sk-ant-", "sk-or-v1-",
+                       "sk-", "gsk_", "xai-", "hf_")
+# Conversation text in a server's error: a run of this many characters of whole words shared
+# with the conversation is an echo of it, and so is a quoted string of this many found in it.
+# Shorter shared runs are ordinary phrases that a server's own text shares with many a prompt.
+MIN_ECHO_CHARS = 20
+MIN_QUOTED_CHARS = 4
 # Request fields a server may refuse by name; then they are left out from then on.
 _OPTIONAL_FIELDS = ("stream_options", "tool_choice")
 
@@ -118,7 +126,7 @@ class OpenAIChatModel:
         if request.tools:
             kwargs["tools"] = [_tool_param(spec) for spec in request.tools]
             kwargs["tool_choice"] = "auto"
-        conversation = _conversation_texts(kwargs["messages"])
+        conversation = _Conversation.of(kwargs)
         connected = False  # past this point a transport error means the stream broke off
         try:
             stream = await self._create(kwargs, conversation)
@@ -166,7 +174,7 @@ class OpenAIChatModel:
                 f"cannot reach {self.name} at {self._where()}: {_cause(exc)}. Is the server running?"
             ) from None
 
-    async def _create(self, kwargs: dict[str, Any], conversation: Sequence[str]) -> Any:
+    async def _create(self, kwargs: dict[str, Any], conversation: _Conversation) -> Any:
         """Open the stream. A field the server refuses by name is dropped and the request sent
         again; once a request without it is taken, the field stays out of later requests too.
 
@@ -199,7 +207,7 @@ class OpenAIChatModel:
         parts = urlsplit(self.base_url)
         return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
-    def _status_error(self, exc: openai.APIStatusError, conversation: Sequence[str]) -> ModelError:
+    def _status_error(self, exc: openai.APIStatusError, conversation: _Conversation) -> ModelError:
         # The advice comes first and the server's text last: a multi-line traceback then
         # leaves the advice on the first line, the one a transcript shows collapsed.
         status = exc.status_code
@@ -214,18 +222,21 @@ class OpenAIChatModel:
             return self._error(f"{self.name} is rate limiting requests (429); wait and retry: {detail}")
         return self._error(f"{self.name} answered {status}: {detail}")
 
-    def _detail(self, exc: openai.APIStatusError, conversation: Sequence[str]) -> str:
+    def _detail(self, exc: openai.APIStatusError, conversation: _Conversation) -> str:
         """What the server said, safe to show and store: the key taken out before the text is
         cut (a cut through the key would hide it from the search), then cut to a sane length,
-        then any conversation text it quotes taken out."""
+        then any conversation text it quotes taken out (before the note on what was cut, so a
+        quote the cut broke off still counts as one)."""
         # Not exc.message: some client versions put the whole body into it.
-        text = self._redact(_body_text(exc.body) or "the server sent no error message")
-        return _withhold(_clip(text), conversation, WITHHELD)
+        text, note = _clip(self._redact(_body_text(exc.body) or "the server sent no error message"))
+        return conversation.withhold(text) + note
 
     def _redact(self, text: str) -> str:
         for form in self._hidden:  # whole copies first, however short: a key is never an ordinary word
             text = text.replace(form, REDACTED)
-        return _withhold(text, self._hidden, REDACTED)
+        for form in self._hidden:
+            text = _redact_cut_copies(text, form)
+        return text
 
     def _error(self, message: str, *, retriable: bool = False) -> ModelError:
         """A :class:`ModelError` whose message never holds the API key, whatever a server echoed."""
@@ -235,46 +246,40 @@ class OpenAIChatModel:
 
 
 def _secret_forms(api_key: str | None, base_url: str | None) -> list[str]:
-    """The key as a server may echo it (as sent, URL-encoded), and the credentials and query of
-    ``base_url`` (``user:password@``, ``?api-key=...``)."""
-    forms = [api_key, quote(api_key, safe=""), quote_plus(api_key)] if api_key else []
+    """The key as a server may echo it (as sent, URL-encoded, JSON-escaped), and the credentials
+    and query of ``base_url`` (``user:password@``, ``?api-key=...``)."""
+    forms = [api_key, quote(api_key, safe=""), quote_plus(api_key), json.dumps(api_key)[1:-1]] if api_key else []
     if base_url:
         parts = urlsplit(base_url)
         forms += [parts.netloc.rpartition("@")[0], parts.query]
     return sorted({form for form in forms if form}, key=len, reverse=True)
 
 
-def _conversation_texts(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """The conversation text in a request's messages: what a server's error must not quote."""
-    texts: list[str] = []
-    for message in messages:
-        if isinstance(message.get("content"), str):
-            texts.append(message["content"])
-        texts += [call["function"]["arguments"] for call in message.get("tool_calls") or ()]
-    return [text for text in texts if text.strip()]
+def _redact_cut_copies(text: str, secret: str) -> str:
+    """``text`` with every cut-off copy of ``secret`` replaced by :data:`REDACTED`: a run of its
+    first or of its last characters that holds :data:`MIN_SECRET_CHARS` or more of the secret
+    beyond its public prefix (:data:`PUBLIC_KEY_PREFIXES`). Shorter runs give nothing away, and
+    looking for them would hide the shared prefix of every other key of the same kind."""
+    public = len(_public_prefix(secret))
+    if len(secret) - public < MIN_SECRET_CHARS:
+        return text  # only whole copies can be told apart from other keys' parts
+    text = _replace_leading_runs(text, secret, public + MIN_SECRET_CHARS, REDACTED)
+    # The last characters: the same search on the reversed strings.
+    return _replace_leading_runs(text[::-1], secret[::-1], MIN_SECRET_CHARS, REDACTED[::-1])[::-1]
 
 
-def _withhold(text: str, secrets: Iterable[str], placeholder: str) -> str:
-    """``text`` with every copy of each of ``secrets`` replaced by ``placeholder``: whole, JSON-
-    escaped (as an echoed request holds it), or cut off, that is any run of its first or of its
-    last :data:`MIN_COPY_CHARS` characters or more. A secret shorter than that is replaced only
-    as a quoted string, as an echoed request holds it; anywhere, it would hide ordinary words."""
-    for secret in secrets:
-        if len(secret) < MIN_COPY_CHARS:
-            for form in {json.dumps(secret), json.dumps(secret, ensure_ascii=False), repr(secret)}:
-                text = text.replace(form, f'"{placeholder}"')
-            continue
-        for form in {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}:
-            text = _replace_leading_runs(text, form, placeholder)
-            # The last characters: the same search on the reversed strings.
-            text = _replace_leading_runs(text[::-1], form[::-1], placeholder[::-1])[::-1]
-    return text
+def _public_prefix(secret: str) -> str:
+    """The leading part of ``secret`` that says only what kind of key it is (``sk-proj-``, say)."""
+    prefix = ""
+    while match := next((p for p in PUBLIC_KEY_PREFIXES if secret.startswith(prefix + p)), None):
+        prefix += match  # "Bearer sk-proj-": one public prefix after another
+    return prefix
 
 
-def _replace_leading_runs(text: str, secret: str, placeholder: str) -> str:
-    """``text`` with every run of ``secret``'s first characters, at least :data:`MIN_COPY_CHARS`
-    of them and as many as match, replaced by ``placeholder``."""
-    head = secret[:MIN_COPY_CHARS]
+def _replace_leading_runs(text: str, secret: str, min_chars: int, placeholder: str) -> str:
+    """``text`` with every run of ``secret``'s first characters, at least ``min_chars`` of them
+    and as many as match, replaced by ``placeholder``."""
+    head = secret[:min_chars]
     kept: list[str] = []
     start = 0
     while (found := text.find(head, start)) != -1:
@@ -286,15 +291,175 @@ def _replace_leading_runs(text: str, secret: str, placeholder: str) -> str:
     return "".join(kept) + text[start:]
 
 
-def _clip(text: str) -> str:
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """The conversation text of one request (message contents, tool-call arguments), which a
+    server's error must not quote, and the request's other strings (roles, field and tool
+    names, the model), which it may.
+
+    :meth:`withhold` replaces by :data:`WITHHELD`:
+
+    - every run of :data:`MIN_ECHO_CHARS` or more characters of whole words that also occurs in
+      the conversation (as written, JSON- or Python-escaped), wherever it stands: a quote of any
+      part of a message, its middle included. Shorter shared runs are ordinary phrases
+      ("You are not ...") that a server's own text shares with many a system prompt;
+    - every quoted string (in ``"..."`` or ``'...'``, or from a quote to the end of a cut-off
+      text) that is a whole conversation text, or has :data:`MIN_QUOTED_CHARS` or more
+      characters and occurs in one as whole words, unless it is one of the request's other
+      strings or a word of the protocol (``"user"``, ``"auto"``, ``"none"``).
+    """
+
+    texts: tuple[str, ...]
+    protocol: frozenset[str]
+
+    @classmethod
+    def of(cls, request: dict[str, Any]) -> _Conversation:
+        """The conversation in the fields of a Chat Completions request."""
+        texts: list[str] = []
+        protocol: set[str] = set(_PROTOCOL_WORDS)
+
+        def walk(value: object, in_messages: bool) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    protocol.add(str(key))
+                    if in_messages and key in ("content", "arguments") and isinstance(item, str):
+                        texts.append(item)
+                    else:
+                        walk(item, in_messages)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item, in_messages)
+            elif isinstance(value, str):
+                protocol.add(value)
+
+        for key, value in request.items():
+            protocol.add(key)
+            walk(value, key == "messages")
+        return cls(tuple(text for text in texts if text.strip()), frozenset(protocol))
+
+    def withhold(self, text: str) -> str:
+        """``text`` with what it quotes of the conversation replaced by :data:`WITHHELD`."""
+        forms = {form for conversation in self.texts for form in _escaped_forms(conversation)}
+        spans = sorted(_echoed_runs(text, forms) + self._quoted_copies(text, forms))
+        kept: list[str] = []
+        done = 0
+        for start, end in spans:
+            if end <= done:
+                continue
+            if start >= done:
+                kept += [text[done:start], WITHHELD]
+            done = end
+        return "".join(kept) + text[done:]
+
+    def _quoted_copies(self, text: str, forms: set[str]) -> list[tuple[int, int]]:
+        verdicts: dict[str, bool] = {}  # an echoed request repeats its quoted strings many times
+        spans = []
+        for start, end in _quoted_strings(text):
+            quoted = text[start:end]
+            if quoted not in verdicts:
+                verdicts[quoted] = quoted in forms or (
+                    len(quoted) >= MIN_QUOTED_CHARS
+                    and quoted not in self.protocol
+                    and any(_occurs_as_words(quoted, form) for form in forms)
+                )
+            if verdicts[quoted]:
+                spans.append((start, end))
+        return spans
+
+
+# Words of the Chat Completions protocol a server may quote although this request did not send
+# them (a validation error listing the allowed values, say); never taken for conversation text.
+_PROTOCOL_WORDS = ("system", "developer", "user", "assistant", "tool", "function", "auto", "none", "required",
+                   "text", "json_object", "json_schema", "string", "object", "array", "null")
+
+
+def _escaped_forms(text: str) -> set[str]:
+    """``text`` as written and as an echoed request holds it: JSON-escaped, Python-escaped."""
+    return {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1], repr(text)[1:-1]}
+
+
+def _echoed_runs(text: str, sources: Iterable[str]) -> list[tuple[int, int]]:
+    """Where ``text`` repeats :data:`MIN_ECHO_CHARS` or more consecutive characters of one of
+    ``sources``, as spans cut back to whole words of ``text``.
+
+    ``text`` is short (a capped error) and the sources may be long (a whole conversation), so
+    the index is of ``text``'s windows of that length, and each source is slid past it once."""
+    width = MIN_ECHO_CHARS
+    windows: dict[str, list[int]] = {}
+    for i in range(len(text) - width + 1):
+        windows.setdefault(text[i : i + width], []).append(i)
+    covered = bytearray(len(text))
+    for source in sources:
+        for j in range(len(source) - width + 1):
+            for i in windows.pop(source[j : j + width], ()):  # popped: each window is marked once
+                covered[i : i + width] = b"\x01" * width
+            if not windows:
+                break
+    spans = []
+    for run in re.finditer(rb"\x01+", bytes(covered)):
+        start, end = _whole_words(text, run.start(), run.end())
+        if end - start >= MIN_ECHO_CHARS:
+            spans.append((start, end))
+    return spans
+
+
+def _whole_words(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span ``start:end`` of ``text`` without a word cut at either end and without the
+    spaces around it: a withheld run then never takes half of the server's own word."""
+    if 0 < start < end and _is_word(text[start - 1]) and _is_word(text[start]):
+        while start < end and _is_word(text[start]):
+            start += 1
+    if start < end < len(text) and _is_word(text[end]) and _is_word(text[end - 1]):
+        while end > start and _is_word(text[end - 1]):
+            end -= 1
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _quoted_strings(text: str) -> set[tuple[int, int]]:
+    """The spans of ``text`` that may be quoted strings: JSON strings (escapes included), the
+    text between any two neighbouring quote marks of one kind on a line (an apostrophe pairs
+    the quotes wrongly otherwise), and the text from a line's last quote mark to its end (a
+    quote the server or the cap cut off)."""
+    spans = {(match.start(1), match.end(1)) for match in re.finditer(r'"((?:[^"\\\n]|\\.)*)"', text)}
+    for line in re.finditer(r"[^\n]+", text):
+        for mark in "\"'":
+            at = [i for i in range(line.start(), line.end()) if text[i] == mark]
+            if at:
+                spans.update((a + 1, b) for a, b in zip(at, [*at[1:], line.end()], strict=True))
+    return {(start, end) for start, end in spans if start < end}
+
+
+def _occurs_as_words(part: str, text: str) -> bool:
+    """Whether ``part`` occurs in ``text`` not as a piece of a longer word."""
+    if part not in text:
+        return False
+    before = r"(?<!\w)" if _is_word(part[0]) else ""
+    after = r"(?!\w)" if _is_word(part[-1]) else ""
+    return re.search(before + re.escape(part) + after, text) is not None
+
+
+def _clip(text: str) -> tuple[str, str]:
     """The first :data:`MAX_DETAIL_LINES` lines of ``text``, and of those the first
-    :data:`MAX_DETAIL_CHARS` characters, saying how much was left out."""
+    :data:`MAX_DETAIL_CHARS` characters; and the note saying how much was left out."""
     lines = text.splitlines()
-    if len(lines) > MAX_DETAIL_LINES:
-        text = "\n".join(lines[:MAX_DETAIL_LINES]) + f"\n… ({len(lines) - MAX_DETAIL_LINES} more lines)"
+    more_lines = max(0, len(lines) - MAX_DETAIL_LINES)
+    note = ""
+    if more_lines:
+        text = "\n".join(lines[:MAX_DETAIL_LINES])
+        note = f"\n… ({more_lines} more lines)"
     if len(text) > MAX_DETAIL_CHARS:
-        text = f"{text[:MAX_DETAIL_CHARS]}… ({len(text) - MAX_DETAIL_CHARS} more characters)"
-    return text
+        also = f" and {more_lines} more lines" if more_lines else ""
+        note = f"… ({len(text) - MAX_DETAIL_CHARS} more characters{also})"
+        text = text[:MAX_DETAIL_CHARS]
+    return text, note
 
 
 def _body_text(body: object) -> str:
@@ -326,7 +491,7 @@ def _body_text(body: object) -> str:
     return f"an error without a message (its fields: {', '.join(names)}{more})"
 
 
-def _names_field(body: object, field: str, conversation: Sequence[str]) -> bool:
+def _names_field(body: object, field: str, conversation: _Conversation) -> bool:
     """Whether an error body (JSON) names ``field`` as what was refused: as OpenAI's ``param``,
     in a FastAPI item's ``loc``, or as a word of its message once quoted conversation is out."""
     if isinstance(body, list):
@@ -341,7 +506,7 @@ def _names_field(body: object, field: str, conversation: Sequence[str]) -> bool:
     for key in ("message", "msg", "detail", "error"):
         value = body.get(key)
         if isinstance(value, str):
-            if re.search(rf"\b{field}\b", _withhold(value, conversation, WITHHELD)):
+            if re.search(rf"\b{field}\b", conversation.withhold(_clip(value)[0])):
                 return True
         elif _names_field(value, field, conversation):
             return True

@@ -11,10 +11,14 @@ its first event once, then works), ``no-finish`` (ends cleanly but never says it
 bodies, as llama-cpp-python sends), ``traceback`` (a 500 whose plain-text body is a Python
 traceback) and ``echo-key`` (a 401 whose body echoes the Authorization header), with its variants
 ``echo-key-straddle`` (the key starts just before the 4000th character of the message),
-``echo-key-quoted`` (URL-encoded) and ``echo-key-cut`` (the server cut its echo off part way into the key).
+``echo-key-quoted`` (URL-encoded), ``echo-key-cut`` (the server cut its echo off part way into the key)
+and ``echo-key-masked`` (OpenAI's way: the key's first 8 and last 4 characters, stars between).
 Errors that echo the request: ``echo-request-text`` (a 400 whose plain-text body quotes the request
 body), ``echo-request-json`` (a 500 with an unknown JSON shape holding the request) and
-``echo-request-message`` (a 400 whose error message quotes the messages). Refusals by name:
+``echo-request-message`` (a 400 whose error message quotes the messages), ``echo-excerpt`` (a 400
+quoting the middle of the last message's words, all but its first and last) and ``echo-excerpt-quoted``
+(a 400 quoting its third to fifth words in double quotes). ``forbidden`` is OpenAI's 403 for a
+model the key may not use. Refusals by name:
 ``forbids-stream-options`` (FastAPI's 422 naming ``stream_options`` in ``loc``) and
 ``tool-choice-then-down`` (a 400 naming ``tool_choice`` only in ``param``; without it, 503).
 
@@ -118,7 +122,8 @@ class SSEServer:
         if refusal:
             return self._text(handler, 500, refusal)
         errors = {"auth": (401, "Incorrect API key provided."), "missing": (404, "The model does not exist."),
-                  "overloaded": (500, "The server is overloaded.")}
+                  "overloaded": (500, "The server is overloaded."),
+                  "forbidden": (403, "You are not allowed to sample from this model")}
         if model in errors:
             status, message = errors[model]
             return self._json(handler, status, {"error": {"message": message, "type": "invalid_request_error"}})
@@ -143,6 +148,13 @@ class SSEServer:
         if model == "echo-request-message":
             return self._json(handler, 400, {"error": {
                 "message": f"invalid messages: {json.dumps(body['messages'])}", "type": "invalid_request_error"}})
+        if model.startswith("echo-excerpt"):
+            words = str(body["messages"][-1]["content"]).split()
+            if model == "echo-excerpt-quoted":
+                message = f'invalid input near: "{" ".join(words[2:5])}" (position 12)'
+            else:
+                message = f"could not parse {' '.join(words[1:-1])} as a request"
+            return self._json(handler, 400, {"error": {"message": message, "type": "invalid_request_error"}})
         if model == "forbids-stream-options" and "stream_options" in body:
             return self._json(handler, 422, {"detail": [
                 {"type": "extra_forbidden", "loc": ["body", "stream_options"], "msg": "Extra inputs are not permitted",
@@ -225,6 +237,8 @@ def _echoed_key(model: str, handler: BaseHTTPRequestHandler) -> str:
         return lead + "." * (MAX_DETAIL_CHARS - 10 - len(lead) - len("Bearer ")) + authorization + " (twice)" * 20
     if model == "echo-key-quoted":
         return f"rejected key in https://example.test/v1?api-key={quote(key, safe='')}"
+    if model == "echo-key-masked":
+        return f"Incorrect API key provided: {key[:8]}{'*' * 24}{key[-4:]}. You can find your API key at https://platform.openai.com/account/api-keys."
     if model == "echo-key-cut":
         return f"rejected credentials: Bearer {key[:len(key) // 2]}"
     return f"rejected credentials: {authorization}"

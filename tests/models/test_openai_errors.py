@@ -14,6 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from lovia import Agent, CheckpointOptions, ModelError, Runner, SQLiteCheckpointer, UserMessage
+from lovia.cli import DEFAULT_INSTRUCTIONS
 from lovia.models import ModelRequest, OpenAIChatModel, TextChunk
 from lovia.tools import ToolSpec
 from tests.models.sse_server import SSEServer
@@ -70,6 +71,15 @@ async def test_a_key_the_server_cut_off_part_way_is_redacted(server):
     assert SECRET[: len(SECRET) // 2] not in message and message.endswith("Bearer [redacted]")
 
 
+async def test_the_public_prefix_and_last_characters_of_a_key_are_not_taken_for_the_key(server):
+    """OpenAI names a wrong key by its kind (``sk-proj-``, shared by every project key) and its
+    last four characters: neither says anything of the secret, and both help find the key."""
+    key = "sk-proj-4fG7hJ2kL9mN0pQ3rS6tU8vWxY1z"
+    m = OpenAIChatModel("echo-key-masked", base_url=server.base_url, api_key=key, retries=0, timeout=10)
+    message = await error_of(m)
+    assert f"Incorrect API key provided: sk-proj-{'*' * 24}xY1z. You can find your API key" in message
+
+
 # -- the request and the conversation ----------------------------------------------------------
 
 @pytest.mark.parametrize("name, status", [("echo-request-text", "400"), ("echo-request-json", "500"),
@@ -85,6 +95,22 @@ async def test_an_error_that_echoes_the_request_does_not_quote_the_conversation(
     head = (await checkpointer.load("r1")).head
     assert head.status == "failed" and not [words for words in PRIVATE if words in head.error]
     await checkpointer.close()
+
+
+async def test_an_excerpt_from_the_middle_of_a_message_is_withheld(server):
+    request = ModelRequest("", [UserMessage(text="What's the weather in Paris tomorrow at noon?")], [])
+    message = await error_of(model(server, "echo-excerpt"), request)
+    assert message.endswith(": could not parse [conversation text] as a request")
+    quoted = await error_of(model(server, "echo-excerpt-quoted"), request)
+    assert quoted.endswith(': invalid input near: "[conversation text]" (position 12)')
+
+
+async def test_a_server_error_that_begins_like_the_system_prompt_is_shown_as_sent(server):
+    """The server's own words are not conversation text because a prompt shares a phrase with them."""
+    request = ModelRequest(DEFAULT_INSTRUCTIONS, [UserMessage(text="You are not to use tools. Hello!")], [])
+    assert DEFAULT_INSTRUCTIONS.startswith("You are ")
+    message = await error_of(model(server, "forbidden"), request)
+    assert message.endswith("(403); check OPENAI_API_KEY: You are not allowed to sample from this model")
 
 
 async def test_an_unknown_json_error_shape_shows_its_fields_not_its_values(server):
