@@ -16,6 +16,7 @@ from lovia import (
     ToolCall,
     UserMessage,
 )
+from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.run_header import RunHeader
 from tests.tui.conftest import make_app, settle, wait_for
 
@@ -72,3 +73,23 @@ async def test_runs_pane_and_transcript_tell_running_elsewhere_from_crashed(tmp_
     async with SQLiteCheckpointer(db, wal=True) as checkpointer:
         live = (await checkpointer.load("run-live")).head
         assert (live.status, live.owner, live.claim) == ("running", BUILD_HOST, "token-run-live")
+
+
+async def test_deleting_a_session_whose_run_executes_elsewhere_is_refused_and_the_app_stays_up(tmp_path):
+    db = tmp_path / "lovia.db"
+    await store_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        sessions = app.screen.query_one("#session-list")
+        sessions.focus()
+        sessions.highlighted = 0  # the only session, s-a
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.is_running and app.return_code is None
+        assert any("being executed by process 4242 on build-7" in n.message for n in app._notifications)
+        assert not any("lapsed job" in n.message or "live job" in n.message for n in app._notifications)
+    async with SQLiteSession(db, wal=True) as session:
+        assert [s.run_id for s in await session.segments("s-a")] == ["old"]  # nothing was deleted

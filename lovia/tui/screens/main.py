@@ -107,12 +107,21 @@ class MainScreen(Screen):
 
     @work(group="dialog")
     async def _session_flow(self, action: str, session_id: str) -> None:
+        try:
+            await self._act_on_session(action, session_id)
+        except LoviaError as exc:  # refused (a run of it executes elsewhere) or a store error: say so, stay up
+            self.notify(str(exc), severity="error")
+        await self.refresh_lists()
+
+    async def _act_on_session(self, action: str, session_id: str) -> None:
         info = await self.backend.session_info(session_id)
         title = info.title if info else session_id
         if action == "rename":
             new_title = await self.app.push_screen_wait(PromptScreen("New title for this session:", title))
             if new_title is not None:
                 await self.backend.rename(session_id, new_title)
+                if self.chat.session_id == session_id:
+                    await self.chat.refresh_title()
         elif action == "delete":
             question = (f"Delete the session “{title}”?\nIts {info.entry_count if info else 0} entries and any "
                         "interrupted runs of it are removed for good.")
@@ -124,9 +133,6 @@ class MainScreen(Screen):
             await self.backend.delete_session(session_id)
             if self.chat.session_id == session_id:
                 await self.chat.open_session(None)
-        if action == "rename" and self.chat.session_id == session_id:
-            await self.chat.refresh_title()
-        await self.refresh_lists()
 
     @on(RunsPane.Highlighted)
     async def _run_highlighted(self, event: RunsPane.Highlighted) -> None:

@@ -291,6 +291,12 @@ class ChatPanel(Vertical):
 
     @work(exclusive=True, group="trim")
     async def _trim(self) -> None:
+        try:
+            await self._ask_and_trim()
+        except LoviaError as exc:  # a store error: nothing was trimmed, and the app stays up
+            self.notify(str(exc), severity="error")
+
+    async def _ask_and_trim(self) -> None:
         """Ask first, saying how much the trim reclaims when the store can tell; then trim."""
         assert self.session_id is not None
         preview = await self.backend.trim_preview(self.session_id)
