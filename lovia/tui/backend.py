@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -33,7 +34,7 @@ from lovia.checkpoint import (
 )
 from lovia.context import ContextPolicy
 from lovia.entries import Entry, UserMessage
-from lovia.errors import UserError
+from lovia.errors import LoviaError, UserError
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
@@ -50,6 +51,8 @@ from lovia.session import (
 )
 from lovia.transcript import drop_dangling_tool_calls
 
+# How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
+HEAL_NEWEST_RUNS = 20
 RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
@@ -256,6 +259,34 @@ class ChatBackend:
                                checkpoint=CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only"),
                                max_turns=self.max_turns, context_policy=self.context_policy)
         return session_id, stream
+
+    async def record_finished_runs(self, *, newest: int = HEAL_NEWEST_RUNS) -> list[tuple[str, str]]:
+        """Replay the newest completed runs, so that each is in its session; returns their (session, run) ids.
+
+        A process that dies between finalizing a run's checkpoint and appending it to the
+        session leaves a completed run that no list shows. The spec's replay heals it (the
+        append is idempotent) without calling the model, keeping the checkpoint as the
+        replay cache other workers sharing the file may rely on. Only the newest ``newest``
+        runs are looked at: the crash window is at a run's very end, so the run it leaves is
+        among the last to have completed.
+        """
+        checkpointer = self.checkpointer
+        if not isinstance(checkpointer, ListableCheckpointer):
+            return []
+        replayed: list[tuple[str, str]] = []
+        for summary in await checkpointer.list_runs(statuses=["completed"], limit=newest):
+            if summary.head.session_id is None:
+                continue
+            options = CheckpointOptions(checkpointer, summary.run_id, if_run_exists="resume_only")
+            with warnings.catch_warnings():  # an agent renamed since is no news here: the entries stand
+                warnings.simplefilter("ignore")
+                try:
+                    await Runner.run(self.agent, [], session=self.session, session_id=summary.head.session_id,
+                                     checkpoint=options)
+                except LoviaError:
+                    continue  # deleted or changed meanwhile: whoever did that owns it now
+            replayed.append((summary.head.session_id, summary.run_id))
+        return replayed
 
     async def discard(self, run_id: str) -> None:
         """Delete the run's checkpoint; refused while it executes (here or in another process)."""

@@ -47,6 +47,22 @@ class MainScreen(Screen):
         sessions = await self.backend.sessions()
         await self.open_session(sessions[0].session_id if sessions else None)
         self.query_one("#composer").focus()
+        self._record_finished_runs()
+
+    @work(group="heal")
+    async def _record_finished_runs(self) -> None:
+        """After the first paint: a run finished just before a crash gets into its session."""
+        try:
+            replayed = await self.backend.record_finished_runs()
+        except LoviaError as exc:
+            self.notify(f"Could not check the last finished runs: {exc}", severity="warning")
+            return
+        chat = self.chat
+        if any(session_id == chat.session_id and run_id not in chat.transcript.run_ids
+               for session_id, run_id in replayed) and not chat.running:
+            await chat.open_session(chat.session_id)  # one of its runs was missing from what is shown
+        if replayed:
+            await self.refresh_lists()
 
     async def open_session(self, session_id: str | None) -> None:
         """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any."""

@@ -101,6 +101,11 @@ class Transcript(VerticalScroll, can_focus=True):
         self.anchor()  # stays at the bottom while markdown lays out and new content streams in
 
     @property
+    def run_ids(self) -> set[str]:
+        """The runs shown (mounted or not yet), by id."""
+        return {item.run.run_id for item in self._items if item.run is not None}
+
+    @property
     def older_hidden(self) -> int:
         """How many items are not mounted yet."""
         return self._first_mounted
