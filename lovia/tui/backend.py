@@ -290,7 +290,11 @@ class ChatBackend:
 
     async def discard(self, run_id: str) -> None:
         """Delete the run's checkpoint; refused while it executes (here or in another process)."""
-        async with self._taken(run_id):
+        async with self._taken(run_id) as snapshot:
+            if snapshot is not None and snapshot.head.status == "completed":
+                # Its session has it; its checkpoint is the replay cache a worker re-issuing it relies on.
+                raise UserError(f"run {run_id} completed meanwhile, so there is nothing to discard; reopen its "
+                                "session to see it")
             await self.checkpointer.delete(run_id)
 
     async def finalize(self, run_id: str) -> tuple[str, int]:

@@ -122,6 +122,18 @@ async def test_finalize_refuses_a_run_that_completed_meanwhile(make_backend):
     assert kept.head.status == "completed" and kept.entries == entries  # left for its replay
 
 
+async def test_discard_refuses_a_run_that_completed_meanwhile(make_backend):
+    """A stale runs list offers a run that completed since: its checkpoint is a replay cache, kept."""
+    backend = make_backend(InMemorySession())
+    done = stored_head(status="completed", session_id="u1", lease_until=None)
+    entries = [*ENTRIES, AssistantMessage(text="the whole answer")]
+    await backend.checkpointer.save(RunSnapshot("r1", done, entries))
+    with pytest.raises(UserError, match="completed meanwhile"):
+        await backend.discard("r1")
+    kept = await backend.checkpointer.load("r1")
+    assert kept.head.status == "completed" and kept.entries == entries and not kept.head.is_held()
+
+
 async def test_a_failed_action_on_a_run_taken_gives_it_back_once_the_claim_is_released(make_backend):
     """After the failed action nothing holds the run: it can be resumed or discarded at once."""
     backend = make_backend(FailingAppends())
