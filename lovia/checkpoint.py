@@ -56,12 +56,30 @@ DEFAULT_LEASE_SECONDS = 60.0
 
 def _process_start_ticks(pid: int) -> int | None:
     """The kernel's start time of ``pid`` (Linux), which tells a reused pid from the original."""
+    fields = _proc_stat(pid)
+    try:
+        return int(fields[19]) if fields else None  # field 22 of stat(5); the split starts at field 3
+    except (IndexError, ValueError):
+        return None
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether ``pid`` is a zombie (Linux): killed or exited, waiting for its parent to reap it.
+
+    ``kill(pid, 0)`` still succeeds on a zombie, so without this a run whose owner was just
+    killed would look held until its parent (or init) reaps it, which may be never.
+    """
+    fields = _proc_stat(pid)
+    return bool(fields) and fields[0] in (b"Z", b"X")
+
+
+def _proc_stat(pid: int) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` from the state on (field 3 of stat(5)); empty if unreadable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        return int(fields[19])  # field 22 of stat(5); the split starts at field 3
-    except (OSError, IndexError, ValueError):
-        return None
+            return stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def _boot_id() -> str | None:
@@ -122,6 +140,8 @@ class RunOwner:
             return False
         except PermissionError:
             pass  # exists, owned by someone else
+        if _has_exited(self.pid):
+            return False
         if self.started is not None:
             return _process_start_ticks(self.pid) == self.started
         return True

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -164,6 +165,28 @@ def test_a_reused_pid_is_not_mistaken_for_the_owner():
         pytest.skip("process start times are only readable on Linux")
     assert me.is_alive() is True
     assert dataclasses.replace(me, started=me.started + 1).is_alive() is False
+
+
+def test_a_killed_owner_not_yet_reaped_is_dead():
+    """A SIGKILLed owner whose parent has not reaped it is a zombie: kill(pid, 0) still succeeds."""
+    if RunOwner.current().started is None:
+        pytest.skip("process states are only readable on Linux")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    try:
+        owner = dataclasses.replace(RunOwner.current(), pid=child.pid,
+                                    started=int(stat.read_bytes().rsplit(b")", 1)[1].split()[19]))
+        assert owner.is_alive() is True
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30  # a bound on waiting for the kernel, not a measurement
+        while b") Z" not in stat.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert owner.is_alive() is False  # not reaped yet: still a zombie
+        head = RunHead(agent="a", status="running", owner=owner, claim="theirs", lease_until=time.time() + 3600)
+        assert head.crashed and head.holder() is None  # taken over at once, lease or not
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_head_from_a_newer_lovia_loads_leniently():
