@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
+import rich
+from rich.segment import Segments
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -52,6 +54,18 @@ class LoviaApp(App[None]):
 
     async def on_unmount(self) -> None:
         await self.backend.close()
+
+    def _fatal_error(self) -> None:
+        # Textual's crash report prints every frame's local variables, which would put the
+        # conversation, or an API key, on the terminal and into whatever logs it: ours shows
+        # the traceback without them. Private Textual API, guarded by
+        # tests/tui/test_textual_private_names.py and the pinned Textual range.
+        from rich.traceback import Traceback
+
+        self.bell()
+        traceback = Traceback(show_locals=False, width=None, suppress=[rich])
+        self._exit_renderables.append(Segments(self.console.render(traceback, self.console.options)))
+        self._close_messages_no_wait()
 
     def _remember_theme(self, theme: Theme) -> None:
         if self.state is not None:

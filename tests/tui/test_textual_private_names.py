@@ -7,6 +7,7 @@ with a pointer, instead of as a puzzling symptom in a pilot test.
 from __future__ import annotations
 
 import inspect
+import io
 
 import pytest
 from textual.app import App, ComposeResult
@@ -47,3 +48,41 @@ async def test_the_apps_notifications_can_be_read():
         app.notify("saved")
         await pilot.pause()
         assert [notification.message for notification in app._notifications] == ["saved"]
+
+
+def test_the_crash_report_we_replace_exists():
+    # LoviaApp._fatal_error replaces Textual's crash report (which prints every frame's locals)
+    # and uses what Textual's own does: _exit_renderables and _close_messages_no_wait.
+    from lovia.tui.app import LoviaApp
+
+    assert "_fatal_error" in vars(App) and "_fatal_error" in vars(LoviaApp)
+    assert list(inspect.signature(App._fatal_error).parameters) == ["self"]
+    assert callable(getattr(App, "_close_messages_no_wait", None))
+    assert isinstance(App()._exit_renderables, list)
+
+
+async def test_a_crash_report_shows_no_local_variables(tmp_path):
+    """A crash prints the traceback, never the locals of its frames (conversation text, keys)."""
+    from rich.console import Console
+
+    from tests.tui.conftest import make_app
+
+    secret = "-".join(["sk", "never", "printed", str(6 * 7)])  # built, so the source shows no copy of it
+
+    def fail_with_a_secret_in_scope() -> None:
+        api_key = secret  # noqa: F841 - a local a crash report with locals would show
+        raise RuntimeError("boom")
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        try:
+            fail_with_a_secret_in_scope()
+        except RuntimeError:
+            app._fatal_error()  # what Textual calls for an unhandled exception, inside its handler
+        console = Console(record=True, width=120, file=io.StringIO())
+        for renderable in app._exit_renderables:
+            console.print(renderable)
+    report = console.export_text()
+    assert "RuntimeError" in report and "boom" in report  # the report is there
+    assert secret not in report
