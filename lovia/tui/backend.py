@@ -53,6 +53,8 @@ from lovia.transcript import drop_dangling_tool_calls
 
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
 HEAL_NEWEST_RUNS = 20
+# The run ids this app makes; it replays only its own runs (see record_finished_runs).
+APP_RUN_PREFIX = "run-"
 RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
@@ -238,7 +240,7 @@ class ChatBackend:
         if not text.strip():
             raise UserError("an empty message is not sent")
         message = UserMessage(text=text)
-        run_id = f"run-{uuid.uuid4().hex}"
+        run_id = f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
         stream = Runner.stream(self.agent, [message], session=self.session, session_id=session_id,
                                checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
                                context_policy=self.context_policy)
@@ -268,14 +270,16 @@ class ChatBackend:
         append is idempotent) without calling the model, keeping the checkpoint as the
         replay cache other workers sharing the file may rely on. Only the newest ``newest``
         runs are looked at: the crash window is at a run's very end, so the run it leaves is
-        among the last to have completed.
+        among the last to have completed. Only the app's own runs (ids ``run-...``) are
+        replayed: a worker sharing the file heals its runs by re-issuing them, as the spec
+        says, and a session its code cleared must not come back.
         """
         checkpointer = self.checkpointer
         if not isinstance(checkpointer, ListableCheckpointer):
             return []
         replayed: list[tuple[str, str]] = []
         for summary in await checkpointer.list_runs(statuses=["completed"], limit=newest):
-            if summary.head.session_id is None:
+            if summary.head.session_id is None or not summary.run_id.startswith(APP_RUN_PREFIX):
                 continue
             options = CheckpointOptions(checkpointer, summary.run_id, if_run_exists="resume_only")
             with warnings.catch_warnings():  # an agent renamed since is no news here: the entries stand

@@ -22,7 +22,8 @@ async def store_finished_but_unrecorded(db) -> None:
         await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old",
                              meta={"timing": {"started_at": time.time() - 60, "finished_at": time.time() - 59}})
         for run_id, session_id, question in [("run-in-a", "s-a", "second question"),
-                                             ("run-in-b", "s-b", "a new conversation")]:
+                                             ("run-in-b", "s-b", "a new conversation"),
+                                             ("job-of-a-worker", "s-c", "a worker's own run")]:
             head = RunHead(agent="assistant", status="completed", turn=1, session_id=session_id,
                            first_input=question, started_at=time.time() - 5)
             await checkpointer.save(RunSnapshot(run_id, head, [
@@ -45,6 +46,8 @@ async def test_finished_runs_missing_from_their_sessions_are_recorded_at_start(t
         assert [e.text for e in await session.load("s-b")] == ["a new conversation", "answer to a new conversation"]
         # The checkpoints stay: other workers sharing the file may replay them.
         assert (await checkpointer.load("run-in-b")).head.status == "completed"
+        # A worker's run is the worker's to heal (by re-issuing it): the app leaves it alone.
+        assert await session.segments("s-c") == []
 
 
 async def test_recording_finished_runs_again_changes_nothing(tmp_path):
