@@ -99,7 +99,10 @@ class Runner:
 
         Cancelling the awaiting task stops the run: its checkpoint is marked
         ``interrupted`` before the cancellation propagates, and nothing is appended to the
-        session. Errors propagate after the checkpoint is marked ``failed``.
+        session. Once the run finalizes (its checkpoint completed, then the session append)
+        a cancellation waits for that to end and is raised after it: the run is completed and
+        in the session, ``RunCompleted`` was emitted, and ``on_run_end`` is not called.
+        Errors propagate after the checkpoint is marked ``failed``.
         """
         stream = Runner.stream(agent, input, session=session, session_id=session_id, checkpoint=checkpoint,
                                deps=deps, max_turns=max_turns, context_policy=context_policy)
@@ -237,12 +240,18 @@ class _Run:
                 return await self._drive(resumed=snapshot is not None)
         except asyncio.CancelledError:
             failure = self._renewal_error
-            if failure is None:
-                if self._completed is not None:
-                    # Stopped once its checkpoint said completed: it did complete (a store error in
-                    # its append heals on replay); the stop is only the caller's own cancellation.
-                    self._report_completion(self._completed)
+            if self._completed is not None:
+                # Stopped once its checkpoint said completed: it did complete (a store error in
+                # its append heals on replay). A stop is the caller's own cancellation, raised;
+                # one from a lease renewal that failed meanwhile is nobody's, and is dropped.
+                self._report_completion(self._completed)
+                if failure is None:
                     raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                return self._completed
+            if failure is None:
                 await self._mark("interrupted")
                 emit(RunInterrupted(self.run_id))
                 raise

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -54,7 +53,9 @@ from lovia.transcript import drop_dangling_tool_calls
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
 HEAL_NEWEST_RUNS = 20
 # The run ids this app makes; it replays only its own runs (see record_finished_runs).
-APP_RUN_PREFIX = "run-"
+APP_RUN_PREFIX = "lovia-run-"
+# How many completed runs are listed to find the app's newest among other workers' runs.
+HEAL_SCAN_FACTOR = 10
 RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
@@ -263,33 +264,38 @@ class ChatBackend:
         return session_id, stream
 
     async def record_finished_runs(self, *, newest: int = HEAL_NEWEST_RUNS) -> list[tuple[str, str]]:
-        """Replay the newest completed runs, so that each is in its session; returns their (session, run) ids.
+        """Replay the app's newest completed runs that their sessions lack; returns their (session, run) ids.
 
         A process that dies between finalizing a run's checkpoint and appending it to the
         session leaves a completed run that no list shows. The spec's replay heals it (the
         append is idempotent) without calling the model, keeping the checkpoint as the
-        replay cache other workers sharing the file may rely on. Only the newest ``newest``
-        runs are looked at: the crash window is at a run's very end, so the run it leaves is
-        among the last to have completed. Only the app's own runs (ids ``run-...``) are
-        replayed: a worker sharing the file heals its runs by re-issuing them, as the spec
-        says, and a session its code cleared must not come back.
+        replay cache. A run counts as missing when its session was last active before the
+        run was finalized (an append always comes after its run's finalizing save), or when
+        the session does not exist; a store that cannot say is replayed anyway. Only the
+        app's own runs (ids ``lovia-run-...``) are looked at, the newest ``newest`` of them:
+        the crash window is at a run's very end, and a worker sharing the file heals its runs
+        by re-issuing them, as the spec says (a session its code cleared must not come back).
         """
         checkpointer = self.checkpointer
         if not isinstance(checkpointer, ListableCheckpointer):
             return []
+        completed = await checkpointer.list_runs(statuses=["completed"], limit=newest * HEAL_SCAN_FACTOR)
+        ours = [r for r in completed if r.run_id.startswith(APP_RUN_PREFIX) and r.head.session_id][:newest]
         replayed: list[tuple[str, str]] = []
-        for summary in await checkpointer.list_runs(statuses=["completed"], limit=newest):
-            if summary.head.session_id is None or not summary.run_id.startswith(APP_RUN_PREFIX):
-                continue
+        for summary in ours:
+            session_id = summary.head.session_id
+            assert session_id is not None
+            if isinstance(self.session, DescribableSession):
+                info = await self.session.session_info(session_id)
+                last = info.last_activity if info is not None else None
+                if last is not None and last >= summary.head.updated_at:
+                    continue  # appended (or the session moved on since): nothing to heal
             options = CheckpointOptions(checkpointer, summary.run_id, if_run_exists="resume_only")
-            with warnings.catch_warnings():  # an agent renamed since is no news here: the entries stand
-                warnings.simplefilter("ignore")
-                try:
-                    await Runner.run(self.agent, [], session=self.session, session_id=summary.head.session_id,
-                                     checkpoint=options)
-                except LoviaError:
-                    continue  # deleted or changed meanwhile: whoever did that owns it now
-            replayed.append((summary.head.session_id, summary.run_id))
+            try:
+                await Runner.run(self.agent, [], session=self.session, session_id=session_id, checkpoint=options)
+            except LoviaError:
+                continue  # deleted or changed meanwhile: whoever did that owns it now
+            replayed.append((session_id, summary.run_id))
         return replayed
 
     async def discard(self, run_id: str) -> None:

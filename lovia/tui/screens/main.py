@@ -54,7 +54,7 @@ class MainScreen(Screen):
         """After the first paint: a run finished just before a crash gets into its session."""
         try:
             replayed = await self.backend.record_finished_runs()
-        except LoviaError as exc:
+        except Exception as exc:  # a check at start: it must never take the app down
             self.notify(f"Could not check the last finished runs: {exc}", severity="warning")
             return
         chat = self.chat
