@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lovia import InMemoryCheckpointer, InMemorySession, RunHead, RunSnapshot
+from lovia import InMemoryCheckpointer, InMemorySession, RunHead, RunSnapshot, tool
 from lovia.entries import Entry
 
 
@@ -69,3 +69,13 @@ class PlainCheckpointer:
 
     async def delete(self, run_id: str) -> bool:
         return self._runs.pop(run_id, None) is not None
+
+
+executions: list[str] = []  # what ``step`` ran, in order; tests clear it first
+
+
+@tool
+async def step(name: str) -> str:
+    """Record that a step ran."""
+    executions.append(name)
+    return f"did {name}"

@@ -18,8 +18,8 @@ from lovia import (
     RunHead,
     RunHooks,
     RunInterrupted,
-    RunOwner,
     Runner,
+    RunOwner,
     RunSnapshot,
     ScriptedModel,
     ScriptedTurn,
@@ -33,17 +33,7 @@ from lovia import (
     tool,
 )
 from lovia.models import call
-
-from tests.runtime.helpers import RecordingCheckpointer, RecordingSession, kinds
-
-executions: list[str] = []
-
-
-@tool
-async def step(name: str) -> str:
-    """Record that a step ran."""
-    executions.append(name)
-    return f"did {name}"
+from tests.runtime.helpers import RecordingCheckpointer, RecordingSession, executions, kinds, step
 
 
 @pytest.fixture(autouse=True)

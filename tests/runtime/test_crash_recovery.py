@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from lovia import SQLiteCheckpointer, SQLiteSession
-
 from tests.runtime.helpers import comparable
 
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -29,7 +29,6 @@ from lovia import (
     tool,
 )
 from lovia.models import call
-
 from tests.runtime.helpers import kinds
 
 

@@ -25,20 +25,10 @@ from lovia import (
     ToolCall,
     ToolResult,
     UserMessage,
-    tool,
 )
 from lovia.agent import Agent
 from lovia.models import call
-from tests.runtime.helpers import RecordingSession, kinds
-
-executions: list[str] = []
-
-
-@tool
-async def step(name: str) -> str:
-    """Record that a step ran."""
-    executions.append(name)
-    return f"did {name}"
+from tests.runtime.helpers import RecordingSession, executions, kinds, step
 
 
 @pytest.fixture(autouse=True)

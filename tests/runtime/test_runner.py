@@ -34,7 +34,6 @@ from lovia import (
     tool,
 )
 from lovia.models import OpenAIChatModel, call
-
 from tests.runtime.helpers import kinds
 
 
