@@ -99,9 +99,18 @@ class DemoModel:
         if _GREETING.match(said):
             return "Hello! I'm the offline demo model. Type `help` to see what I can do.", []
         return (
-            f"You said: “{said}”.\n\nI'm the offline **demo** model, so I only follow a few rules. "
+            f"You said: {_quoted(said)}.\n\nI'm the offline **demo** model, so I only follow a few rules. "
             "Type `help` for them, or connect a real model with `--model`."
         ), []
+
+
+def _quoted(said: str, width: int = 60) -> str:
+    """``said`` on one line as a Markdown code span, so fences, stars or links in it show as typed."""
+    flat = " ".join(said.split())
+    flat = flat if len(flat) <= width else flat[: width - 1] + "…"
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {flat} {ticks}"
 
 
 def _trailing_results(messages: Sequence[Entry]) -> list[tuple[ToolCall | None, ToolResult]]:

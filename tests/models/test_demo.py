@@ -59,3 +59,11 @@ def test_calculate_is_safe_arithmetic():
         calculate.function("__import__('os').system('true')")
     with pytest.raises(ValueError, match="digits"):
         calculate.function("9 ** 99999")
+
+
+async def test_an_echoed_message_keeps_its_markdown_as_typed():
+    """A pasted code fence or emphasis is echoed on one line inside a code span, not rendered into the answer."""
+    said = "look at this:\n```python\nprint('x')\n```\nand **this** `too`"
+    text, _ = await respond(UserMessage(text=said))
+    first_line = text.split("\n")[0]
+    assert first_line == "You said: ```` look at this: ```python print('x') ``` and **this** `too` ````."
