@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 from lovia.agent import Agent, RunHooks
 from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.checkpoint import (
+    ChangeReportingCheckpointer,
     Checkpointer,
     CheckpointOptions,
     ClaimingCheckpointer,
@@ -51,6 +52,7 @@ from lovia.runtime import (
     TurnFinished,
 )
 from lovia.session import (
+    ChangeReportingSession,
     DescribableSession,
     ListableSession,
     RenamableSession,
@@ -81,6 +83,8 @@ __all__ = [
     "Agent",
     "AgentResolutionError",
     "AssistantMessage",
+    "ChangeReportingCheckpointer",
+    "ChangeReportingSession",
     "CheckpointOptions",
     "Checkpointer",
     "ClaimingCheckpointer",

@@ -20,7 +20,7 @@ import dataclasses
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
@@ -30,6 +30,7 @@ from lovia.usage import Usage
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
+    "ChangeReportingCheckpointer",
     "CheckpointOptions",
     "Checkpointer",
     "ClaimingCheckpointer",
@@ -213,6 +214,12 @@ class RunHead:
     ``answered`` is set when a model turn asked for no tool calls: the run's answer is then
     its last assistant message (none if that turn said nothing), and a resume finalizes the
     run without calling the model again.
+
+    ``active_seconds`` is how long the run actually executed, summed over its executions
+    (each from its start or resume to its end); an execution in progress adds its time so
+    far with every save, so a killed run keeps what it ran until its last save. Unlike the
+    wall time from ``started_at``, it leaves out the time a run lay stopped. Heads stored
+    before lovia recorded it read ``0.0``.
     """
 
     agent: str
@@ -232,6 +239,7 @@ class RunHead:
     answered: bool = False
     claim: str | None = None
     lease_until: float | None = None
+    active_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -280,6 +288,8 @@ class RunHead:
         kwargs = {k: v for k, v in data.items() if k in known}
         kwargs["usage"] = Usage.from_dict(data.get("usage"))
         kwargs["owner"] = RunOwner.from_dict(data.get("owner"))
+        active = data.get("active_seconds")
+        kwargs["active_seconds"] = float(active) if isinstance(active, (int, float)) else 0.0
         if kwargs.get("status") not in RUN_STATUSES:
             kwargs["status"] = "interrupted"  # a status from a newer lovia: offer it for resume
         return cls(**kwargs)
@@ -380,6 +390,26 @@ class ListableCheckpointer(Checkpointer, Protocol):
         self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
     ) -> list[RunSummary]:
         """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
+        ...
+
+
+@runtime_checkable
+class ChangeReportingCheckpointer(Checkpointer, Protocol):
+    """A checkpointer that can tell, cheaply, whether someone else wrote to it.
+
+    The checkpoint side of :class:`~lovia.session.ChangeReportingSession`, with the same
+    promise: the terminal UI asks both once a second to show runs of other processes as
+    they progress. The bundled SQLite checkpointer implements it; the in-memory one does not,
+    as only its own process can write to it.
+    """
+
+    async def outside_change_token(self) -> Hashable:
+        """A token that changes when another connection or process commits to the store.
+
+        Equal tokens from two calls on one checkpointer mean nobody else committed in
+        between; different ones mean someone did. Writes through this object and reads need
+        not change it. Cheap: no table is read and no write lock taken.
+        """
         ...
 
 

@@ -7,13 +7,14 @@ appends the run's own entries as one segment when the run completes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from lovia.entries import Entry
 
 __all__ = [
+    "ChangeReportingSession",
     "ClosableStore",
     "DescribableSession",
     "ListableSession",
@@ -205,6 +206,28 @@ class RenamableSession(Session, Protocol):
 
     async def rename_session(self, session_id: str, title: str) -> None:
         """Give the session a title of its own (an empty title restores the default)."""
+        ...
+
+
+@runtime_checkable
+class ChangeReportingSession(Session, Protocol):
+    """A session store that can tell, cheaply, whether someone else wrote to it.
+
+    What a second window of the terminal UI asks once a second, so that it shows the runs
+    another process stores as they land. The bundled SQLite store implements it; the
+    in-memory one does not: its data lives in one object of one process, so every write to
+    it is made by code of that process, which can tell its own UI itself.
+    """
+
+    async def outside_change_token(self) -> Hashable:
+        """A token that changes when another connection or process commits to the store.
+
+        Two calls on one store object return equal tokens when nothing was committed to the
+        store by anyone else in between, and different ones when something was. Writes made
+        through this very object need not change it (SQLite's do not), and neither do reads.
+        The check is cheap: it reads no table and never takes a write lock, so it may be
+        called every second. A closed store raises :class:`~lovia.errors.StoreError`.
+        """
         ...
 
 

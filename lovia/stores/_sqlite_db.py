@@ -400,14 +400,36 @@ class SQLiteDatabase:
         """Run ``fn`` in a read transaction, so it sees one consistent state of the file."""
         return await self._transact(fn, "BEGIN", action)
 
+    async def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version`` on this store's connection.
+
+        It changes when another connection, of this process or another, committed to the file
+        since this connection last looked, and not for this connection's own writes. One
+        statement on the worker thread, between this store's transactions: it reads the
+        file's change counter (in WAL mode, the header of the WAL index), no table, and
+        takes no write lock. In WAL mode a writer never blocks it; in rollback-journal mode
+        it waits, like any read, for a commit under way (up to the busy timeout).
+        """
+        def look(conn: sqlite3.Connection) -> int:
+            try:
+                return int(conn.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error as exc:
+                raise self._translate(exc, "checking for changes by other connections") from None
+
+        return await self._on_worker(look)
+
     async def _transact(self, fn: Callable[[sqlite3.Connection], T], begin: str, action: str) -> T:
+        return await self._on_worker(lambda conn: self._transaction_sync(conn, fn, begin, action))
+
+    async def _on_worker(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on the connection's thread, after this store's operations queued before it."""
         async with self._serialised():
             worker = await self._ensure_open()
             conn = self._conn
             assert conn is not None
             # Once queued, the call runs to its end on the worker thread whatever we do: wait
             # for its real outcome (so the lock is not freed mid-transaction) before a cancellation.
-            return await shielded(worker.submit(lambda: self._transaction_sync(conn, fn, begin, action)))
+            return await shielded(worker.submit(lambda: fn(conn)))
 
     def _transaction_sync(
         self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], begin: str, action: str

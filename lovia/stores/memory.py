@@ -45,6 +45,8 @@ class InMemorySession:
 
     It honours the same contract as :class:`~lovia.stores.sqlite.SQLiteSession`, including
     ``rewind``, ``trim_tool_results`` with its preview, and the listing used by the terminal UI.
+    It does not report outside changes (:class:`~lovia.session.ChangeReportingSession`): only
+    code of this process can write to it, and that code can tell its own UI.
     """
 
     def __init__(self) -> None:
@@ -194,7 +196,8 @@ class InMemoryCheckpointer:
 
     It cannot recover anything after a crash: use it for tests and for resuming within one
     process, and :class:`~lovia.stores.sqlite.SQLiteCheckpointer` for crash recovery. Its
-    methods never wait, so each is atomic for the tasks of one event loop.
+    methods never wait, so each is atomic for the tasks of one event loop. Like the in-memory
+    session, it does not report outside changes: nobody outside this process can make any.
     """
 
     def __init__(self) -> None:

@@ -135,6 +135,17 @@ class _SQLiteStore:
         """Close the connection. Idempotent; the store cannot be used afterwards."""
         await self._db.close()
 
+    async def outside_change_token(self) -> int:
+        """SQLite's ``PRAGMA data_version`` on this store's connection.
+
+        It changes when another connection (the other store on the file, another store
+        object, another process) committed to the file since the previous call, never for
+        this store's own writes or any reads. See
+        :class:`~lovia.session.ChangeReportingSession`; the two SQLite stores on one file
+        have a connection each, so each one sees the other's commits.
+        """
+        return await self._db.data_version()
+
     async def __aenter__(self):
         await self.open()
         return self
@@ -153,8 +164,9 @@ def _encode(entries: Sequence[Entry]) -> list[tuple[str, str]]:
 class SQLiteSession(_SQLiteStore):
     """A :class:`~lovia.session.Session` in a SQLite file.
 
-    Besides the protocol it offers ``rewind``, ``trim_tool_results`` with its preview and the
-    listing used by the terminal UI (``list_sessions``, ``session_info``, ``rename_session``).
+    Besides the protocol it offers ``rewind``, ``trim_tool_results`` with its preview, the
+    listing used by the terminal UI (``list_sessions``, ``session_info``, ``rename_session``)
+    and ``outside_change_token``, which tells of other processes' writes.
     """
 
     _schema = SESSION_SCHEMA
@@ -403,7 +415,8 @@ class SQLiteCheckpointer(_SQLiteStore):
     Each ``save`` appends only the entries past those already stored and replaces the
     head, in one transaction, so its cost does not grow with the run's length. ``claim``
     checks and takes a run in one ``BEGIN IMMEDIATE`` transaction, so of several processes
-    claiming a run on one file exactly one gets it.
+    claiming a run on one file exactly one gets it. ``outside_change_token`` tells of other
+    connections' writes (:class:`~lovia.checkpoint.ChangeReportingCheckpointer`).
     """
 
     _schema = CHECKPOINT_SCHEMA
