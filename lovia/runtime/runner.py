@@ -225,11 +225,16 @@ class _Run:
         self._renewal_error: BaseException | None = None
         self._completed: RunResult | None = None  # set once the checkpoint says completed
         self._completion_reported = False
+        # Active time: what earlier executions ran (read from the head at this one's first
+        # save) plus this one's time since it started, on a clock that wall-time jumps leave alone.
+        self._active_before: float | None = None
+        self._active_since = time.monotonic()
 
     # -- entry point -----------------------------------------------------------------------
 
     async def execute(self, emit: Callable[[RunEvent], None]) -> RunResult:
         self._emit = emit
+        self._active_since = time.monotonic()
         try:
             snapshot = await self._existing_snapshot()
             if snapshot is None or snapshot.head.status != "completed":
@@ -714,6 +719,8 @@ class _Run:
         if self.session is None or session_id is None:
             return
         meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": finished_at}}
+        if head.active_seconds:  # a head stored before lovia counted it has none to give
+            meta["active_seconds"] = head.active_seconds
         if head.context_state:
             meta["context"] = head.context_state
         await self.session.append(session_id, list(entries), run_id=self.run_id, meta=meta)
@@ -734,7 +741,10 @@ class _Run:
             warnings.warn(f"could not mark run {self.run_id!r} {status}: {exc}", RuntimeWarning, stacklevel=2)
 
     async def _save(self) -> None:
-        if self.checkpoint is None or self.head is None:
+        if self.head is None:
+            return
+        self._count_active_time(self.head)
+        if self.checkpoint is None:
             return
         now = time.time()
         self.head.updated_at = now
@@ -742,6 +752,12 @@ class _Run:
         self.head.lease_until = now + self.checkpoint.lease_seconds if self.head.status == "running" else None
         self._last_save = time.monotonic()
         await self.checkpoint.checkpointer.save(RunSnapshot(self.run_id, self.head, self.entries))
+
+    def _count_active_time(self, head: RunHead) -> None:
+        """Bring ``head.active_seconds`` up to now: earlier executions' time plus this one's so far."""
+        if self._active_before is None:
+            self._active_before = head.active_seconds
+        head.active_seconds = self._active_before + (time.monotonic() - self._active_since)
 
     # -- small helpers -----------------------------------------------------------------------
 

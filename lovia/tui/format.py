@@ -1,17 +1,52 @@
-"""How times, durations and sizes read in the UI: absolute and unambiguous."""
+"""How times, durations and sizes read in the UI: absolute and unambiguous.
+
+Relative ages ("3 min ago") are measured against ``now``, passed in; where a caller has
+none, :data:`clock` is asked, so tests freeze it in one place.
+"""
 
 from __future__ import annotations
 
 import datetime
+import time
+from collections.abc import Callable
 
 from lovia.usage import Usage
 
+clock: Callable[[], float] = time.time
+"""What "now" is for relative ages when no ``now`` is passed in."""
+
 
 def when(timestamp: float | None) -> str:
-    """``2026-12-02 14:05`` in local time; ``—`` when unknown."""
+    """``2026-12-02 14:05:09`` in local time, to the second; ``—`` when unknown."""
     if timestamp is None:
         return "—"
-    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def ago(timestamp: float, now: float | None = None) -> str:
+    """How long before ``now`` ``timestamp`` was: ``just now``, ``42 s ago``, ``3 min ago``,
+    ``5 h ago``, ``2 days ago``; a time after ``now`` reads ``in 3 min``. Whole units, rounded down."""
+    delta = (clock() if now is None else now) - timestamp
+    future = delta < 0
+    seconds = int(abs(delta))
+    if seconds < 5:
+        return "just now"
+    if seconds < 60:
+        amount = f"{seconds} s"
+    elif seconds < 3600:
+        amount = f"{seconds // 60} min"
+    elif seconds < 86400:
+        amount = f"{seconds // 3600} h"
+    else:
+        amount = count(seconds // 86400, "day")
+    return f"in {amount}" if future else f"{amount} ago"
+
+
+def when_ago(timestamp: float | None, now: float | None = None) -> str:
+    """``2026-12-02 14:05:09 · 3 min ago``, as lists show a time; ``—`` when unknown."""
+    if timestamp is None:
+        return "—"
+    return f"{when(timestamp)} · {ago(timestamp, now)}"
 
 
 def duration(seconds: float | None) -> str:
