@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from lovia import Agent, CheckpointOptions, Runner, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, tool
+from lovia import Agent, CheckpointOptions, RunHead, Runner, RunSnapshot, SQLiteCheckpointer, SQLiteSession, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from tests.runtime.test_crash_recovery import crash_at, run_to_end
 
