@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Hashable, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from lovia.agent import Agent
+from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import (
     DEFAULT_LEASE_SECONDS,
+    ChangeReportingCheckpointer,
     Checkpointer,
     CheckpointOptions,
     ClaimingCheckpointer,
@@ -33,21 +34,24 @@ from lovia.checkpoint import (
 )
 from lovia.context import ContextPolicy
 from lovia.entries import Entry, UserMessage
-from lovia.errors import LoviaError, UserError
+from lovia.errors import AgentResolutionError, LoviaError, RunClaimedError, UserError
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
+    ChangeReportingSession,
     ClosableStore,
     DescribableSession,
     ListableSession,
     RenamableSession,
     RewindableSession,
+    Segment,
     Session,
     SessionInfo,
     TrimmableSession,
     TrimPreview,
     TrimPreviewingSession,
 )
+from lovia.stores._common import filter_sessions, rewind_cut, title_from
 from lovia.transcript import drop_dangling_tool_calls
 
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
@@ -62,6 +66,69 @@ STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
 TRIM_KEEP_CHARS = 400
 """How much of each old tool output a trim from the UI keeps."""
+Settle = Literal["keep", "discard"]
+"""What sending does with a crashed or failed run of the session: keep it as a partial segment, or discard it."""
+PartialEnd = Literal["stopped", "interrupted", "crashed", "failed"]
+"""How a run finalized as a partial segment ended (its ``meta["ended"]``): ``stopped`` when sending
+the next message finalized a run the user stopped; otherwise its state when it was finalized."""
+
+
+class RunsNeedDecision(UserError):
+    """Sending was refused, and nothing changed: crashed or failed runs of the session are not in it yet.
+
+    The caller decides first: resume them, or send again with ``settle="keep"`` (each becomes a
+    partial segment, before the new run) or ``settle="discard"``. ``runs`` are those runs,
+    oldest first.
+    """
+
+    def __init__(self, session_id: str, runs: Sequence[RunSummary]) -> None:
+        self.runs = tuple(runs)
+        states = sorted({run_state(r.head) for r in self.runs})
+        what = f"{len(self.runs)} runs" if len(self.runs) > 1 else "a run"
+        super().__init__(f"session {session_id!r} has {what} that {' or '.join(states)} before reaching it; "
+                         "resume it, or send again keeping it as a partial answer or discarding it")
+
+
+@dataclass(frozen=True)
+class StartedRun:
+    """A run :meth:`ChatBackend.send` started.
+
+    ``message`` is the user message as it will be stored (show that one: it is equal to the
+    stored entry, so it can be found again for an edit). ``settled`` names the session's runs
+    that were finalized or discarded before it, so what is shown of the session is stale.
+    """
+
+    message: UserMessage
+    stream: RunStream
+    agent: str
+    """The agent the run starts with (the one the session's last run ended with, see ``send``)."""
+    settled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EditTarget:
+    """A user message an edit or a regenerate acts on, and what resending it drops."""
+
+    message: UserMessage
+    position: int | None
+    """Where it stands in the stored transcript (what rewind counts); ``None`` for a run's not stored yet."""
+    run_id: str | None
+    """The run not in the session yet that it opened (resending discards that run); ``None`` when stored."""
+    later_runs: int
+    """How many runs after the message's own run resending drops, stored or not."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionListing(SessionInfo):
+    """A session as the sessions pane lists it: what the store says, and how its unstored runs stand.
+
+    ``state`` is the state of its newest run not in the session yet (``interrupted``,
+    ``crashed``, ``failed``, ``elsewhere`` or ``running``), ``None`` when every run of it is
+    stored. A session the store does not know yet (none of its runs completed) is listed
+    with no entries or runs, titled by its first run's input.
+    """
+
+    state: RunState | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +143,32 @@ class TranscriptRun:
     error: str | None = None
     owner: str | None = None
     """Who executes a run ``running elsewhere`` (e.g. ``process 4242 on build-7``)."""
+    partial: bool = False
+    """A stored segment finalized from a run that did not complete (``meta["partial"]``)."""
+    ended: str | None = None
+    """How a finalized partial ended: ``stopped``, ``interrupted``, ``crashed`` or ``failed`` (``meta["ended"]``)."""
+    active_seconds: float | None = None
+    """How long the run actually executed, summed over its executions; ``None`` when not recorded.
+    ``duration`` is the wall time from its first start instead (the spec's timing)."""
+
+    @classmethod
+    def of_segment(cls, segment: Segment) -> TranscriptRun:
+        """A stored segment, with the figures its meta records."""
+        meta = segment.meta
+        active = meta.get("active_seconds")
+        ended = meta.get("ended")
+        return cls(segment.run_id, segment.entries, "completed", segment.started_at, segment.duration,
+                   partial=bool(meta.get("partial")), ended=ended if isinstance(ended, str) else None,
+                   active_seconds=float(active) if isinstance(active, (int, float)) else None)
+
+    @classmethod
+    def of_snapshot(cls, snapshot: RunSnapshot) -> TranscriptRun:
+        """An in-flight run as its checkpoint stands (its wall time is unknown until it is appended)."""
+        head = snapshot.head
+        state = run_state(head)
+        return cls(snapshot.run_id, tuple(snapshot.entries), state, head.started_at, None, head.error,
+                   str(head.owner) if state == "elsewhere" else None,
+                   active_seconds=head.active_seconds or None)
 
 
 @dataclass(frozen=True)
@@ -124,12 +217,32 @@ class ChatBackend:
         self.agent = agent
         self.context_policy = context_policy
         self.max_turns = max_turns
+        self._outside_change_tokens: list[Hashable] | None = None
 
     async def close(self) -> None:
         """Close both stores (the ones that can be closed)."""
         for store in (self.session, self.checkpointer):
             if isinstance(store, ClosableStore):
                 await store.close()
+
+    async def changed_elsewhere(self) -> bool:
+        """Whether another connection or process wrote to either store since the previous call.
+
+        Asks each store that can tell (:class:`~lovia.session.ChangeReportingSession`,
+        :class:`~lovia.checkpoint.ChangeReportingCheckpointer`) for its outside-change token: one
+        cheap statement each on SQLite, no table read. The first call only takes note and says
+        ``False``; so does every call when neither store can tell. The two SQLite stores hold a
+        connection each, so while this process runs an answer, each store's writes are news to
+        the other one: expect ``True`` at every call while a run here saves, and ``False`` again
+        once nobody writes (reads never change a token).
+        """
+        tokens: list[Hashable] = []
+        if isinstance(self.session, ChangeReportingSession):
+            tokens.append(await self.session.outside_change_token())
+        if isinstance(self.checkpointer, ChangeReportingCheckpointer):
+            tokens.append(await self.checkpointer.outside_change_token())
+        before, self._outside_change_tokens = self._outside_change_tokens, tokens
+        return before is not None and tokens != before
 
     # -- capabilities --------------------------------------------------------------------
 
@@ -163,12 +276,42 @@ class ChatBackend:
     def new_session_id() -> str:
         return f"s-{uuid.uuid4().hex[:12]}"
 
-    async def sessions(self, query: str | None = None) -> list[SessionInfo]:
-        """Sessions matching ``query``, most recent first; none when the store cannot list."""
+    async def sessions(self, query: str | None = None) -> list[SessionListing]:
+        """Every session with a stored or unstored run, matching ``query``, most recent first.
+
+        The store lists the sessions it knows (filtered its own way); a session whose runs
+        all stopped, crashed or failed before completing is known only to the checkpointer,
+        and is added with its first run's input as title (filtered by id and title, as the
+        bundled stores do). Each is marked with the state of its newest unstored run (see
+        :class:`SessionListing`) and ordered by its latest activity, stored or not. None
+        when the store cannot list.
+        """
         session = self.session
         if not isinstance(session, ListableSession):
             return []
-        return await session.list_sessions(query=query or None)
+        stored = await session.list_sessions(query=query or None)
+        newest: dict[str, RunSummary] = {}
+        oldest: dict[str, RunSummary] = {}
+        for summary in await self._unstored_runs():  # newest first
+            if summary.head.session_id is not None:
+                newest.setdefault(summary.head.session_id, summary)
+                oldest[summary.head.session_id] = summary
+        listed = [SessionListing(**{f.name: getattr(info, f.name) for f in fields(SessionInfo)},
+                                 state=run_state(newest[info.session_id].head) if info.session_id in newest else None)
+                  for info in stored]
+        unknown = set(newest) - {info.session_id for info in stored}
+        if unknown and query:  # a stored session the query left out is not unknown
+            unknown -= {info.session_id for info in await session.list_sessions()}
+        added = [SessionListing(session_id, title_from(oldest[session_id].head.first_input), 0, 0,
+                                oldest[session_id].head.started_at, newest[session_id].head.updated_at, 0.0,
+                                state=run_state(newest[session_id].head)) for session_id in unknown]
+        listed += filter_sessions(added, query or None, None)  # type: ignore[arg-type]
+
+        def activity(info: SessionListing) -> float:
+            run = newest.get(info.session_id)
+            return max(info.last_activity or 0.0, run.head.updated_at if run else 0.0)
+
+        return sorted(listed, key=activity, reverse=True)
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
         """``session_id``'s title, counts and timings; ``None`` when unknown or the store cannot tell."""
@@ -200,18 +343,27 @@ class ChatBackend:
 
     async def transcript(self, session_id: str) -> Transcript:
         """The full transcript: the session's completed runs plus its in-flight ones."""
-        runs = [
-            TranscriptRun(s.run_id, s.entries, "completed", s.started_at, s.duration)
-            for s in await self.session.segments(session_id)
-        ]
+        runs = [TranscriptRun.of_segment(s) for s in await self.session.segments(session_id)]
         for summary in reversed(await self.runs(session_id=session_id)):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None:
-                head = snapshot.head
-                state = run_state(head)
-                runs.append(TranscriptRun(summary.run_id, tuple(snapshot.entries), state, head.started_at, None,
-                                          head.error, str(head.owner) if state == "elsewhere" else None))
+                runs.append(TranscriptRun.of_snapshot(snapshot))
         return Transcript(session_id, tuple(runs))
+
+    async def transcript_run(self, session_id: str | None, run_id: str) -> TranscriptRun | None:
+        """``run_id`` as a reopened transcript shows it: its segment once in ``session_id``, else its checkpoint.
+
+        What a live run's header and tool lines are rebuilt from, so they read as they will
+        when the session is opened again.
+        """
+        snapshot = await self.checkpointer.load(run_id)
+        if snapshot is not None and snapshot.head.status != "completed":
+            return TranscriptRun.of_snapshot(snapshot)
+        if session_id is not None:
+            for segment in reversed(await self.session.segments(session_id)):
+                if segment.run_id == run_id:
+                    return TranscriptRun.of_segment(segment)
+        return TranscriptRun.of_snapshot(snapshot) if snapshot is not None else None
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -229,23 +381,91 @@ class ChatBackend:
             found = [r for r in found if r.head.session_id == session_id]
         return found
 
+    async def _unstored_runs(self) -> list[RunSummary]:
+        """Every run not in its session yet, the ones this process executes included, newest first."""
+        checkpointer = self.checkpointer
+        if not isinstance(checkpointer, ListableCheckpointer):
+            return []
+        return await checkpointer.list_runs(statuses=list(RESUMABLE))
+
+    async def _in_flight(self, session_id: str) -> list[RunSummary]:
+        """``session_id``'s runs not in it yet, in the order they started (the order they belong in)."""
+        runs = [r for r in await self._unstored_runs() if r.head.session_id == session_id]
+        return sorted(runs, key=lambda r: r.head.started_at)
+
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
         return await self.checkpointer.load(run_id)
 
-    def send(self, session_id: str, text: str) -> tuple[UserMessage, RunStream]:
-        """Start a new run of the agent on ``text`` in ``session_id``.
+    async def send(self, session_id: str, text: str, *, settle: Settle | None = None) -> StartedRun:
+        """Start a new run on ``text`` in ``session_id``, after the session's runs not in it yet.
 
-        Returns the user message as it will be stored (show that one: it is equal to the
-        stored entry, so it can be found again for an edit) and the run's stream.
+        A chat keeps its order: a run of the session that did not reach it comes before the
+        new one, or not at all. So first, oldest first, a stopped run (``interrupted``) is
+        finalized into the session as a partial segment marked ``stopped`` (the spec's
+        bundled-UI behaviour: the model sees the question and the partial answer); a crashed
+        or failed one is finalized the same way, marked ``crashed`` or ``failed``, with
+        ``settle="keep"``, or discarded with ``settle="discard"``; without ``settle`` sending
+        is refused with :class:`RunsNeedDecision` before anything changed. A run another
+        process executes in the session refuses sending (its answer would land after the new
+        one): :class:`~lovia.errors.RunClaimedError` names who runs it. Each finalize or discard
+        takes its run first (see :meth:`_taken`), so one resumed elsewhere meanwhile is refused
+        rather than raced.
+
+        Handoffs carry over: the run starts with the agent the session's last run ended with
+        (its segment's ``meta["agent"]``) when the app's agent reaches it through handoffs,
+        else with the app's agent.
         """
-        if not text.strip():
-            raise UserError("an empty message is not sent")
+        _check_text(text)
+        settled = await self._settle(await self._in_flight(session_id), settle)
+        return await self._start(session_id, text, settled)
+
+    async def _start(self, session_id: str, text: str, settled: Sequence[str]) -> StartedRun:
         message = UserMessage(text=text)
+        agent = await self._continuing_agent(session_id)
         run_id = f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
-        stream = Runner.stream(self.agent, [message], session=self.session, session_id=session_id,
+        stream = Runner.stream(agent, [message], session=self.session, session_id=session_id,
                                checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
                                context_policy=self.context_policy)
-        return message, stream
+        return StartedRun(message, stream, agent.name, tuple(settled))
+
+    async def _continuing_agent(self, session_id: str) -> Agent[Any]:
+        """The agent the session's last run ended with, if the app's agent reaches it; else the app's agent."""
+        segments = await self.session.segments(session_id)
+        name = segments[-1].meta.get("agent") if segments else None
+        if not isinstance(name, str) or name == self.agent.name:
+            return self.agent
+        try:
+            return agent_graph(self.agent).get(name, self.agent)
+        except AgentResolutionError:  # two agents share a name: the run reports it when it needs to
+            return self.agent
+
+    async def _settle(self, runs: Sequence[RunSummary], settle: Settle | None) -> list[str]:
+        """Put ``runs`` (unstored runs of one session, oldest first) into their session or away.
+
+        See :meth:`send`. Everything that refuses is checked before anything changes.
+        """
+        self._check_settleable(runs, settle)
+        for summary in runs:
+            if run_state(summary.head) == "interrupted":
+                await self.finalize(summary.run_id, ended="stopped")
+            elif settle == "keep":
+                await self.finalize(summary.run_id)
+            else:
+                await self.discard(summary.run_id)
+        return [r.run_id for r in runs]
+
+    @staticmethod
+    def _check_settleable(runs: Sequence[RunSummary], settle: Settle | None) -> None:
+        """Refuse settling ``runs`` when one is executing, or crashed or failed with no ``settle`` given."""
+        for summary in runs:
+            if summary.head.is_held():
+                where = "here" if summary.head.holder() == "here" else f"by {summary.head.owner}"
+                raise RunClaimedError(f"a run of this session ({summary.run_id}) is being executed {where}; its "
+                                      "answer would land after your message: wait for it to finish, or stop it "
+                                      "there, then send")
+        undecided = [r for r in runs if run_state(r.head) in ("crashed", "failed")]
+        if undecided and settle is None:
+            raise RunsNeedDecision(runs[0].head.session_id or "", undecided)
 
     async def resume(self, run_id: str) -> tuple[str, RunStream]:
         """Continue an interrupted, crashed or failed run; returns its session id and stream."""
@@ -307,24 +527,33 @@ class ChatBackend:
                                 "session to see it")
             await self.checkpointer.delete(run_id)
 
-    async def finalize(self, run_id: str) -> tuple[str, int]:
+    async def finalize(self, run_id: str, *, ended: PartialEnd | None = None) -> tuple[str, int]:
         """Record an abandoned run in its session as a partial, tool-consistent segment.
 
         The run is taken first (see :meth:`_taken`), so nobody resumes it meanwhile. Dangling
         tool calls are dropped (``drop_dangling_tool_calls``); the checkpoint is deleted after
-        the append. Returns the session id and how many entries were kept.
+        the append. The segment's meta says what it is: ``partial`` (True), ``ended`` (how it
+        ended: ``ended`` if given, else its state, ``interrupted``, ``crashed`` or ``failed``),
+        ``agent`` (the agent active at its end: the target of a handoff that fired, if one
+        was not applied yet, since its result told the model so), its ``timing`` and
+        ``active_seconds``. Returns the session id and how many entries were kept.
         """
         async with self._taken(run_id) as snapshot:
             if snapshot is None:
                 raise UserError(f"run {run_id} is gone; nothing to finalize")
             head = snapshot.head
+            found = run_state(snapshot.taken_from or head)  # as it was before this claim took it
+            ended = ended or (found if found in ("crashed", "failed") else "interrupted")
             if head.status == "completed":  # completed meanwhile: its session gets the whole run
                 raise UserError(f"run {run_id} completed meanwhile, so it is not finalized as partial; "
                                 "reopen its session to see it")
             if head.session_id is None:
                 raise UserError(f"run {run_id} belongs to no session; discard it instead")
             kept = drop_dangling_tool_calls(snapshot.entries)
-            meta = {"timing": {"started_at": head.started_at, "finished_at": time.time()}, "partial": True}
+            meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": time.time()},
+                                    "partial": True, "ended": ended, "agent": head.pending_handoff or head.agent}
+            if head.active_seconds:
+                meta["active_seconds"] = head.active_seconds
             await self.session.append(head.session_id, kept, run_id=run_id, meta=meta)
             await self.checkpointer.delete(run_id)
             return head.session_id, len(kept)
@@ -374,33 +603,78 @@ class ChatBackend:
                             "rewind(session_id, *, keep_entries) method")
         return await rewind_with_checkpoints(session, self.checkpointer, session_id, keep_entries=keep_entries)
 
-    async def last_user_message(self, session_id: str) -> UserMessage | None:
-        """The session's last stored user message."""
-        entries = await self.session.load(session_id)
-        return next((e for e in reversed(entries) if isinstance(e, UserMessage)), None)
+    async def last_message(self, session_id: str) -> EditTarget | None:
+        """The message an edit-last or a regenerate acts on: the last run's.
 
-    async def position_of(self, session_id: str, message: UserMessage) -> int | None:
-        """Where ``message`` stands in the stored transcript (what rewind counts), if stored."""
+        When the session's newest run is not in it yet (stopped, crashed or failed, not
+        finalized), that run's first user message, from its checkpoint: what the user sees
+        last. Otherwise the session's last stored user message.
+        """
+        in_flight = await self._in_flight(session_id)
+        for later, summary in enumerate(reversed(in_flight)):
+            snapshot = await self.checkpointer.load(summary.run_id)
+            first = next((e for e in snapshot.entries if isinstance(e, UserMessage)), None) if snapshot else None
+            if first is not None:
+                return EditTarget(first, None, summary.run_id, later)
         entries = await self.session.load(session_id)
-        return next((i for i in range(len(entries) - 1, -1, -1) if entries[i] == message), None)
+        last = next((e for e in reversed(entries) if isinstance(e, UserMessage)), None)
+        return await self.locate(session_id, last) if last is not None else None
 
-    async def regenerate(self, session_id: str) -> tuple[UserMessage, RunStream]:
-        """Drop the last exchange and ask again with the same user message."""
-        last = await self.last_user_message(session_id)
+    async def locate(self, session_id: str, message: UserMessage) -> EditTarget | None:
+        """Where ``message`` is: in a run of ``session_id`` not stored yet, or in its stored transcript.
+
+        ``None`` when it is in neither (rewound, or its run was discarded meanwhile). The
+        later runs counted are the runs after the message's own run: stored ones (as a rewind
+        cuts, see :func:`~lovia.stores._common.rewind_cut`) and the unstored ones, which all
+        come after what is stored.
+        """
+        in_flight = await self._in_flight(session_id)
+        for index, summary in enumerate(in_flight):
+            snapshot = await self.checkpointer.load(summary.run_id)
+            if snapshot is not None and message in snapshot.entries:
+                return EditTarget(message, None, summary.run_id, len(in_flight) - index - 1)
+        segments = await self.session.segments(session_id)
+        entries = [entry for segment in segments for entry in segment.entries]
+        position = next((i for i in range(len(entries) - 1, -1, -1) if entries[i] == message), None)
+        if position is None:
+            return None
+        whole, _ = rewind_cut([len(segment.entries) for segment in segments], position)
+        return EditTarget(message, position, None, len(segments) - whole - 1 + len(in_flight))
+
+    async def regenerate(self, session_id: str, *, settle: Settle | None = None) -> StartedRun:
+        """Drop the last exchange and ask again with the same user message (see :meth:`last_message`)."""
+        last = await self.last_message(session_id)
         if last is None:
             raise UserError("nothing to regenerate: this session has no message yet")
-        return await self.resend_edited(session_id, last, last.text)
+        return await self.resend_edited(session_id, last.message, last.message.text, settle=settle)
 
-    async def resend_edited(self, session_id: str, original: UserMessage, text: str) -> tuple[UserMessage, RunStream]:
-        """Edit-and-resend: drop ``original`` and everything after it, then send ``text``."""
-        if not text.strip():
-            raise UserError("an empty message is not sent")
-        position = await self.position_of(session_id, original)
-        if position is None:
-            raise UserError("that message is not in the session any more (it belongs to a run still in flight, "
-                            "or was rewound): resume or finalize the run first")
-        await self.rewind(session_id, position)
-        return self.send(session_id, text)
+    async def resend_edited(self, session_id: str, original: UserMessage, text: str, *,
+                            settle: Settle | None = None) -> StartedRun:
+        """Edit-and-resend: drop ``original`` and everything after it, then send ``text``.
+
+        A stored message is rewound to (its later runs go, stored or not); a message of a run
+        not stored yet discards that run and the later ones. Runs before it that are not
+        stored yet are settled as :meth:`send` does (``settle``). Everything that refuses
+        (a run executing elsewhere, a decision needed) is checked before anything changes.
+        """
+        _check_text(text)
+        target = await self.locate(session_id, original)
+        in_flight = await self._in_flight(session_id)
+        ids = [r.run_id for r in in_flight]
+        if target is None or (target.run_id is not None and target.run_id not in ids):
+            raise UserError("that message is not in this session any more (it was rewound, or its run was "
+                            "discarded or finalized meanwhile): pick it again")
+        cut = ids.index(target.run_id) if target.run_id is not None else 0
+        before, dropped = in_flight[:cut], in_flight[cut:]
+        for summary in dropped:
+            _refuse_held(summary.run_id, summary.head)
+        self._check_settleable(before, settle)
+        for summary in reversed(dropped):
+            await self.discard(summary.run_id)
+        if target.position is not None:
+            await self.rewind(session_id, target.position)
+        settled = await self._settle(before, settle)
+        return await self._start(session_id, text, [*settled, *(r.run_id for r in dropped)])
 
     async def trim_preview(self, session_id: str, *, keep_chars: int = TRIM_KEEP_CHARS,
                            keep_runs: int = 1) -> TrimPreview | None:
@@ -418,3 +692,29 @@ class ChatBackend:
                             "trim_tool_results(session_id, *, keep_chars, keep_runs) method")
         return await session.trim_tool_results(session_id, keep_chars=keep_chars, keep_runs=keep_runs)
 
+    @property
+    def archive_directory(self) -> str | None:
+        """Where the context policy archives long tool outputs (see :mod:`lovia.context`); ``None``: nowhere."""
+        store = self.context_policy.result_store if self.context_policy is not None else None
+        return str(store.directory) if store is not None else None
+
+    async def archived_output(self, session_id: str, call_id: str) -> str | None:
+        """The full output of ``call_id`` as the context policy archived it; ``None`` if it was not (or is gone).
+
+        The same lookup as the model's ``recall_tool_result``: the conversation's archive
+        index (its segments' carried state, then its in-flight runs'), then the archive.
+        """
+        policy = self.context_policy
+        if policy is None or policy.result_store is None:
+            return None
+        heads = [summary.head.context_state for summary in reversed(await self.runs(session_id=session_id))]
+        state = policy.carried_state(await self.session.segments(session_id))
+        for head_state in heads:
+            state["archived"].update(head_state.get("archived") or {})
+        key = state["archived"].get(call_id)
+        return await policy.result_store.get(key) if key else None
+
+
+def _check_text(text: str) -> None:
+    if not text.strip():
+        raise UserError("an empty message is not sent")

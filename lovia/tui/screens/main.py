@@ -1,14 +1,29 @@
-"""MainScreen: sessions | conversation | runs and checkpoint inspector."""
+"""MainScreen: sessions | conversation | runs and checkpoint inspector.
+
+The conversation always gets most of the width. Below :data:`WIDE` columns the runs pane and
+inspector fold away, below :data:`MEDIUM` the sessions pane too; a folded pane comes back as an
+overlay by its key (ctrl+b sessions, ctrl+o runs) and folds again when focus leaves it. On a
+wide screen the same keys hide and show the panes. f10 maximizes the focused pane.
+"""
 
 from __future__ import annotations
 
-from textual import on, work
+import contextlib
+from typing import ClassVar
+
+from textual import events, on, work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Static
+from textual.worker import Worker
 
 from lovia.errors import LoviaError
+from lovia.session import SessionInfo
 from lovia.tui.backend import ChatBackend
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
@@ -18,25 +33,83 @@ from lovia.tui.widgets.runs_pane import RunsPane
 from lovia.tui.widgets.sessions_pane import SessionsPane
 
 PANES = ["#session-list", "#transcript", "#composer", "#run-list", "CheckpointInspector"]
+CHANGE_CHECK_SECONDS = 1.0
+"""How often the main screen asks the stores whether another window or process wrote to them."""
+OpenSessionMark = tuple[str, SessionInfo | None, tuple[tuple[str, str, float, int], ...]]
+"""What the stores say of the open session, cheaply: its id, its info, and its in-flight runs
+(run id, status, last update, entries). It changes when a run of the session lands or progresses."""
+USER_ACTION_GROUPS = frozenset({"dialog", "run", "trim", "heal", "lists"})
+"""Worker groups of things the user (or start-up) is doing that may reopen the transcript themselves."""
+
+MEDIUM = 110
+"""From this width the sessions pane is shown beside the conversation."""
+WIDE = 150
+"""From this width the runs pane and inspector are shown too."""
+
+SIDE_PANES = {"sessions": "SessionsPane", "runs": "#side"}
+"""The panes that fold, by name: what ctrl+b and ctrl+o show and hide."""
+
+WELCOME = ("Write a message below and press enter to start a conversation. "
+           "f1 lists every key; ctrl+p finds any action by name.")
 
 
 class MainScreen(Screen):
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"), (MEDIUM, "-medium"), (WIDE, "-wide")]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # priority: escape must stop the answer from any pane, ahead of the focused widget's own
+        # escape; while nothing runs the binding does not apply and escape goes on as usual
+        Binding("escape", "stop_run", "Stop", priority=True),
+        Binding("ctrl+b", "toggle_pane('sessions')", "Sessions"),
+        Binding("ctrl+o", "toggle_pane('runs')", "Runs"),
+        Binding("f10", "toggle_maximize", "Maximize"),
+        Binding("escape", "close_overlay", "Close pane", show=False),
+    ]
+
     DEFAULT_CSS = """
-    MainScreen #side { width: 46; border-left: solid $panel; }
+    MainScreen #panes { layers: default overlay; }
+    MainScreen SessionsPane { width: 32; }
+    MainScreen #side { width: 40; border-left: solid $panel; }
     MainScreen CheckpointInspector { border-top: solid $panel; }
+    MainScreen #welcome { display: none; padding: 1 2; color: $text-muted; }
+    MainScreen.-empty #welcome { display: block; }
+
+    /* folded: hidden beside the conversation, shown over it on request */
+    MainScreen.-narrow SessionsPane { display: none; }
+    MainScreen.-narrow #side, MainScreen.-medium #side { display: none; }
+    MainScreen.-sessions-open SessionsPane, MainScreen.-runs-open #side {
+        display: block; layer: overlay; height: 100%; background: $surface;
+    }
+    MainScreen.-sessions-open SessionsPane { dock: left; border-right: thick $accent; }
+    MainScreen.-runs-open #side { dock: right; width: 44; max-width: 90%; border-left: thick $accent; }
+    /* unfolded, hidden by the user */
+    MainScreen.-sessions-closed SessionsPane, MainScreen.-runs-closed #side { display: none; }
+
+    MainScreen.-maximized-view .-maximized { width: 1fr; height: 1fr; max-width: 100%; }
     """
+
+    ALLOW_IN_MAXIMIZED_VIEW: ClassVar[str | None] = "Header, Footer"
 
     def __init__(self, backend: ChatBackend) -> None:
         super().__init__()
         self.backend = backend
         self.inspected: str | None = None
+        self._change_timer: Timer | None = None
+        self._change_check: Worker[None] | None = None
+        self._open_session_mark: OpenSessionMark | None = None
+        self._own_run_ended = False  # a run of this window ended since the last check: its writes are not news
+        self._reload_waiting = False  # the open session changed elsewhere, its reload waits for the reader
+        self._change_check_error: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
+        with Horizontal(id="panes"):
             if self.backend.can_list_sessions:
                 yield SessionsPane(can_rename=self.backend.can_rename)
-            yield ChatPanel(self.backend)
+            with Vertical(id="conversation"):
+                yield Static(WELCOME, id="welcome")
+                yield ChatPanel(self.backend)
             with Vertical(id="side"):
                 if self.backend.can_list_runs:
                     yield RunsPane()
@@ -44,6 +117,7 @@ class MainScreen(Screen):
         yield Footer()
 
     async def on_mount(self) -> None:
+        await self._follow_other_windows()
         sessions = await self.backend.sessions()
         await self.open_session(sessions[0].session_id if sessions else None)
         self.query_one("#composer").focus()
@@ -64,9 +138,105 @@ class MainScreen(Screen):
         if replayed:
             await self.refresh_lists()
 
+    # -- other windows -------------------------------------------------------------------
+
+    async def _follow_other_windows(self) -> None:
+        """Start the change watcher; called before the first load, so nothing lands unseen.
+
+        Every ``CHANGE_CHECK_SECONDS`` a timer starts :meth:`check_other_windows` as a worker,
+        unless the previous check is still going. The timer and the worker belong to this
+        screen, so they end with it, before the app closes the stores.
+        """
+        with contextlib.suppress(LoviaError):  # the first load reports a broken store
+            await self.backend.changed_elsewhere()  # the first call only takes note of where the stores are
+        self.watch(self.chat, "running", self._chat_running_changed, init=False)
+        self._change_timer = self.set_interval(CHANGE_CHECK_SECONDS, self._start_change_check,
+                                               name="other windows")
+
+    def _chat_running_changed(self, running: bool) -> None:
+        if not running:
+            self._own_run_ended = True
+
+    def _start_change_check(self) -> None:
+        if self.app.is_running and (self._change_check is None or self._change_check.is_finished):
+            self._change_check = self._run_change_check()
+
+    @work(exclusive=True, group="other windows")
+    async def _run_change_check(self) -> None:
+        """:meth:`check_other_windows`; a store error is said once (not at every check), and checks go on."""
+        try:
+            await self.check_other_windows()
+        except NoMatches:
+            if self.app.is_running:
+                raise
+            # The app is closing and removing the widgets this check was updating: nothing to do.
+        except LoviaError as exc:
+            if str(exc) != self._change_check_error:
+                self.notify(f"Could not check for changes by other windows: {exc}", severity="warning")
+            self._change_check_error = str(exc)
+        else:
+            self._change_check_error = None
+
+    async def check_other_windows(self) -> bool:
+        """One check for writes by another window or process; returns whether the lists were reloaded.
+
+        When the stores say someone else committed since the last check (one cheap statement
+        each, see :meth:`ChatBackend.changed_elsewhere`), the sessions and runs lists are
+        reloaded, once whatever changed, and the open session's transcript is reloaded if what
+        the stores say of that session (its info and its in-flight runs) changed. The two stores
+        of this app have a connection each, so this window's own runs count as changes too:
+        while one runs, the lists are reloaded at each check, and its transcript is left to the
+        run; once nobody writes, checks reload nothing. A transcript reload waits while a run
+        of this window goes, a message is being edited, a dialog or another action is under way,
+        or the reader has scrolled up or has the message cursor in use; it happens at a later
+        check once none of that holds.
+        """
+        # Taken before anything is awaited: a run of this window that ends during this check has
+        # writes this check may see only in part, so its flag is left for the next check.
+        own_run = self.chat.running or self._own_run_ended
+        self._own_run_ended = False
+        if await self.backend.changed_elsewhere():
+            await self.refresh_lists()
+            mark = await self._mark_open_session()
+            if own_run or self.chat.running:
+                pass  # this window's own writes: what it shows is the run as it went, with its notices
+            elif mark != self._open_session_mark:
+                self._reload_waiting = True
+            self._open_session_mark = mark
+            changed = True
+        else:
+            changed = False
+        if self._reload_waiting and self._reader_allows_reload():
+            self._reload_waiting = False
+            await self.chat.open_session(self.chat.session_id)
+            self._open_session_mark = await self._mark_open_session()
+        return changed
+
+    async def _mark_open_session(self) -> OpenSessionMark | None:
+        session_id = self.chat.session_id
+        if session_id is None:
+            return None
+        in_flight = await self.backend.runs(session_id=session_id)
+        return (session_id, await self.backend.session_info(session_id),
+                tuple((r.run_id, r.head.status, r.head.updated_at, r.entry_count) for r in in_flight))
+
+    def _reader_allows_reload(self) -> bool:
+        """Whether reloading the open transcript now yanks nobody: see :meth:`check_other_windows`."""
+        chat, transcript = self.chat, self.chat.transcript
+        if chat.running or chat.has_class("-editing") or self.app.screen is not self:
+            return False
+        if any(worker.group in USER_ACTION_GROUPS and not worker.is_finished for worker in self.app.workers):
+            return False
+        # Content shorter than the view cannot be scrolled away from its end (the anchor may leave
+        # scroll_y below 0 then, so is_vertical_scroll_end is no help).
+        scrolled_up = 0 < transcript.max_scroll_y and transcript.scroll_y < transcript.max_scroll_y - 1
+        reading = transcript.has_focus and transcript.selected >= 0
+        return not scrolled_up and not reading
+
     async def open_session(self, session_id: str | None) -> None:
         """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any."""
         await self.chat.open_session(session_id)
+        self._welcome_if_empty()
         in_flight = await self.backend.runs(session_id=session_id) if session_id else []
         self.inspected = in_flight[0].run_id if in_flight else None
         await self.refresh_lists()
@@ -93,14 +263,100 @@ class MainScreen(Screen):
         self.query_one(CheckpointInspector).show(snapshot)
 
     def focus_pane(self, step: int) -> None:
-        """Move focus to the next (or previous) pane."""
-        panes = [w for selector in PANES for w in self.query(selector)]
+        """Move focus to the next (or previous) pane on screen; folded panes are skipped."""
+        shown = set(self.focus_chain)
+        panes = [w for selector in PANES for w in self.query(selector)
+                 if w in shown and (self.maximized is None or self.maximized in w.ancestors_with_self)]
         if not panes:
             return
         focused = self.focused
         index = next((i for i, pane in enumerate(panes) if focused is pane or (focused and pane in focused.ancestors)),
                      -1)
         panes[(index + step) % len(panes)].focus()
+
+    # -- folding and maximizing --------------------------------------------------------
+
+    def pane(self, name: str) -> Widget | None:
+        """The side pane ``name`` ("sessions" or "runs"), if this backend has it."""
+        if name == "sessions" and not self.backend.can_list_sessions:
+            return None
+        return self.query_one(SIDE_PANES[name])
+
+    def folded(self, name: str) -> bool:
+        """Is the pane ``name`` folded away at this width (shown only as an overlay)?"""
+        return self.has_class("-narrow") or (name == "runs" and self.has_class("-medium"))
+
+    def pane_shown(self, name: str) -> bool:
+        pane = self.pane(name)
+        return pane is not None and pane.display
+
+    def show_pane(self, name: str, show: bool = True) -> None:
+        """Show (or hide) a side pane: as an overlay where it is folded, in place where it is not.
+
+        Shown, its list takes focus; hidden while focus was in it, the composer takes focus.
+        """
+        pane = self.pane(name)
+        if pane is None:
+            return
+        if self.folded(name):
+            self.remove_class(f"-{name}-closed")
+            for other in SIDE_PANES:  # one overlay at a time
+                self.set_class(show and other == name, f"-{other}-open")
+        else:
+            self.remove_class(f"-{name}-open")
+            self.set_class(not show, f"-{name}-closed")
+        if show:  # at once, so that focus never rests in a pane being hidden
+            targets = pane.query("#session-list" if name == "sessions" else "#run-list, CheckpointInspector")
+            self.set_focus(targets.first())
+        elif self.focused is not None and pane in self.focused.ancestors_with_self:
+            self.set_focus(self.query_one("#composer"))
+
+    def action_toggle_pane(self, name: str) -> None:
+        self.show_pane(name, not self.pane_shown(name))
+
+    def action_close_overlay(self) -> None:
+        for name in SIDE_PANES:
+            if self.has_class(f"-{name}-open"):
+                self.show_pane(name, False)
+
+    def action_toggle_maximize(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        else:
+            self.action_maximize()
+
+    def action_maximize(self) -> None:
+        """Maximize the pane that has focus (Textual's own would take the single focused widget)."""
+        focused = self.focused
+        if focused is None:
+            return
+        panes = (SessionsPane, ChatPanel, RunsPane, CheckpointInspector)
+        self.maximized = next((w for w in focused.ancestors_with_self if isinstance(w, panes)), focused)
+
+    def action_stop_run(self) -> None:
+        self.chat.action_stop()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_run":
+            return self.chat.running
+        if action == "toggle_pane":
+            return self.pane(str(parameters[0])) is not None
+        if action == "close_overlay":
+            return any(self.has_class(f"-{name}-open") for name in SIDE_PANES)
+        return True
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # An overlay is for a quick look: it folds again once focus moves to the conversation.
+        if self.query_one("#conversation") in event.widget.ancestors:
+            for name in SIDE_PANES:
+                self.remove_class(f"-{name}-open")
+
+    def _welcome_if_empty(self) -> None:
+        self.set_class(not self.chat.transcript.children and not self.chat.running, "-empty")
+
+    @on(ChatPanel.Changed)
+    def _conversation_changed(self, event: ChatPanel.Changed) -> None:
+        self._welcome_if_empty()
 
     # -- messages from the panes ---------------------------------------------------------
 
@@ -113,6 +369,8 @@ class MainScreen(Screen):
     @on(SessionsPane.Selected)
     async def _session_selected(self, event: SessionsPane.Selected) -> None:
         await self.open_session(event.session_id)
+        if self.has_class("-sessions-open"):  # picked from the overlay: back to the conversation
+            self.show_pane("sessions", False)
 
     @on(SessionsPane.Action)
     def _session_action(self, event: SessionsPane.Action) -> None:

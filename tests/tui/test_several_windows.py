@@ -1,0 +1,163 @@
+"""Several windows on one file: what another process stores shows up here without a key press."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+
+from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
+from lovia.tui.screens.main import MainScreen
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+
+OTHER_WINDOW = textwrap.dedent(
+    """
+    import asyncio, sys
+    from lovia import Agent, CheckpointOptions, DemoModel, Runner, SQLiteCheckpointer, SQLiteSession
+
+    async def main(path, session_id, run_id, text):
+        async with SQLiteSession(path, wal=True) as session, SQLiteCheckpointer(path, wal=True) as checkpointer:
+            agent = Agent(name="assistant", model=DemoModel(delay=0))
+            await Runner.run(agent, text, session=session, session_id=session_id,
+                             checkpoint=CheckpointOptions(checkpointer, run_id))
+
+    asyncio.run(main(*sys.argv[1:]))
+    """
+)
+
+
+async def run_in_another_process(db, session_id: str, run_id: str, text: str) -> None:
+    """A complete run of the demo agent by a separate process on the same file (as a second window's)."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", OTHER_WINDOW, str(db), session_id, run_id,
+                                                 text, stderr=asyncio.subprocess.PIPE)
+    _, err = await child.communicate()
+    assert child.returncode == 0, err.decode()
+
+
+async def stored_session(db, session_id: str) -> None:
+    """A file with both stores' tables (as ``lovia`` leaves it) and one completed run in ``session_id``."""
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        await session.append(session_id, [UserMessage(text="hello"), AssistantMessage(text="hi there")],
+                             run_id="first")
+
+
+async def test_a_run_stored_by_another_process_shows_in_the_lists_and_the_open_transcript(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        chat = screen.chat
+        assert chat.session_id == "s-shared" and chat.transcript.run_ids == {"first"}
+
+        await run_in_another_process(db, "s-shared", "run-in-the-open-session", "what did the other window say?")
+        await run_in_another_process(db, "s-new", "run-in-a-new-session", "a session started elsewhere")
+
+        # No key is pressed: the watcher's own timer notices both.
+        sessions = screen.query_one("SessionsPane")
+        await wait_for(pilot, lambda: {"s-shared", "s-new"} <= {info.session_id for info in sessions.sessions})
+        await wait_for(pilot, lambda: chat.transcript.run_ids == {"first", "run-in-the-open-session"})
+        assert chat.session_id == "s-shared"
+        shown = [view.message.text for view in chat.transcript.query("UserMessageView")]
+        assert shown == ["hello", "what did the other window say?"]
+
+
+async def refresh_count(screen: MainScreen, monkeypatch) -> list[int]:
+    """Count the real refresh_lists calls of ``screen`` (each still runs)."""
+    calls = [0]
+    real = screen.refresh_lists
+
+    async def counted() -> None:
+        calls[0] += 1
+        await real()
+
+    monkeypatch.setattr(screen, "refresh_lists", counted)
+    return calls
+
+
+async def test_checks_reload_nothing_once_nobody_writes_even_after_this_windows_own_run(tmp_path, monkeypatch):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen._change_timer.pause()  # the checks are driven here, one at a time
+        await settle(pilot)
+        reopened = [0]
+        real_open = screen.chat.open_session
+
+        async def counted_open(session_id):
+            reopened[0] += 1
+            await real_open(session_id)
+
+        monkeypatch.setattr(screen.chat, "open_session", counted_open)
+        calls = await refresh_count(screen, monkeypatch)
+
+        # Nobody writes: no check reloads anything.
+        assert [await screen.check_other_windows() for _ in range(5)] == [False] * 5
+        assert calls[0] == 0
+
+        # A run of this window writes through both stores, each of which sees the other's commits:
+        # that is at most one reload of the lists, then none, and never a reload of the transcript.
+        await type_and_send(pilot, "hello again")
+        await settle(pilot)
+        calls[0] = 0
+        checks = [await screen.check_other_windows() for _ in range(5)]
+        assert checks[1:] == [False] * 4
+        assert calls[0] == (1 if checks[0] else 0)
+        assert reopened[0] == 0
+        assert "hello again" in [view.message.text for view in screen.chat.transcript.query("UserMessageView")]
+
+        # Another process's run is news, once.
+        await run_in_another_process(db, "s-elsewhere", "run-elsewhere", "elsewhere")
+        calls[0] = 0
+        assert [await screen.check_other_windows() for _ in range(4)] == [True, False, False, False]
+        assert calls[0] == 1
+        assert reopened[0] == 0  # it is another session: the open transcript stays as it is
+
+
+async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up_or_holds_the_cursor(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen._change_timer.pause()
+        await settle(pilot)
+        transcript = screen.chat.transcript
+        transcript.focus()
+        await pilot.press("up")  # the message cursor is on a message
+        await settle(pilot)
+        assert transcript.selected >= 0
+
+        await run_in_another_process(db, "s-shared", "run-elsewhere", "from another window")
+        assert await screen.check_other_windows()
+        assert transcript.run_ids == {"first"}  # not yanked from the message being read
+        assert transcript.selected >= 0
+
+        # Once the reader is back in the composer, the next check shows the new run.
+        screen.query_one("#composer").focus()
+        await settle(pilot)
+        assert not await screen.check_other_windows()
+        assert transcript.run_ids == {"first", "run-elsewhere"}
+
+
+async def test_the_watcher_stops_with_the_app_without_an_error(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await run_in_another_process(db, "s-shared", "run-elsewhere", "from another window")
+        # A check or two run by the timer itself, then the app quits while the timer is live.
+        await wait_for(pilot, lambda: "run-elsewhere" in screen.chat.transcript.run_ids)
+        await pilot.press("ctrl+q")
+    assert app.return_code in (0, None)
+    assert app._exception is None
