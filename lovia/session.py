@@ -35,7 +35,11 @@ class Segment:
 
     ``meta["timing"]``, when the runner wrote it, is ``{"started_at", "finished_at"}`` in
     epoch seconds. Segments written before lovia recorded timing, or truncated by a rewind,
-    have none.
+    have none. ``meta["agent"]`` names the agent active when the run ended (after any
+    handoff), so the next run of a chat can go on with it. A run that did not complete and
+    was recorded anyway (the terminal UI does it when the user sends the next message) has
+    ``meta["partial"]`` True and ``meta["ended"]``: ``stopped`` (the user stopped it),
+    ``interrupted``, ``crashed`` or ``failed``.
     """
 
     run_id: str

@@ -718,7 +718,9 @@ class _Run:
                                  session_id: str | None) -> None:
         if self.session is None or session_id is None:
             return
-        meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": finished_at}}
+        # "agent": who was active at the end, so a chat's next run can go on with the agent a handoff chose.
+        meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": finished_at},
+                                "agent": head.agent}
         if head.active_seconds:  # a head stored before lovia counted it has none to give
             meta["active_seconds"] = head.active_seconds
         if head.context_state:

@@ -63,8 +63,7 @@ async def test_only_runs_missing_from_their_sessions_are_replayed(tmp_path):
         assert sorted(first) == [("s-a", "lovia-run-in-a"), ("s-b", "lovia-run-in-b")]
         assert await backend.record_finished_runs() == []  # both are in their sessions now
         # A run the app finished and appended normally is not replayed either.
-        _, stream = backend.send("s-a", "hello")
-        async for _ in stream:
+        async for _ in (await backend.send("s-a", "hello")).stream:
             pass
         assert await backend.record_finished_runs() == []
         assert [s.run_id for s in await session.segments("s-a")][:2] == ["old", "lovia-run-in-a"]

@@ -7,8 +7,8 @@ edit-and-resend, trim and copy. Changes that other panes care about go up as
 
 from __future__ import annotations
 
-import time
-from typing import ClassVar
+from collections.abc import Awaitable, Callable
+from typing import ClassVar, Literal
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -34,8 +34,19 @@ from lovia.runtime import (
     TurnFinished,
 )
 from lovia.tui import format
-from lovia.tui.backend import TRIM_KEEP_CHARS, ChatBackend
+from lovia.tui.backend import (
+    STATE_LABELS,
+    TRIM_KEEP_CHARS,
+    ChatBackend,
+    EditTarget,
+    RunsNeedDecision,
+    Settle,
+    StartedRun,
+    TranscriptRun,
+    run_state,
+)
 from lovia.tui.clipboard import copy_text
+from lovia.tui.screens.choice import Choice, ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.composer import Composer
 from lovia.tui.widgets.transcript import Transcript
@@ -44,6 +55,9 @@ from lovia.tui.widgets.transcript import Transcript
 class ChatPanel(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop"),
+        Binding("escape", "cancel_edit", "Cancel edit"),
+        # Enter is the composer's key; while editing, this binding only names it in the footer.
+        Binding("enter", "resend", "Resend"),
         Binding("ctrl+r", "resume", "Resume"),
         Binding("ctrl+g", "regenerate", "Regenerate"),
         Binding("ctrl+l", "edit_last", "Edit last"),
@@ -59,6 +73,13 @@ class ChatPanel(Vertical):
     session_id: reactive[str | None] = reactive(None, init=False)
     running: reactive[bool] = reactive(False, init=False)
 
+    class RunSaved(Message):
+        """The live run ``run_id`` saved a snapshot (a model turn, or a tool call that starts)."""
+
+        def __init__(self, run_id: str) -> None:
+            super().__init__()
+            self.run_id = run_id
+
     class Changed(Message):
         """Sessions or runs changed (a run ended, a session was rewound or trimmed)."""
 
@@ -71,7 +92,9 @@ class ChatPanel(Vertical):
         super().__init__(**kwargs)
         self.backend = backend
         self.stream: RunStream | None = None
-        self._editing: UserMessage | None = None  # the stored message being edited
+        self._editing: EditTarget | None = None  # the message being edited
+        self._draft = ""  # what the composer held when the edit began: it comes back when the edit ends
+        self._starting = False  # a run is being started (runs settled first, maybe a question asked)
 
     def compose(self) -> ComposeResult:
         yield Static("New session", id="chat-title")
@@ -98,7 +121,7 @@ class ChatPanel(Vertical):
         if self.running:
             self.notify("A run is still going: stop it (escape) before switching sessions.", severity="warning")
             return
-        self._cancel_edit()
+        self._end_edit()
         self.session_id = session_id or self.backend.new_session_id()
         data = await self.backend.transcript(self.session_id) if session_id else None
         await self.transcript.show(data)
@@ -113,26 +136,79 @@ class ChatPanel(Vertical):
     # -- sending and running ---------------------------------------------------------------
 
     @on(Composer.Submitted)
-    async def _submitted(self, event: Composer.Submitted) -> None:
+    def _submitted(self, event: Composer.Submitted) -> None:
         event.stop()
-        if self.running:
+        if self.running or self._starting:
             self.notify("Wait for the answer, or stop it with escape.", severity="warning")
             return
         if self.session_id is None:
             self.session_id = self.backend.new_session_id()
+        session_id, text, editing = self.session_id, event.text, self._editing
+        if editing is not None:
+            self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text,
+                                                                      settle=settle), composer="draft")
+        else:
+            self._start_run(lambda settle: self.backend.send(session_id, text, settle=settle), composer="clear")
+
+    @work(group="start")
+    async def _start_run(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
+                         composer: Literal["clear", "draft", "keep"]) -> None:
+        """Start the run ``begin`` makes, and show it.
+
+        When crashed or failed runs of the session are not in it yet, the user is asked first
+        (resume, keep as partial, discard; see :meth:`ChatBackend.send`). Once the run starts,
+        the composer is cleared, gets back the draft an edit put aside, or is kept as it is.
+        Runs settled on the way (a stopped run finalized, say) are stored now: the session is
+        shown again, as stored, before the new run.
+        """
+        self._starting = True
         try:
-            if self._editing is not None:
-                original = self._editing
-                self._cancel_edit()
-                message, stream = await self.backend.resend_edited(self.session_id, original, event.text)
-                await self.open_session(self.session_id)
-            else:
-                message, stream = self.backend.send(self.session_id, event.text)
+            try:
+                started = await begin(None)
+            except RunsNeedDecision as exc:
+                settle = await self._ask_what_to_do(exc)
+                if settle is None:
+                    return
+                started = await begin(settle)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             return
-        self.composer.clear()
-        self._drive(stream, resumed=False, message=message)
+        finally:
+            self._starting = False
+        if composer == "draft":
+            self._end_edit()
+        elif composer == "clear":
+            self.composer.clear()
+        if started.settled or composer != "clear":  # settled runs moved, or an edit rewound
+            await self._show_session()
+        self._drive(started.stream, resumed=False, message=started.message)
+
+    async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | None:
+        """Ask what happens to crashed or failed runs before a message goes; ``None``: nothing is sent."""
+        newest = need.runs[-1]
+        state = run_state(newest.head)
+        what = (f"{len(need.runs)} runs that did not finish" if len(need.runs) > 1
+                else f"a run that {STATE_LABELS.get(state, state)}")
+        question = (f"This session has {what} (started {format.when(newest.head.started_at)}); it is not in the "
+                    "conversation yet. Before your message is sent:\n"
+                    "• Resume it: it goes on where it stopped; your message waits in the composer.\n"
+                    "• Keep as partial: what it did so far joins the conversation, marked as "
+                    f"{state}, before your message.\n"
+                    "• Discard it: its checkpoint is deleted; nothing of it reaches the conversation.")
+        choices = [Choice("Resume", "r", "resume"), Choice("Keep as partial", "k", "keep"),
+                   Choice("Discard", "d", "discard")]
+        choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
+        if choice == "resume":
+            await self.resume(newest.run_id)
+            self.notify("Your message stays in the composer: send it when the run is done.")
+            return None
+        return "keep" if choice == "keep" else "discard" if choice == "discard" else None
+
+    async def _show_session(self) -> None:
+        """Show the open session again, as stored now."""
+        if self.session_id is not None:
+            await self.transcript.show(await self.backend.transcript(self.session_id))
+            await self.refresh_title()
 
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:
         self.stream = stream
@@ -143,12 +219,12 @@ class ChatPanel(Vertical):
     async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None) -> None:
         """Show the run's events as they come; ``message`` goes under the run's header, as stored."""
         transcript = self.transcript
-        started = time.time()
         reported: BaseException | None = None
         try:
             async for event in stream:
                 if isinstance(event, RunStarted):
-                    await transcript.begin_run(event.run_id, started, resumed=event.resumed)
+                    await transcript.begin_run(event.run_id, await self._stored_run(event.run_id),
+                                               resumed=event.resumed)
                     if message is not None:
                         await transcript.add_user(message)
                         message = None
@@ -157,8 +233,10 @@ class ChatPanel(Vertical):
                     await transcript.stream_text(event.text, event.agent)
                 elif isinstance(event, MessageCompleted):
                     await transcript.end_message(event.message)
+                    self.post_message(self.RunSaved(stream.run_id))
                 elif isinstance(event, ToolCallStarted):
-                    await transcript.add_tool_call(event.call)
+                    await transcript.add_tool_call(event.call, rerun=event.rerun)
+                    self.post_message(self.RunSaved(stream.run_id))
                 elif isinstance(event, ToolResultReceived):
                     transcript.add_tool_result(event.result)
                     self.post_message(self.Changed(self.session_id, stream.run_id))
@@ -167,19 +245,19 @@ class ChatPanel(Vertical):
                 elif isinstance(event, TurnFinished):
                     self.post_message(self.Changed(self.session_id, stream.run_id))
                 elif isinstance(event, RunCompleted):
-                    await transcript.end_run("completed", time.time() - started)
+                    await transcript.end_run("completed", await self._stored_run(stream.run_id))
                 elif isinstance(event, RunInterrupted):
-                    await transcript.end_run("interrupted")
-                    await transcript.add_notice("Stopped. The run is kept: ctrl+r resumes it, or find it in the "
-                                                "runs list to resume, discard or finalize.", "warning")
+                    await transcript.end_run("interrupted", await self._stored_run(stream.run_id))
+                    await transcript.add_notice("Stopped. ctrl+r resumes it; sending your next message keeps what "
+                                                "it did so far in the conversation, marked as stopped.", "warning")
                 elif isinstance(event, RunFailed):
                     reported = event.error
                     if message is not None:  # it failed before it started: still show what was sent
                         await transcript.add_user(message)
                         message = None
-                    await transcript.end_run("failed")
+                    await transcript.end_run("failed", await self._stored_run(stream.run_id))
                     await transcript.add_notice(f"✗ {event.error}", "error", hint="What was stored is kept: "
-                                                "ctrl+r retries the run from its checkpoint.")
+                                                "ctrl+r retries the run from its checkpoint; ctrl+l edits the message.")
         except Exception as exc:
             if exc is not reported:  # the run's own error is shown in the transcript; anything else is a bug
                 raise
@@ -189,11 +267,19 @@ class ChatPanel(Vertical):
             await self.refresh_title()
             self.post_message(self.Changed(self.session_id, stream.run_id))
 
+    async def _stored_run(self, run_id: str) -> TranscriptRun | None:
+        """``run_id`` as the stores have it now, for the figures a reopened transcript shows; ``None`` if unreadable."""
+        try:
+            return await self.backend.transcript_run(self.session_id, run_id)
+        except LoviaError:
+            return None  # the live figures are then the ones the transcript has
+
     def action_stop(self) -> None:
-        if self._editing is not None:
-            self._cancel_edit()
-        elif self.stream is not None:
+        """Stop the running answer; with none running, escape cancels an edit."""
+        if self.stream is not None:
             self.stream.stop()
+        elif self._editing is not None:
+            self.action_cancel_edit()
         else:
             self.notify("Nothing is running.")
 
@@ -221,21 +307,22 @@ class ChatPanel(Vertical):
             await self.open_session(session_id)
         self._drive(stream, resumed=True)
 
-    async def action_regenerate(self) -> None:
-        if self.running or self.session_id is None:
+    def action_regenerate(self) -> None:
+        """Ask the last message again (a stopped or failed last run's own message, see ``ChatBackend.last_message``)."""
+        if self.running or self._starting or self.session_id is None:
             return
-        try:
-            message, stream = await self.backend.regenerate(self.session_id)
-        except LoviaError as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        await self.open_session(self.session_id)
-        self._drive(stream, resumed=False, message=message)
+        session_id = self.session_id
+        self._start_run(lambda settle: self.backend.regenerate(session_id, settle=settle), composer="keep")
 
     async def action_edit_last(self) -> None:
+        """Edit the last message: a stopped or failed last run's own message, else the last stored one."""
         if self.session_id is None:
             return
-        last = await self.backend.last_user_message(self.session_id)
+        try:
+            last = await self.backend.last_message(self.session_id)
+        except LoviaError as exc:
+            self.notify(str(exc), severity="error")
+            return
         if last is None:
             self.notify("Nothing to edit yet.")
             return
@@ -250,30 +337,81 @@ class ChatPanel(Vertical):
     @on(Transcript.EditRequested)
     async def _edit_requested(self, event: Transcript.EditRequested) -> None:
         event.stop()
-        if self.session_id is None or await self.backend.position_of(self.session_id, event.message) is None:
-            self.notify("That message belongs to a run still in flight: resume or finalize it first.",
+        try:
+            target = await self.backend.locate(self.session_id, event.message) if self.session_id else None
+        except LoviaError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if target is None:
+            self.notify("That message is not in this session any more: it was rewound, or its run was discarded.",
                         severity="warning")
             return
-        self.start_edit(event.message)
+        if target.later_runs:
+            self._confirm_edit(target)
+        else:
+            self.start_edit(target)
 
-    def start_edit(self, message: UserMessage) -> None:
-        """Put ``message`` in the composer; sending it rewinds to just before it."""
-        self._editing = message
+    @work(group="dialog")
+    async def _confirm_edit(self, target: EditTarget) -> None:
+        """An earlier message: say what resending it drops, and edit it only if the user agrees."""
+        question = (f"Edit this earlier message?\nResending it drops its answer and the "
+                    f"{format.count(target.later_runs, 'later run')} after it. Cancelling the edit keeps everything.")
+        if await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit")):
+            self.start_edit(target)
+
+    def start_edit(self, target: EditTarget) -> None:
+        """Put the message in the composer, cursor at its end; what the composer held is put aside.
+
+        Enter resends it (dropping it, its answer and ``target.later_runs`` later runs);
+        escape cancels. Either way, what was put aside comes back.
+        """
+        if self._editing is None:
+            self._draft = self.composer.text
+        self._editing = target
+        drops = f"its answer and {format.count(target.later_runs, 'later run')}" if target.later_runs \
+            else "its answer"
+        self.query_one("#editing", Static).update(
+            f"Editing a message: enter resends it and drops {drops}; escape cancels and gives back your draft.")
         self.add_class("-editing")
         self.composer.add_class("-editing")
-        self.composer.text = message.text
+        self._put_in_composer(target.message.text)
         self.composer.focus()
+        self._bindings_changed()
 
-    def _cancel_edit(self) -> None:
+    def action_cancel_edit(self) -> None:
+        """Leave the edit: nothing is sent, and the composer gets back what it held before."""
+        self._end_edit()
+
+    def action_resend(self) -> None:
+        self.composer.action_submit()
+
+    def _end_edit(self) -> None:
+        if self._editing is None:
+            return
         self._editing = None
         self.remove_class("-editing")
         self.composer.remove_class("-editing")
+        self._put_in_composer(self._draft)
+        self._draft = ""
+        self._bindings_changed()
+
+    def _put_in_composer(self, text: str) -> None:
+        self.composer.text = text
+        self.composer.move_cursor(self.composer.document.end)
+
+    def _bindings_changed(self) -> None:
+        self.refresh_bindings()
+        self.composer.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("regenerate", "edit_last"):
             return self.backend.can_rewind and not self.running
         if action == "stop":
-            return self.running or self._editing is not None
+            return self.running
+        if action == "cancel_edit":
+            return self._editing is not None and not self.running
+        if action == "resend":
+            return self._editing is not None
         if action == "resume":
             return not self.running
         return True

@@ -7,6 +7,7 @@ from typing import ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import TextArea
 
 
@@ -42,6 +43,20 @@ class Composer(TextArea):
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, **kwargs)
         self.placeholder = "Message — enter to send, ctrl+j for a new line"
+
+    def render_line(self, y: int) -> Strip:
+        # Textual's TextArea wraps its placeholder at the content width without a floor, and
+        # wrapping at width 0 raises (rich divides the line in steps of 0). The layout never
+        # squeezes the composer that far, but a terminal being resized passes through any
+        # width: with no room to show anything, show nothing.
+        if self.content_size.width < 1:
+            return Strip.blank(0)
+        return super().render_line(y)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "submit" and self.has_class("-editing"):
+            return False  # enter resends an edit: the chat panel's "Resend" names it in the footer
+        return super().check_action(action, parameters)
 
     def action_submit(self) -> None:
         text = self.text

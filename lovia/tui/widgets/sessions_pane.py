@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -15,6 +16,7 @@ from textual.widgets.option_list import Option
 
 from lovia.session import SessionInfo
 from lovia.tui import format
+from lovia.tui.backend import STATE_LABELS, SessionListing
 
 
 class SessionList(OptionList):
@@ -92,9 +94,9 @@ class SessionsPane(Vertical):
         yield Input(placeholder="type to filter…", id="session-filter")
         yield SessionList(id="session-list", can_rename=self._can_rename)
 
-    def show(self, sessions: list[SessionInfo], current: str | None) -> None:
+    def show(self, sessions: Sequence[SessionInfo], current: str | None) -> None:
         """Show ``sessions`` (already filtered), keeping ``current`` highlighted."""
-        self.sessions = sessions
+        self.sessions = list(sessions)
         options = self.query_one(SessionList)
         options.clear_options()
         options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
@@ -133,4 +135,7 @@ def _label(info: SessionInfo, current: bool) -> Text:
     text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · {format.count(info.run_count, 'run')} · "
                 f"{format.duration(info.total_run_seconds)}", style="dim")
     text.append(f"\n{format.when(info.last_activity)}", style="dim")
+    state = info.state if isinstance(info, SessionListing) else None
+    if state is not None:  # a run of it is not in it yet: say how that run stands
+        text.append(f" · {STATE_LABELS.get(state, state)}", style="bold")
     return text
