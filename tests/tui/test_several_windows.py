@@ -161,3 +161,33 @@ async def test_the_watcher_stops_with_the_app_without_an_error(tmp_path):
         await pilot.press("ctrl+q")
     assert app.return_code in (0, None)
     assert app._exception is None
+
+
+async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for i in range(30):  # taller than the view
+            await session.append("s-long", [UserMessage(text=f"question {i}"), AssistantMessage(text="answer")],
+                                 run_id=f"run-{i}")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen._change_timer.pause()
+        await settle(pilot)
+        transcript = screen.chat.transcript
+        assert transcript.max_scroll_y > 0
+        transcript.scroll_to(y=0, animate=False)
+        await settle(pilot)
+
+        await run_in_another_process(db, "s-long", "run-elsewhere", "from another window")
+        assert await screen.check_other_windows()
+        assert "run-elsewhere" not in transcript.run_ids  # the reader's place is kept
+        assert not await screen.check_other_windows()
+        assert "run-elsewhere" not in transcript.run_ids
+
+        transcript.scroll_end(animate=False)
+        await settle(pilot)
+        await screen.check_other_windows()
+        assert "run-elsewhere" in transcript.run_ids

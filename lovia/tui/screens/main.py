@@ -229,7 +229,7 @@ class MainScreen(Screen):
             return False
         # Content shorter than the view cannot be scrolled away from its end (the anchor may leave
         # scroll_y below 0 then, so is_vertical_scroll_end is no help).
-        scrolled_up = 0 < transcript.max_scroll_y and transcript.scroll_y < transcript.max_scroll_y - 1
+        scrolled_up = transcript.max_scroll_y > 0 and transcript.scroll_y < transcript.max_scroll_y - 1
         reading = transcript.has_focus and transcript.selected >= 0
         return not scrolled_up and not reading
 
