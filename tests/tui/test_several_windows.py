@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import textwrap
 
@@ -191,3 +192,54 @@ async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up(tmp_path):
         await settle(pilot)
         await screen.check_other_windows()
         assert "run-elsewhere" in transcript.run_ids
+
+
+HOLDER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from lovia import RunHead, RunOwner, RunSnapshot, SQLiteCheckpointer, UserMessage
+
+    async def main(path):
+        async with SQLiteCheckpointer(path, wal=True) as checkpointer:
+            head = RunHead(agent="assistant", status="running", session_id="s-shared", first_input="long job",
+                           owner=RunOwner.current(), claim="token-held", lease_until=time.time() + 3600)
+            await checkpointer.save(RunSnapshot("run-held", head, [UserMessage(text="long job")]))
+        print("saved", flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main(sys.argv[1]))
+    """
+)
+
+
+async def test_a_run_whose_process_died_reads_crashed_though_nothing_was_written(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    holder = await asyncio.create_subprocess_exec(sys.executable, "-c", HOLDER, str(db),
+                                                  stdout=asyncio.subprocess.PIPE)
+    try:
+        assert (await holder.stdout.readline()).strip() == b"saved"
+        app = make_app(db)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            screen._change_timer.pause()
+            await settle(pilot)
+            runs = screen.query_one("RunsPane")
+            header = next(h for h in screen.chat.transcript.query("RunHeader") if h.run_id == "run-held")
+            assert header.has_class("-elsewhere")
+            assert not await screen.check_other_windows()
+
+            holder.send_signal(signal.SIGKILL)
+            await holder.wait()
+            # The dead process wrote nothing, yet the next check sees its run is held no more.
+            assert await screen.check_other_windows()
+            assert [r.run_id for r in runs.runs] == ["run-held"]
+            header = next(h for h in screen.chat.transcript.query("RunHeader") if h.run_id == "run-held")
+            assert header.has_class("-crashed")
+            assert not await screen.check_other_windows()
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+            await holder.wait()

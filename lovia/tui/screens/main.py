@@ -24,7 +24,7 @@ from textual.worker import Worker
 
 from lovia.errors import LoviaError
 from lovia.session import SessionInfo
-from lovia.tui.backend import ChatBackend
+from lovia.tui.backend import ChatBackend, RunState, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.chat_panel import ChatPanel
@@ -37,7 +37,8 @@ CHANGE_CHECK_SECONDS = 1.0
 """How often the main screen asks the stores whether another window or process wrote to them."""
 OpenSessionMark = tuple[str, SessionInfo | None, tuple[tuple[str, str, float, int], ...]]
 """What the stores say of the open session, cheaply: its id, its info, and its in-flight runs
-(run id, status, last update, entries). It changes when a run of the session lands or progresses."""
+(run id, state, last update, entries). It changes when a run of the session lands or progresses, and
+when one held elsewhere is held no more."""
 USER_ACTION_GROUPS = frozenset({"dialog", "run", "trim", "heal", "lists"})
 """Worker groups of things the user (or start-up) is doing that may reopen the transcript themselves."""
 
@@ -54,7 +55,7 @@ WELCOME = ("Write a message below and press enter to start a conversation. "
 
 
 class MainScreen(Screen):
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"), (MEDIUM, "-medium"), (WIDE, "-wide")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -64,12 +65,11 @@ class MainScreen(Screen):
         Binding("ctrl+b", "toggle_pane('sessions')", "Sessions"),
         Binding("ctrl+o", "toggle_pane('runs')", "Runs"),
         Binding("f10", "toggle_maximize", "Maximize"),
-        Binding("escape", "close_overlay", "Close pane", show=False),
+        Binding("escape", "close_overlay", "Fold the pane shown over the conversation", show=False),
     ]
 
     DEFAULT_CSS = """
     MainScreen #panes { layers: default overlay; }
-    MainScreen SessionsPane { width: 32; }
     MainScreen #side { width: 40; border-left: solid $panel; }
     MainScreen CheckpointInspector { border-top: solid $panel; }
     MainScreen #welcome { display: none; padding: 1 2; color: $text-muted; }
@@ -101,6 +101,7 @@ class MainScreen(Screen):
         self._own_run_ended = False  # a run of this window ended since the last check: its writes are not news
         self._reload_waiting = False  # the open session changed elsewhere, its reload waits for the reader
         self._change_check_error: str | None = None
+        self._listed_run_states: dict[str, RunState] | None = None  # as the runs pane listed them at the last check
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -183,7 +184,9 @@ class MainScreen(Screen):
         When the stores say someone else committed since the last check (one cheap statement
         each, see :meth:`ChatBackend.changed_elsewhere`), the sessions and runs lists are
         reloaded, once whatever changed, and the open session's transcript is reloaded if what
-        the stores say of that session (its info and its in-flight runs) changed. The two stores
+        the stores say of that session (its info and its in-flight runs) changed. A process that
+        dies writes nothing: so the same happens when a listed run held elsewhere is held no
+        more (its owner on this machine is gone, or its lease lapsed). The two stores
         of this app have a connection each, so this window's own runs count as changes too:
         while one runs, the lists are reloaded at each check, and its transcript is left to the
         run; once nobody writes, checks reload nothing. A transcript reload waits while a run
@@ -195,8 +198,13 @@ class MainScreen(Screen):
         # writes this check may see only in part, so its flag is left for the next check.
         own_run = self.chat.running or self._own_run_ended
         self._own_run_ended = False
-        if await self.backend.changed_elsewhere():
+        changed = await self.backend.changed_elsewhere()
+        listed_now = self._listed_runs_now()
+        if self._listed_run_states is None:
+            self._listed_run_states = listed_now  # the first check: as the first load listed them
+        if changed or listed_now != self._listed_run_states:
             await self.refresh_lists()
+            self._listed_run_states = self._listed_runs_now()
             mark = await self._mark_open_session()
             if own_run or self.chat.running:
                 pass  # this window's own writes: what it shows is the run as it went, with its notices
@@ -204,8 +212,6 @@ class MainScreen(Screen):
                 self._reload_waiting = True
             self._open_session_mark = mark
             changed = True
-        else:
-            changed = False
         if self._reload_waiting and self._reader_allows_reload():
             self._reload_waiting = False
             await self.chat.open_session(self.chat.session_id)
@@ -218,7 +224,12 @@ class MainScreen(Screen):
             return None
         in_flight = await self.backend.runs(session_id=session_id)
         return (session_id, await self.backend.session_info(session_id),
-                tuple((r.run_id, r.head.status, r.head.updated_at, r.entry_count) for r in in_flight))
+                tuple((r.run_id, run_state(r.head), r.head.updated_at, r.entry_count) for r in in_flight))
+
+    def _listed_runs_now(self) -> dict[str, RunState]:
+        """How the runs the runs pane lists read now; no store call (a dead owner is seen by its pid)."""
+        panes = self.query(RunsPane)
+        return {r.run_id: run_state(r.head) for pane in panes for r in pane.runs}
 
     def _reader_allows_reload(self) -> bool:
         """Whether reloading the open transcript now yanks nobody: see :meth:`check_other_windows`."""
@@ -335,6 +346,20 @@ class MainScreen(Screen):
 
     def action_stop_run(self) -> None:
         self.chat.action_stop()
+
+    async def stop_run_and_wait(self) -> None:
+        """Stop the running answer and wait until its run has ended (and saved as stopped)."""
+        chat = self.chat
+        runs = [w for w in self.app.workers if w.node is chat and w.group == "run" and not w.is_finished]
+        chat.action_stop()
+        for worker in runs:
+            with contextlib.suppress(Exception):  # its own error is shown in the transcript, or in the crash report
+                await worker.wait()
+
+    def filter_sessions(self) -> None:
+        """Show the sessions pane (over the conversation if it is folded) and put focus in its filter."""
+        self.show_pane("sessions")
+        self.set_focus(self.query_one("#session-filter"))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop_run":
