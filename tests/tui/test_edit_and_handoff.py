@@ -1,0 +1,185 @@
+"""Editing and regenerating act on the right message; handoffs carry over (issue 8, items 5 and 7).
+
+The real app over a real SQLite file, driven by Textual's pilot.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lovia import Agent, SQLiteCheckpointer, SQLiteSession
+from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.backend import ChatBackend
+from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.widgets.user_message import UserMessageView
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.test_stop_and_continue import blocking_tool, fail_first_message, failing_then, stop_a_run
+
+
+async def stored_texts(db, session_id: str) -> list[str | None]:
+    async with SQLiteSession(db, wal=True) as session:
+        return [getattr(e, "text", None) for e in await session.load(session_id)]
+
+
+def footer_keys(app) -> dict[str, str]:
+    return {key: active.binding.description for key, active in app.screen.active_bindings.items()}
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_edit_last_puts_the_cursor_at_the_end_and_escape_gives_the_draft_back(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "never asked"]))
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "first question")
+        chat = app.screen.chat
+        await pilot.press(*"half a draft")
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        composer = chat.composer
+        assert chat.has_class("-editing") and composer.text == "first question"
+        assert composer.cursor_location == composer.document.end
+        keys = footer_keys(app)
+        assert keys["enter"] == "Resend" and keys["escape"] == "Cancel edit"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not chat.has_class("-editing")
+        assert composer.text == "half a draft" and composer.cursor_location == composer.document.end
+        keys = footer_keys(app)
+        assert keys["enter"] == "Send" and keys.get("escape") != "Stop"
+        # enter now sends the draft as a new message, not the old text again
+        await pilot.press("enter")
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["first question", "one", "half a draft", "never asked"]
+
+
+async def test_a_draft_comes_back_after_the_edit_is_sent(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "edited reply"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        chat = app.screen.chat
+        await pilot.press(*"my draft")
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        await pilot.press(*", edited", "enter")  # typed at the end, where the cursor is
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["first, edited", "edited reply"]
+        assert chat.composer.text == "my draft" and not chat.has_class("-editing")
+
+
+async def test_editing_an_older_message_says_how_many_runs_it_drops_and_asks(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "two", "three", "edited reply"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        for text in ("first", "second", "third"):
+            await type_and_send(pilot, text)
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("home")  # the cursor on "first"
+        assert isinstance(chat.transcript.selected_view, UserMessageView)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "2 later runs" in str(app.screen.question)
+        await pilot.press("n")
+        await settle(pilot)
+        assert not chat.has_class("-editing")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        assert chat.composer.text == "first"
+        await pilot.press(*" again", "enter")
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["first again", "edited reply"]
+
+
+async def test_the_last_message_needs_no_confirmation(tmp_path):
+    app = make_app(tmp_path / "lovia.db", model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("end", "up", "e")
+        await pilot.pause()
+        assert chat.has_class("-editing") and chat.composer.text == "second"
+
+
+async def test_a_first_message_that_failed_can_be_edited_and_retried(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=failing_then("the answer"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await fail_first_message(pilot, "helo")
+        chat = app.screen.chat
+        await pilot.press("up")  # in the empty composer: edit the last message, the failed run's
+        await pilot.pause()
+        assert chat.has_class("-editing") and chat.composer.text == "helo"
+        await pilot.press("left", "l", "enter")
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["hello", "the answer"]
+        assert app.screen.query_one("RunsPane").runs == []  # the failed run was discarded
+        async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+            assert [r.head.status for r in await checkpointer.list_runs()] == ["completed"]
+
+
+async def test_regenerate_after_a_stop_asks_the_stopped_runs_question_again(tmp_path):
+    slow, gate = blocking_tool()
+    model = ScriptedModel(["one", ScriptedTurn(text="Let me", tool_calls=[call("slow", {"seconds": 1})]),
+                           "fresh answer"])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        await stop_a_run(pilot, gate, "second")
+        chat = app.screen.chat
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["first", "one", "second", "fresh answer"]
+        assert model.requests[-1].messages[-1].text == "second"
+        assert app.screen.query_one("RunsPane").runs == []
+
+
+# -- item 7: handoffs carry over --------------------------------------------------------------------------
+
+
+def two_agents() -> tuple[Agent, ScriptedModel, ScriptedModel]:
+    expert_model = ScriptedModel(["the expert answers", "the expert again"], name="expert-model")
+    expert = Agent(name="expert", model=expert_model, handoff_description="knows the details")
+    triage_model = ScriptedModel([ScriptedTurn(tool_calls=[call("transfer_to_expert")]), "triage again"],
+                                 name="triage-model")
+    triage = Agent(name="triage", model=triage_model, handoffs=[expert])
+    return triage, triage_model, expert_model
+
+
+async def test_the_next_message_goes_on_with_the_agent_a_handoff_chose(tmp_path):
+    db = tmp_path / "lovia.db"
+    triage, triage_model, expert_model = two_agents()
+    app = make_app(db, agent=triage)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "a hard question")
+        await type_and_send(pilot, "and a follow-up")
+        chat = app.screen.chat
+        async with SQLiteSession(db, wal=True) as session:
+            first, second = await session.segments(chat.session_id)
+        assert first.meta["agent"] == "expert" and second.meta["agent"] == "expert"
+        assert [e.agent for e in second.entries if e.type == "assistant"] == ["expert"]
+        assert len(triage_model.requests) == 1 and len(expert_model.requests) == 2
+        assert expert_model.requests[1].messages[-1].text == "and a follow-up"
+
+
+async def test_backend_starts_with_the_last_agent_only_when_the_app_agent_reaches_it(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        triage, _, _ = two_agents()
+        backend = ChatBackend(session, checkpointer, triage)
+        async def send(session_id: str, text: str) -> str:
+            started = await backend.send(session_id, text)
+            async for _ in started.stream:
+                pass
+            return started.agent
+
+        assert await send("s-a", "hello") == "triage"
+        assert await send("s-a", "more") == "expert"
+        # A session whose last run ended with an agent the app cannot reach any more goes on with the app's.
+        await session.append("s-b", [], run_id="r-gone", meta={"agent": "retired"})
+        assert await send("s-b", "hi") == "triage"

@@ -1,0 +1,341 @@
+"""Stop and continue as chat apps do, and every session with a run listed (issue 8, items 2 and 4).
+
+The real app over a real SQLite file; runs held by another process are held by a real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+from rich.console import Console
+
+from lovia import (
+    Agent,
+    AssistantMessage,
+    ModelError,
+    RunHead,
+    RunOwner,
+    RunSnapshot,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    ToolCall,
+    UserMessage,
+    tool,
+)
+from lovia.errors import RunClaimedError
+from lovia.models import DemoModel, ScriptedModel, ScriptedTurn, call
+from lovia.tui.backend import ChatBackend, RunsNeedDecision, SessionListing
+from lovia.tui.screens.choice import ChoiceScreen
+from lovia.tui.widgets.run_header import RunHeader
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+
+
+def plain(renderable) -> str:
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def blocking_tool():
+    """A tool that blocks the first time it runs (until the run is stopped), and the event it sets."""
+    gate = asyncio.Event()
+
+    @tool
+    async def slow(seconds: float) -> str:
+        """Slow."""
+        if not gate.is_set():
+            gate.set()
+            await asyncio.sleep(3600)
+        return "finished"
+
+    return slow, gate
+
+
+async def segments_of(db, session_id: str):
+    async with SQLiteSession(db, wal=True) as session:
+        return await session.segments(session_id)
+
+
+async def stop_a_run(pilot, gate, text: str = "go slow") -> None:
+    await type_and_send_no_settle(pilot, text)
+    await wait_for(pilot, gate.is_set)
+    await pilot.press("escape")
+    await settle(pilot)
+
+
+async def type_and_send_no_settle(pilot, text: str) -> None:
+    pilot.app.screen.query_one("#composer").focus()
+    await pilot.pause()
+    await pilot.press(*text, "enter")
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_the_next_message_after_a_stop_first_records_the_stopped_run_as_partial(tmp_path, size):
+    slow, gate = blocking_tool()
+    model = ScriptedModel([ScriptedTurn(text="Let me check.", tool_calls=[call("slow", {"seconds": 1}, call_id="c1")]),
+                           "the second answer"])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=size) as pilot:
+        await stop_a_run(pilot, gate)
+        chat = app.screen.chat
+        assert [r.head.status for r in app.screen.query_one("RunsPane").runs] == ["interrupted"]
+
+        await type_and_send(pilot, "and now?")
+        stopped, new = await segments_of(db, chat.session_id)
+        # The stopped run comes first, tool-consistent (the call without a result is dropped), marked.
+        assert [e.type for e in stopped.entries] == ["user", "assistant"]
+        assert stopped.entries[0].text == "go slow" and stopped.entries[1].text == "Let me check."
+        assert stopped.meta["partial"] is True and stopped.meta["ended"] == "stopped"
+        assert stopped.meta["agent"] == "assistant"
+        assert set(stopped.meta["timing"]) == {"started_at", "finished_at"}
+        assert [e.text for e in new.entries] == ["and now?", "the second answer"]
+        # The model saw the stopped question and its partial answer, in order.
+        assert [getattr(m, "text", None) for m in model.requests[1].messages] == [
+            "go slow", "Let me check.", "and now?"]
+        # Nothing is left to resume, and the transcript shows the partial marked as stopped.
+        assert app.screen.query_one("RunsPane").runs == []
+        headers = {h.run_id: plain(h.render()) for h in chat.transcript.query(RunHeader)}
+        assert "stopped" in headers[stopped.run_id]
+        data = await app.backend.transcript(chat.session_id)
+        assert [(r.partial, r.ended) for r in data.runs] == [(True, "stopped"), (False, None)]
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert any("no interrupted run to resume" in n.message for n in app._notifications)
+        assert len(await segments_of(db, chat.session_id)) == 2
+
+
+async def test_a_stopped_run_stays_resumable_until_the_next_message(tmp_path):
+    slow, gate = blocking_tool()
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("slow", {"seconds": 1}, call_id="c1")]), "done now"])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await stop_a_run(pilot, gate)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        [segment] = await segments_of(db, app.screen.chat.session_id)
+        assert "partial" not in segment.meta and segment.entries[-1].text == "done now"
+
+
+def failing_then(*answers: str) -> ScriptedModel:
+    return ScriptedModel([ScriptedTurn(text="half an ans", error=ModelError("endpoint died mid-stream"),
+                                       fail_after=1), *answers])
+
+
+async def fail_first_message(pilot, text: str = "hello") -> None:
+    await type_and_send(pilot, text)
+    assert [r.head.status for r in pilot.app.screen.query_one("RunsPane").runs] == ["failed"]
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_sending_after_a_failed_run_asks_and_keep_records_it_as_partial(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    model = failing_then("second answer")
+    app = make_app(db, model=model)
+    async with app.run_test(size=size) as pilot:
+        await fail_first_message(pilot)
+        chat = app.screen.chat
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        assert "failed" in str(app.screen.question) and "Keep as partial" in str(app.screen.question)
+        await pilot.press("k")
+        await settle(pilot)
+        failed, new = await segments_of(db, chat.session_id)
+        assert failed.meta["partial"] is True and failed.meta["ended"] == "failed"
+        assert [e.text for e in failed.entries] == ["hello"]  # the failed turn stored nothing of its answer
+        assert [e.text for e in new.entries] == ["next", "second answer"]
+        assert chat.composer.text == ""
+        assert app.screen.query_one("RunsPane").runs == []
+
+
+async def test_sending_after_a_failed_run_can_discard_it_resume_it_or_do_nothing(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=failing_then("the retried answer", "after discard"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await fail_first_message(pilot)
+        chat = app.screen.chat
+        # escape: nothing is sent, nothing changes, the message waits in the composer
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("escape")
+        await settle(pilot)
+        assert chat.composer.text == "next" and await segments_of(db, chat.session_id) == []
+        assert [r.head.status for r in app.screen.query_one("RunsPane").runs] == ["failed"]
+        # resume: the failed run goes on; the message still waits
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("r")
+        await settle(pilot)
+        [resumed] = await segments_of(db, chat.session_id)
+        assert [e.text for e in resumed.entries] == ["hello", "the retried answer"]
+        assert chat.composer.text == "next"
+
+    db2 = tmp_path / "other.db"
+    app = make_app(db2, model=failing_then("after discard"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await fail_first_message(pilot)
+        chat = app.screen.chat
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("d")
+        await settle(pilot)
+        [only] = await segments_of(db2, chat.session_id)
+        assert [e.text for e in only.entries] == ["next", "after discard"]
+        async with SQLiteCheckpointer(db2, wal=True) as checkpointer:
+            assert [r.head.status for r in await checkpointer.list_runs()] == ["completed"]
+
+
+def other_process() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+
+
+def owner_of(pid: int) -> RunOwner:
+    """The owner of a run executed by process ``pid`` on this machine."""
+    here = RunOwner.current()
+    return RunOwner(host=here.host, pid=pid, boot_id=here.boot_id, pid_ns=here.pid_ns)
+
+
+def a_dead_owner() -> RunOwner:
+    child = other_process()
+    child.kill()
+    child.wait()
+    return owner_of(child.pid)
+
+
+async def store_in_flight(db, run_id: str, session_id: str, text: str, *, status="interrupted",
+                          owner: RunOwner | None = None, lease_until: float | None = None,
+                          started_at: float | None = None) -> None:
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status=status, turn=1, session_id=session_id, first_input=text,
+                       owner=owner, claim=f"token-{run_id}" if owner else None, lease_until=lease_until,
+                       started_at=started_at or time.time(), updated_at=started_at or time.time())
+        await checkpointer.save(RunSnapshot(run_id, head, [
+            UserMessage(text=text), AssistantMessage(text="working on it"),
+            ToolCall(call_id=f"c-{run_id}", name="wait", arguments='{"seconds": 60}')]))
+
+
+async def test_a_run_executing_in_another_process_refuses_sending_with_who_runs_it(tmp_path):
+    db = tmp_path / "lovia.db"
+    process = other_process()
+    try:
+        owner = owner_of(process.pid)
+        async with SQLiteSession(db, wal=True) as session:
+            await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        await store_in_flight(db, "run-there", "s-a", "long job", status="running", owner=owner,
+                              lease_until=time.time() + 3600)
+        app = make_app(db, model=ScriptedModel(["never"]))
+        async with app.run_test(size=(160, 45)) as pilot:
+            await pilot.pause()
+            assert app.screen.chat.session_id == "s-a"
+            await type_and_send(pilot, "hurry up")
+            assert any(f"being executed by process {process.pid}" in n.message and "wait for it to finish"
+                       in n.message for n in app._notifications)
+            assert app.screen.chat.composer.text == "hurry up"  # nothing was sent
+            assert [s.run_id for s in await segments_of(db, "s-a")] == ["old"]
+    finally:
+        process.kill()
+        process.wait()
+
+
+async def test_backend_send_settles_oldest_first_and_refuses_before_changing_anything(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        backend = ChatBackend(session, checkpointer, Agent(name="assistant", model=ScriptedModel(["fine"])))
+        now = time.time()
+        await store_in_flight(db, "run-stopped", "s-a", "first", started_at=now - 20)
+        await store_in_flight(db, "run-dead", "s-a", "second", status="running",
+                              owner=RunOwner(host="gone-host", pid=1, started=1), lease_until=now - 60,
+                              started_at=now - 10)
+        with pytest.raises(RunsNeedDecision) as refused:
+            await backend.send("s-a", "third")
+        assert [r.run_id for r in refused.value.runs] == ["run-dead"] and "crashed" in str(refused.value)
+        assert await session.segments("s-a") == []  # the stopped one was not finalized either
+        started = await backend.send("s-a", "third", settle="keep")
+        assert started.settled == ("run-stopped", "run-dead")
+        async for _ in started.stream:
+            pass
+        segments = await session.segments("s-a")
+        assert [s.run_id for s in segments[:2]] == ["run-stopped", "run-dead"]
+        assert [(s.meta["ended"], [e.type for e in s.entries]) for s in segments[:2]] == [
+            ("stopped", ["user", "assistant"]), ("crashed", ["user", "assistant"])]
+        assert await checkpointer.load("run-stopped") is None and await checkpointer.load("run-dead") is None
+
+
+async def test_backend_finalize_takes_the_run_so_another_process_cannot_resume_it_meanwhile(tmp_path):
+    """A run another process took (it resumes it) between the listing and the finalize is refused, not raced."""
+    db = tmp_path / "lovia.db"
+    process = other_process()
+    try:
+        async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+            backend = ChatBackend(session, checkpointer, Agent(name="assistant", model=DemoModel()))
+            await store_in_flight(db, "run-x", "s-a", "first")
+            listed = await backend._in_flight("s-a")
+            await checkpointer.claim("run-x", owner_of(process.pid), token="theirs", lease_seconds=3600)
+            with pytest.raises(RunClaimedError):
+                await backend._settle(listed, None)
+            assert await session.segments("s-a") == []
+            assert (await checkpointer.load("run-x")).head.claim == "theirs"
+    finally:
+        process.kill()
+        process.wait()
+
+
+# -- item 4: every session with a run is listed -----------------------------------------------------------
+
+
+async def test_a_session_whose_only_run_failed_is_listed_and_marked(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=failing_then())
+    async with app.run_test(size=(160, 45)) as pilot:
+        await fail_first_message(pilot, "plan the launch")
+        pane = app.screen.query_one("SessionsPane")
+        [listed] = pane.sessions
+        assert (listed.session_id, listed.title, listed.state) == (app.screen.chat.session_id, "plan the launch",
+                                                                   "failed")
+        options = app.screen.query_one("#session-list")
+        assert "plan the launch" in plain(options.get_option_at_index(0).prompt)
+        assert "failed" in plain(options.get_option_at_index(0).prompt)
+        # The filter applies to it too.
+        app.screen.query_one("#session-filter").value = "launch"
+        await settle(pilot)
+        assert [s.title for s in pane.sessions] == ["plan the launch"]
+        app.screen.query_one("#session-filter").value = "groceries"
+        await settle(pilot)
+        assert pane.sessions == []
+
+
+async def test_sessions_lists_sessions_known_only_to_the_checkpointer_with_their_state(tmp_path):
+    db = tmp_path / "lovia.db"
+    process = other_process()
+    try:
+        now = time.time()
+        async with SQLiteSession(db, wal=True) as session:
+            await session.append("s-stored", [UserMessage(text="stored talk"), AssistantMessage(text="ok")])
+        await store_in_flight(db, "run-stopped", "s-stopped", "stopped talk", started_at=now - 30)
+        await store_in_flight(db, "run-crashed", "s-crashed", "crashed talk", status="running",
+                              owner=a_dead_owner(),
+                              lease_until=now + 3600, started_at=now - 20)
+        await store_in_flight(db, "run-there", "s-there", "elsewhere talk", status="running",
+                              owner=owner_of(process.pid),
+                              lease_until=now + 3600, started_at=now - 10)
+        await store_in_flight(db, "run-stored-stopped", "s-stored", "more", started_at=now - 5)
+        async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+            backend = ChatBackend(session, checkpointer, Agent(name="assistant", model=DemoModel()))
+            listed = await backend.sessions()
+            assert all(isinstance(s, SessionListing) for s in listed)
+            assert [(s.session_id, s.title, s.state) for s in listed] == [
+                ("s-stored", "stored talk", "interrupted"), ("s-there", "elsewhere talk", "elsewhere"),
+                ("s-crashed", "crashed talk", "crashed"), ("s-stopped", "stopped talk", "interrupted")]
+            assert [s.session_id for s in await backend.sessions("TALK")] == [
+                "s-stored", "s-there", "s-crashed", "s-stopped"]
+            assert [s.session_id for s in await backend.sessions("crash")] == ["s-crashed"]
+            # a stored session the query leaves out is not listed as unknown either
+            assert [s.session_id for s in await backend.sessions("stopped")] == ["s-stopped"]
+    finally:
+        process.kill()
+        process.wait()
