@@ -164,6 +164,34 @@ async def test_the_watcher_stops_with_the_app_without_an_error(tmp_path):
     assert app._exception is None
 
 
+async def test_the_open_transcript_waits_while_a_message_is_being_edited(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen._change_timer.pause()
+        await settle(pilot)
+        chat = screen.chat
+        await chat.action_edit_last()
+        await settle(pilot)
+        assert chat.has_class("-editing") and chat.composer.text == "hello"
+
+        await run_in_another_process(db, "s-shared", "run-elsewhere", "from another window")
+        assert await screen.check_other_windows()
+        # The edit goes on undisturbed; the new run shows once it is over.
+        assert chat.has_class("-editing") and chat.composer.text == "hello"
+        assert chat.transcript.run_ids == {"first"}
+
+        await pilot.press("escape")  # the edit is cancelled
+        await settle(pilot)
+        assert not chat.has_class("-editing")
+        assert not await screen.check_other_windows()
+        assert chat.transcript.run_ids == {"first", "run-elsewhere"}
+
+
 async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up(tmp_path):
     db = tmp_path / "lovia.db"
     async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
