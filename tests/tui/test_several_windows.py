@@ -141,6 +141,8 @@ async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up_or_holds_t
         assert await screen.check_other_windows()
         assert transcript.run_ids == {"first"}  # not yanked from the message being read
         assert transcript.selected >= 0
+        await pilot.pause()
+        assert any("changed in another window" in n.message for n in app._notifications)
 
         # Once the reader is back in the composer, the next check shows the new run.
         screen.query_one("#composer").focus()

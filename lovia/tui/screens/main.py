@@ -209,10 +209,13 @@ class MainScreen(Screen):
             if own_run or self.chat.running:
                 pass  # this window's own writes: what it shows is the run as it went, with its notices
             elif mark != self._open_session_mark:
+                if not self._reload_waiting and self._reader_away():
+                    self.notify("This conversation changed in another window; it updates once you are back at "
+                                "its end, or out of the transcript.")
                 self._reload_waiting = True
             self._open_session_mark = mark
             changed = True
-        if self._reload_waiting and self._reader_allows_reload():
+        if self._reload_waiting and not self._busy_here() and not self._reader_away():
             self._reload_waiting = False
             await self.chat.open_session(self.chat.session_id)
             self._open_session_mark = await self._mark_open_session()
@@ -231,18 +234,20 @@ class MainScreen(Screen):
         panes = self.query(RunsPane)
         return {r.run_id: run_state(r.head) for pane in panes for r in pane.runs}
 
-    def _reader_allows_reload(self) -> bool:
-        """Whether reloading the open transcript now yanks nobody: see :meth:`check_other_windows`."""
-        chat, transcript = self.chat, self.chat.transcript
+    def _busy_here(self) -> bool:
+        """Whether this window is running an answer, editing, in a dialog or in another action now."""
+        chat = self.chat
         if chat.running or chat.has_class("-editing") or self.app.screen is not self:
-            return False
-        if any(worker.group in USER_ACTION_GROUPS and not worker.is_finished for worker in self.app.workers):
-            return False
+            return True
+        return any(worker.group in USER_ACTION_GROUPS and not worker.is_finished for worker in self.app.workers)
+
+    def _reader_away(self) -> bool:
+        """Whether the reader has scrolled up the transcript or holds its message cursor."""
+        transcript = self.chat.transcript
         # Content shorter than the view cannot be scrolled away from its end (the anchor may leave
         # scroll_y below 0 then, so is_vertical_scroll_end is no help).
         scrolled_up = transcript.max_scroll_y > 0 and transcript.scroll_y < transcript.max_scroll_y - 1
-        reading = transcript.has_focus and transcript.selected >= 0
-        return not scrolled_up and not reading
+        return scrolled_up or (transcript.has_focus and transcript.selected >= 0)
 
     async def open_session(self, session_id: str | None) -> None:
         """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any."""
