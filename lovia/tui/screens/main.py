@@ -145,7 +145,7 @@ class MainScreen(Screen):
         """Start the change watcher; called before the first load, so nothing lands unseen.
 
         Every ``CHANGE_CHECK_SECONDS`` a timer starts :meth:`check_other_windows` as a worker,
-        unless the previous check is still going. The timer and the worker belong to this
+        unless the previous check is still going or the first load is not over. The timer and the worker belong to this
         screen, so they end with it, before the app closes the stores.
         """
         with contextlib.suppress(LoviaError):  # the first load reports a broken store
@@ -159,7 +159,8 @@ class MainScreen(Screen):
             self._own_run_ended = True
 
     def _start_change_check(self) -> None:
-        if self.app.is_running and (self._change_check is None or self._change_check.is_finished):
+        # is_mounted: on_mount's first load is over (the timer starts before it, which must not race it).
+        if self.is_mounted and self.app.is_running and (self._change_check is None or self._change_check.is_finished):
             self._change_check = self._run_change_check()
 
     @work(exclusive=True, group="other windows")
