@@ -145,8 +145,8 @@ class MainScreen(Screen):
         """Start the change watcher; called before the first load, so nothing lands unseen.
 
         Every ``CHANGE_CHECK_SECONDS`` a timer starts :meth:`check_other_windows` as a worker,
-        unless the previous check is still going or the first load is not over. The timer and the worker belong to this
-        screen, so they end with it, before the app closes the stores.
+        unless the previous check is still going or the first load is not over. The timer and
+        the worker belong to this screen, so they end with it, before the app closes the stores.
         """
         with contextlib.suppress(LoviaError):  # the first load reports a broken store
             await self.backend.changed_elsewhere()  # the first call only takes note of where the stores are
