@@ -128,10 +128,17 @@ class ChatPanel(Vertical):
         await self.refresh_title()
 
     async def refresh_title(self) -> None:
-        """Show the session's current title (a new session gets one with its first run)."""
+        """Show the session's current title (a new session gets one with its first run).
+
+        A session none of whose runs reached it yet (stopped, crashed, failed) is titled by its
+        first run's input, as the sessions pane lists it.
+        """
         info = await self.backend.session_info(self.session_id) if self.session_id else None
-        self.query_one("#chat-title", Static).update(format.one_line(info.title, 80) if info and info.title
-                                                     else "New session")
+        title = info.title if info and info.title else None
+        if title is None and self.session_id:
+            unstored = await self.backend.runs(session_id=self.session_id)  # newest first
+            title = unstored[-1].head.first_input if unstored else None
+        self.query_one("#chat-title", Static).update(format.one_line(title, 80) if title else "New session")
 
     # -- sending and running ---------------------------------------------------------------
 
@@ -150,7 +157,7 @@ class ChatPanel(Vertical):
         else:
             self._start_run(lambda settle: self.backend.send(session_id, text, settle=settle), composer="clear")
 
-    @work(group="start")
+    @work(group="dialog")  # a user action: the several-windows watcher leaves the transcript alone meanwhile
     async def _start_run(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
                          composer: Literal["clear", "draft", "keep"]) -> None:
         """Start the run ``begin`` makes, and show it.
@@ -262,8 +269,10 @@ class ChatPanel(Vertical):
             if exc is not reported:  # the run's own error is shown in the transcript; anything else is a bug
                 raise
         finally:
-            self.running = False
             self.stream = None
+            if not self.is_attached:  # the app is closing and cancelled this worker: no screen is left to update
+                return
+            self.running = False
             await self.refresh_title()
             self.post_message(self.Changed(self.session_id, stream.run_id))
 
@@ -370,8 +379,8 @@ class ChatPanel(Vertical):
         self._editing = target
         drops = f"its answer and {format.count(target.later_runs, 'later run')}" if target.later_runs \
             else "its answer"
-        self.query_one("#editing", Static).update(
-            f"Editing a message: enter resends it and drops {drops}; escape cancels and gives back your draft.")
+        self.query_one("#editing", Static).update(f"Editing: enter resends it, dropping {drops}; escape gives "
+                                                  "your draft back.")
         self.add_class("-editing")
         self.composer.add_class("-editing")
         self._put_in_composer(target.message.text)

@@ -130,12 +130,12 @@ class SessionsPane(Vertical):
 
 
 def _label(info: SessionInfo, current: bool) -> Text:
-    title = format.one_line(info.title or "(untitled)", 34)
+    title = format.one_line(info.title or "(untitled)", 26)  # the pane's width, less the marker
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
     text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · {format.count(info.run_count, 'run')} · "
                 f"{format.duration(info.total_run_seconds)}", style="dim")
     text.append(f"\n{format.when(info.last_activity)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
-    if state is not None:  # a run of it is not in it yet: say how that run stands
-        text.append(f" · {STATE_LABELS.get(state, state)}", style="bold")
+    if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own
+        text.append(f"\n{STATE_LABELS.get(state, state)}", style="bold")
     return text
