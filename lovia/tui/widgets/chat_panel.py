@@ -266,15 +266,16 @@ class ChatPanel(Vertical):
                     await transcript.add_notice(f"✗ {event.error}", "error", hint="What was stored is kept: "
                                                 "ctrl+r retries the run from its checkpoint; ctrl+l edits the message.")
         except Exception as exc:
-            if exc is not reported:  # the run's own error is shown in the transcript; anything else is a bug
+            # The run's own error is shown in the transcript; anything else is a bug, unless the app is
+            # closing and the widgets this worker updates went away under it.
+            if exc is not reported and self.is_attached:
                 raise
         finally:
             self.stream = None
-            if not self.is_attached:  # the app is closing and cancelled this worker: no screen is left to update
-                return
-            self.running = False
-            await self.refresh_title()
-            self.post_message(self.Changed(self.session_id, stream.run_id))
+            if self.is_attached:  # else the app is closing and cancelled this worker: no screen is left to update
+                self.running = False
+                await self.refresh_title()
+                self.post_message(self.Changed(self.session_id, stream.run_id))
 
     async def _stored_run(self, run_id: str) -> TranscriptRun | None:
         """``run_id`` as the stores have it now, for the figures a reopened transcript shows; ``None`` if unreadable."""
