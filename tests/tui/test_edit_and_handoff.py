@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lovia import Agent, SQLiteCheckpointer, SQLiteSession
+from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.backend import ChatBackend
 from lovia.tui.screens.confirm import ConfirmScreen
@@ -183,3 +183,40 @@ async def test_backend_starts_with_the_last_agent_only_when_the_app_agent_reache
         # A session whose last run ended with an agent the app cannot reach any more goes on with the app's.
         await session.append("s-b", [], run_id="r-gone", meta={"agent": "retired"})
         assert await send("s-b", "hi") == "triage"
+
+
+async def test_a_run_that_went_on_with_the_handed_to_agent_resumes_after_a_stop(tmp_path):
+    slow, gate = blocking_tool()
+    expert_model = ScriptedModel(["the expert answers", ScriptedTurn(tool_calls=[call("slow", {"seconds": 1})]),
+                                  "the expert finished"], name="expert-model")
+    expert = Agent(name="expert", model=expert_model, tools=[slow])
+    triage = Agent(name="triage", model=ScriptedModel([ScriptedTurn(tool_calls=[call("transfer_to_expert")])]),
+                   handoffs=[expert])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=triage)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "a hard question")
+        await stop_a_run(pilot, gate, "go on")
+        [stopped] = app.screen.query_one("RunsPane").runs
+        assert (stopped.head.entry_agent, stopped.head.agent) == ("expert", "expert")
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        async with SQLiteSession(db, wal=True) as session:
+            last = (await session.segments(app.screen.chat.session_id))[-1]
+        assert last.meta["agent"] == "expert" and last.entries[-1].text == "the expert finished"
+
+
+async def test_backend_finalize_records_how_the_run_ended_and_the_agent_a_pending_handoff_names(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        triage, _, _ = two_agents()
+        backend = ChatBackend(session, checkpointer, triage)
+        head = RunHead(agent="triage", status="interrupted", turn=1, session_id="s-a", first_input="help",
+                       pending_handoff="expert", handoff_call_id="c1")
+        await checkpointer.save(RunSnapshot("r1", head, [
+            UserMessage(text="help"), ToolCall(call_id="c1", name="transfer_to_expert", arguments="{}"),
+            ToolResult(call_id="c1", output="Transferred to expert.", name="transfer_to_expert")]))
+        assert await backend.finalize("r1") == ("s-a", 3)
+        [segment] = await session.segments("s-a")
+        assert (segment.meta["partial"], segment.meta["ended"], segment.meta["agent"]) == (True, "interrupted",
+                                                                                           "expert")
