@@ -10,6 +10,8 @@ import datetime
 import time
 from collections.abc import Callable
 
+from markdown_it import MarkdownIt
+
 from lovia.usage import Usage
 
 clock: Callable[[], float] = time.time
@@ -77,6 +79,25 @@ def one_line(text: str, width: int = 60) -> str:
     """``text`` on one line, cut to ``width`` with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def plain_text(markdown: str) -> str:
+    """The words of ``markdown`` without its syntax: ``**bold** `x`, [link](u)`` reads ``bold x, link``."""
+    words: list[str] = []
+    for token in _MARKDOWN.parse(markdown):
+        if token.type == "inline":
+            for child in token.children or ():
+                if child.type in ("text", "code_inline"):
+                    words.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    words.append(" ")
+            words.append(" ")
+        elif token.type in ("fence", "code_block"):
+            words.extend([token.content, " "])
+    return "".join(words).strip()
+
+
+_MARKDOWN = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
 
 def count(number: int, singular: str, plural: str | None = None) -> str:

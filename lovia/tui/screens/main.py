@@ -22,15 +22,19 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
 from textual.worker import Worker
 
+from lovia.checkpoint import claim_refused
 from lovia.errors import LoviaError
 from lovia.session import SessionInfo
-from lovia.tui.backend import ChatBackend, RunState, run_state
+from lovia.tui import format
+from lovia.tui.backend import ChatBackend, RunState, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.inspector import CheckpointInspector
 from lovia.tui.widgets.runs_pane import RunsPane
 from lovia.tui.widgets.sessions_pane import SessionsPane
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.tui.widgets.transcript import Transcript
 
 PANES = ["#session-list", "#transcript", "#composer", "#run-list", "CheckpointInspector"]
 CHANGE_CHECK_SECONDS = 1.0
@@ -55,8 +59,8 @@ WELCOME = ("Write a message below and press enter to start a conversation. "
 
 
 class MainScreen(Screen):
-    HORIZONTAL_BREAKPOINTS = [
-        (0, "-narrow"), (MEDIUM, "-medium"), (WIDE, "-wide")]
+    # Textual annotates it as an instance variable: a ClassVar here would not type-check
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (MEDIUM, "-medium"), (WIDE, "-wide")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: escape must stop the answer from any pane, ahead of the focused widget's own
@@ -95,6 +99,8 @@ class MainScreen(Screen):
         super().__init__()
         self.backend = backend
         self.inspected: str | None = None
+        self._inspected_run: TranscriptRun | None = None  # the inspected run as the transcript has it
+        self._live_run: str | None = None  # the chat's run the inspector last went to
         self._change_timer: Timer | None = None
         self._change_check: Worker[None] | None = None
         self._open_session_mark: OpenSessionMark | None = None
@@ -274,10 +280,23 @@ class MainScreen(Screen):
             self.query_one(RunsPane).show(runs, titles)
         await self.inspect(self.inspected)
 
-    async def inspect(self, run_id: str | None) -> None:
+    async def inspect(self, run_id: str | None, stored: TranscriptRun | None = None) -> None:
+        """Show ``run_id`` in the inspector: its checkpoint, else ``stored`` (the run as the transcript has it).
+
+        A run without a checkpoint (a stored segment) keeps showing what its session has of
+        it when the lists refresh; a newer call wins over a slower older one.
+        """
+        if run_id != self.inspected or stored is not None:
+            self._inspected_run = stored
         self.inspected = run_id
         snapshot = await self.backend.snapshot(run_id) if run_id else None
-        self.query_one(CheckpointInspector).show(snapshot)
+        if self.inspected != run_id:
+            return  # another run was picked while this one loaded
+        inspector = self.query_one(CheckpointInspector)
+        if snapshot is None and self._inspected_run is not None:
+            inspector.show_run(self._inspected_run)
+        else:
+            inspector.show(snapshot)
 
     def focus_pane(self, step: int) -> None:
         """Move focus to the next (or previous) pane on screen; folded panes are skipped."""
@@ -393,9 +412,29 @@ class MainScreen(Screen):
 
     @on(ChatPanel.Changed)
     async def _chat_changed(self, event: ChatPanel.Changed) -> None:
-        if event.run_id:
-            self.inspected = event.run_id
+        if event.run_id and event.run_id != self._live_run:
+            # A run the chat starts or resumes is inspected once; a run the reader picks since stays.
+            self._live_run = self.inspected = event.run_id
         await self.refresh_lists()
+
+    @on(ChatPanel.RunSaved)
+    async def _run_saved(self, event: ChatPanel.RunSaved) -> None:
+        if event.run_id == self.inspected:
+            await self.inspect(event.run_id)  # turn, usage, entries and dangling calls as they land
+
+    @on(Transcript.RunSelected)
+    async def _transcript_run_selected(self, event: Transcript.RunSelected) -> None:
+        await self.inspect(event.run.run_id, event.run)
+
+    @on(ToolCallView.ArchiveRequested)
+    async def _archive_requested(self, event: ToolCallView.ArchiveRequested) -> None:
+        session_id = self.chat.session_id
+        try:
+            text = await self.backend.archived_output(session_id, event.view.call.call_id) if session_id else None
+        except (LoviaError, OSError, ValueError) as exc:
+            self.notify(f"Could not read the archived output: {exc}", severity="error")
+            return
+        event.view.show_archived(text, self.backend.archive_directory)
 
     @on(SessionsPane.Selected)
     async def _session_selected(self, event: SessionsPane.Selected) -> None:
@@ -428,8 +467,9 @@ class MainScreen(Screen):
                 if self.chat.session_id == session_id:
                     await self.chat.refresh_title()
         elif action == "delete":
-            question = (f"Delete the session “{title}”?\nIts {info.entry_count if info else 0} entries and any "
-                        "interrupted runs of it are removed for good.")
+            entries = format.count(info.entry_count if info else 0, "entry", "entries")
+            question = (f"Delete the session “{title}”?\nIts {entries} and any interrupted runs of it are "
+                        "removed for good.")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Delete")):
                 return
             if self.chat.running and self.chat.session_id == session_id:
@@ -452,19 +492,28 @@ class MainScreen(Screen):
         try:
             if action == "resume":
                 await self.chat.resume(run_id)
-                self.query_one("#transcript").focus()
-            elif action == "discard":
+                stream = self.chat.stream
+                if stream is not None and stream.run_id == run_id:  # resumed (refused: focus stays put)
+                    self.query_one("#transcript").focus()
+                await self.refresh_lists()
+                return
+            snapshot = await self.backend.snapshot(run_id)
+            if snapshot is not None and snapshot.head.is_held():
+                raise claim_refused(run_id, snapshot.head)  # said at once, not after asking
+            if action == "discard":
                 if await self.app.push_screen_wait(ConfirmScreen(
                         "Discard this run? Its checkpoint is deleted; nothing of it reaches the session.",
                         confirm="Discard")):
                     await self.backend.discard(run_id)
                     self.notify("Run discarded.")
+                    if run_id in self.chat.transcript.run_ids and not self.chat.running:
+                        await self.chat.open_session(self.chat.session_id)  # its entries are gone
             elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
                     "Finalize this run into its session as it stands? Tool calls without results are "
                     "dropped so the transcript stays consistent; the checkpoint is then deleted.",
                     confirm="Finalize")):
                 session_id, kept = await self.backend.finalize(run_id)
-                self.notify(f"Finalized: {kept} entries added to the session.")
+                self.notify(f"Finalized: {format.count(kept, 'entry', 'entries')} added to the session.")
                 if session_id == self.chat.session_id:
                     await self.chat.open_session(session_id)  # the partial is stored now
         except LoviaError as exc:

@@ -456,8 +456,11 @@ class ChatPanel(Vertical):
                     f"each?\nThis reclaims {format.size(preview.chars)}.")
         else:
             what = f"Trim old tool outputs to {TRIM_KEEP_CHARS} characters each?\n"
-        question = what + (" Outputs from the last run are kept whole; trimmed text is gone for good unless it "
-                           "was archived.")
+        archive = self.backend.archive_directory
+        question = what + (" Outputs from the last run are kept whole. " + (
+            f"Long outputs are archived (in {archive}) as tools return them: enter on a trimmed one shows it "
+            "whole again; any not archived are cut for good." if archive else
+            "Tool outputs are not archived here: the trimmed text is gone for good."))
         if await self.app.push_screen_wait(ConfirmScreen(question, confirm="Trim")):
             done = await self.backend.trim(self.session_id)
             self.notify(f"Trimmed {format.count(done, 'tool output')}." if done

@@ -10,12 +10,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from lovia.checkpoint import RunSummary
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, run_state
+from lovia.tui.clipboard import copy_text
 
 STATE_MARK = {"interrupted": "⏸", "crashed": "✗", "failed": "!", "running": "▶", "elsewhere": "⇄"}
 
@@ -26,6 +28,7 @@ class RunList(OptionList):
         Binding("enter", "act('resume')", "Resume", show=False),
         Binding("x", "act('discard')", "Discard"),
         Binding("f", "act('finalize')", "Finalize"),
+        Binding("c", "copy_run_id", "Copy run id"),
     ]
 
     def on_focus(self) -> None:
@@ -42,6 +45,10 @@ class RunList(OptionList):
             run_id = self.get_option_at_index(self.highlighted).id
             if run_id:
                 self.post_message(RunsPane.Action(action, run_id))
+
+    def action_copy_run_id(self) -> None:
+        if self.highlighted is not None and (run_id := self.get_option_at_index(self.highlighted).id):
+            copy_run_id(self, run_id)
 
 
 class RunsPane(Vertical):
@@ -73,17 +80,31 @@ class RunsPane(Vertical):
         yield Static("Interrupted & crashed runs", classes="pane-title")
         yield RunList(id="run-list")
 
-    def show(self, runs: list[RunSummary], titles: dict[str, str]) -> None:
+    def show(self, runs: list[RunSummary], titles: dict[str, str], now: float | None = None) -> None:
+        """List ``runs``; the run highlighted before stays highlighted (by id) while it is listed.
+
+        When the highlighted run is gone (discarded, finalized, resumed here) the highlight
+        goes to the run now in its place. Neither posts :class:`Highlighted`: a refresh must
+        not move the inspector to another run (a resumed run is followed live, say). ``now``
+        is what the ages are measured from.
+        """
         self.runs = runs
         options = self.query_one(RunList)
-        highlighted = options.highlighted
-        options.clear_options()
-        if not runs:
-            options.add_option(Option(Text("Nothing to resume.", style="dim"), disabled=True))
-            return
-        options.add_options([Option(_label(r, titles.get(r.head.session_id or "", "")), id=r.run_id) for r in runs])
-        if highlighted is not None:
-            options.highlighted = min(highlighted, len(runs) - 1)
+        before = options.highlighted
+        highlighted_id = options.get_option_at_index(before).id if before is not None else None
+        ids = [r.run_id for r in runs]
+        with options.prevent(OptionList.OptionHighlighted):
+            options.clear_options()
+            if not runs:
+                options.add_option(Option(Text("Nothing to resume.", style="dim"), disabled=True))
+                return
+            now = format.clock() if now is None else now
+            options.add_options([Option(_label(r, titles.get(r.head.session_id or "", ""), now), id=r.run_id)
+                                 for r in runs])
+            if highlighted_id in ids:
+                options.highlighted = ids.index(highlighted_id)
+            elif before is not None:
+                options.highlighted = min(before, len(runs) - 1)
 
     @on(OptionList.OptionHighlighted, "#run-list")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -96,13 +117,20 @@ class RunsPane(Vertical):
         event.stop()
 
 
-def _label(summary: RunSummary, session_title: str) -> Text:
+def copy_run_id(widget: Widget, run_id: str) -> None:
+    """Copy ``run_id`` and say how (a run id names the run in logs, scripts and ``resume_only``)."""
+    how = copy_text(widget.app, run_id)
+    widget.notify(f"Copied the run id {run_id} {how}.")
+
+
+def _label(summary: RunSummary, session_title: str, now: float) -> Text:
     head = summary.head
     state = run_state(head)
     text = Text(f"{STATE_MARK.get(state, '?')} {STATE_LABELS.get(state, state)} ", style="bold")
     text.append(format.one_line(head.first_input or "(no input)", 30))
-    text.append(f"\n{format.when(head.started_at)} · turn {head.turn} · "
-                f"{format.count(summary.entry_count, 'entry', 'entries')}", style="dim")
+    ran = f" · ran {format.duration(head.active_seconds)}" if head.active_seconds else ""
+    text.append(f"\n{format.when_ago(head.started_at, now)}", style="dim")
+    text.append(f"\nturn {head.turn} · {format.count(summary.entry_count, 'entry', 'entries')}{ran}", style="dim")
     if state == "elsewhere" and head.owner is not None:
         # Not resumable from here while that process holds it: say who does.
         text.append(f"\nby pid {head.owner.pid} on {format.one_line(head.owner.host, 24)}", style="dim")

@@ -54,6 +54,8 @@ class SessionList(OptionList):
     async def _on_key(self, event) -> None:
         if event.character and event.character.isprintable() and not event.character.isspace() \
                 and event.key not in ("slash",):
+            # Typed here, in order: the keys that follow may still reach this list before the
+            # filter has focus, and go the same way.
             event.stop()
             filter_input = self.screen.query_one("#session-filter", Input)
             filter_input.focus()
@@ -62,11 +64,32 @@ class SessionList(OptionList):
         await super()._on_key(event)
 
 
+class SessionFilter(Input):
+    """The filter box: typing filters the list; down or enter goes to the list, escape clears."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down", "to_list", "To the list", show=False),
+        Binding("escape", "clear_filter", "Clear filter"),
+    ]
+
+    def __init__(self, **kwargs) -> None:
+        # Not selecting all on focus: the list hands over the first typed key already inserted,
+        # and selected, it would be replaced by the second.
+        super().__init__(placeholder="type to filter…", select_on_focus=False, **kwargs)
+
+    def action_to_list(self) -> None:
+        self.screen.set_focus(self.screen.query_one(SessionList))
+
+    def action_clear_filter(self) -> None:
+        self.value = ""
+        self.action_to_list()
+
+
 class SessionsPane(Vertical):
     """Filter box and list; posts :class:`Selected` and :class:`Action` messages up."""
 
     DEFAULT_CSS = """
-    SessionsPane { width: 38; border-right: solid $panel; }
+    SessionsPane { width: 32; border-right: solid $panel; }
     SessionsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
     SessionsPane Input { margin: 0 0 1 0; }
     SessionsPane SessionList { height: 1fr; border: none; }
@@ -91,7 +114,7 @@ class SessionsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Sessions", classes="pane-title")
-        yield Input(placeholder="type to filter…", id="session-filter")
+        yield SessionFilter(id="session-filter")
         yield SessionList(id="session-list", can_rename=self._can_rename)
 
     def show(self, sessions: Sequence[SessionInfo], current: str | None) -> None:
@@ -104,9 +127,12 @@ class SessionsPane(Vertical):
         ids = [info.session_id for info in sessions]
         if ids:  # the open session if it is listed, else the first match, so enter opens something
             options.highlighted = ids.index(current) if current in ids else 0
-        else:
-            options.add_option(Option(Text("No sessions yet: write a message to start one.", style="dim"),
+        elif self.query_text:
+            options.add_option(Option(Text("No session matches the filter: escape clears it.", style="dim"),
                                       disabled=True))
+        else:
+            options.add_option(Option(Text("No sessions yet: write a message and press enter to start one; "
+                                           "f1 lists every key.", style="dim"), disabled=True))
 
     @property
     def query_text(self) -> str:
@@ -134,7 +160,7 @@ def _label(info: SessionInfo, current: bool) -> Text:
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
     text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · {format.count(info.run_count, 'run')} · "
                 f"{format.duration(info.total_run_seconds)}", style="dim")
-    text.append(f"\n{format.when(info.last_activity)}", style="dim")
+    text.append(f"\n{format.when_ago(info.last_activity)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
     if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own
         text.append(f"\n{STATE_LABELS.get(state, state)}", style="bold")

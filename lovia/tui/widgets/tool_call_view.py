@@ -3,20 +3,40 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.widgets import Collapsible, Static
 
 from lovia.entries import ToolCall, ToolResult
 from lovia.tui.format import finish_note, one_line, size
 from lovia.tui.widgets.message_view import MessageView
 
+RUNNING = "running…"
+RUNNING_AGAIN = "running again…"
+STOPPED = "stopped — will run again on resume"
+WILL_RUN_AGAIN = "will run again on resume"
+RUNNING_ELSEWHERE = "running elsewhere…"
+PENDING_BY_RUN_STATE = {"running": RUNNING, "elsewhere": RUNNING_ELSEWHERE}
+"""What a call without a result says in a reopened run, by the run's state; else :data:`WILL_RUN_AGAIN`."""
+
 
 class ToolCallView(MessageView):
     """``⚙ calculate({"expression": "6*7"}) → 6*7 = 42``; enter expands arguments and output.
 
     A call its turn's end cut off says so: ``⚙ calculate({"expr…) [cut off: the model hit its
-    token limit] ✗ …``.
+    token limit] ✗ …``. A call without a result says what becomes of it: ``running…`` while
+    it executes, ``stopped — will run again on resume`` after a stop, ``will run again on
+    resume`` in a run reopened from its checkpoint, ``running again…`` while a resume re-runs
+    it. Expanding a trimmed output asks (:class:`ArchiveRequested`) for the archived whole.
     """
+
+    class ArchiveRequested(Message):
+        """Expanding ``view`` wants the archived full output of its trimmed result."""
+
+        def __init__(self, view: ToolCallView) -> None:
+            super().__init__()
+            self.view = view
 
     DEFAULT_CSS = """
     ToolCallView Collapsible { border: none; padding: 0; margin: 0; background: transparent; }
@@ -28,11 +48,12 @@ class ToolCallView(MessageView):
     """
 
     def __init__(self, call: ToolCall, result: ToolResult | None = None, *,
-                 dangling_state: str = "running…") -> None:
+                 dangling_state: str = RUNNING) -> None:
         super().__init__()
         self.call = call
         self.result = result
         self.dangling_state = dangling_state
+        self.archived: str | None = None  # the full output, once fetched from the archive
 
     def compose(self) -> ComposeResult:
         with Collapsible(title=self._title(), collapsed=True):
@@ -64,9 +85,34 @@ class ToolCallView(MessageView):
         self.query_one(".output", Static).update(Text(result.output))
         self._set_classes()
 
+    def set_dangling_state(self, state: str) -> None:
+        """What the call, still without a result, says now (one of this module's states)."""
+        self.dangling_state = state
+        if self.result is None:
+            self.query_one(Collapsible).title = self._title()
+
+    def show_archived(self, text: str | None, where: str | None = None) -> None:
+        """Show the archived full output (``None``: there is none, say so under the trimmed one)."""
+        output = self.query_one(".output", Static)
+        if text is None:
+            gone = (f"The full output is not in the archive ({where})." if where
+                    else "Tool outputs are not archived, so the trimmed text is gone.")
+            output.update(Text.assemble(self.result.output if self.result else "", ("\n" + gone, "dim")))
+            return
+        self.archived = text
+        output.update(Text.assemble(text, ("\n(the full output, from the archive)", "dim")))
+
     def toggle(self) -> None:
         collapsible = self.query_one(Collapsible)
         collapsible.collapsed = not collapsible.collapsed
 
+    @on(Collapsible.Expanded)
+    def _expanded(self, event: Collapsible.Expanded) -> None:
+        event.stop()
+        if self.result is not None and self.result.trimmed_chars and self.archived is None:
+            self.post_message(self.ArchiveRequested(self))
+
     def copy_text(self) -> str:
+        if self.archived is not None:
+            return self.archived
         return self.result.output if self.result else self.call.arguments

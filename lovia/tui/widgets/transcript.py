@@ -7,8 +7,9 @@ session opens at once. Streaming appends to the last message; nothing above it r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -23,7 +24,14 @@ from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
 from lovia.tui.widgets.run_header import RunHeader
-from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.tui.widgets.tool_call_view import (
+    PENDING_BY_RUN_STATE,
+    RUNNING,
+    RUNNING_AGAIN,
+    STOPPED,
+    WILL_RUN_AGAIN,
+    ToolCallView,
+)
 from lovia.tui.widgets.user_message import UserMessageView
 
 PAGE = 25  # enough to fill a tall terminal; older pages mount as the reader scrolls up
@@ -31,11 +39,12 @@ PAGE = 25  # enough to fill a tall terminal; older pages mount as the reader scr
 
 @dataclass(frozen=True)
 class _Item:
-    """One thing to show: a run header, or an entry (a tool call carries its result)."""
+    """One thing to show: a run header, or an entry of ``of_run`` (a tool call carries its result)."""
 
     run: TranscriptRun | None = None
     entry: Entry | None = None
     result: ToolResult | None = None
+    of_run: TranscriptRun | None = None
 
 
 class Transcript(VerticalScroll, can_focus=True):
@@ -76,6 +85,13 @@ class Transcript(VerticalScroll, can_focus=True):
             self.text = text
             self.what = what
 
+    class RunSelected(Message):
+        """The cursor moved onto a message of another run (``run`` as its header shows it)."""
+
+        def __init__(self, run: TranscriptRun) -> None:
+            super().__init__()
+            self.run = run
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._items: list[_Item] = []
@@ -84,6 +100,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._live_message: AssistantMessageView | None = None
         self._live_header: RunHeader | None = None
         self._tool_views: dict[str, ToolCallView] = {}
+        self._selected_header: RunHeader | None = None  # the run of the selected message, as last reported
         self.can_edit = True  # the session store can rewind
         self.can_trim = True  # the session store can trim tool outputs
 
@@ -94,7 +111,7 @@ class Transcript(VerticalScroll, can_focus=True):
         await self.remove_children()
         self._items = list(_items(transcript.runs)) if transcript else []
         self._tool_views.clear()
-        self._live_message = self._live_header = None
+        self._live_message = self._live_header = self._selected_header = None
         self._first_mounted = max(0, len(self._items) - PAGE)
         await self.mount_all([self._widget(item) for item in self._items[self._first_mounted:]])
         self.selected = -1
@@ -140,14 +157,15 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def _widget(self, item: _Item) -> Widget:
         if item.run is not None:
-            return RunHeader(item.run.run_id, item.run.started_at, item.run.state, item.run.duration, item.run.owner)
+            return RunHeader(item.run)
         entry = item.entry
         if isinstance(entry, UserMessage):
             return UserMessageView(entry)
         if isinstance(entry, AssistantMessage):
             return AssistantMessageView(entry.text, entry.agent, entry.finish_reason)
         if isinstance(entry, ToolCall):
-            view = ToolCallView(entry, item.result, dangling_state="will run again on resume")
+            state = item.of_run.state if item.of_run is not None else "interrupted"
+            view = ToolCallView(entry, item.result, dangling_state=PENDING_BY_RUN_STATE.get(state, WILL_RUN_AGAIN))
             self._tool_views[entry.call_id] = view
             return view
         if isinstance(entry, Handoff):
@@ -158,17 +176,64 @@ class Transcript(VerticalScroll, can_focus=True):
 
     # -- live runs -------------------------------------------------------------------------
 
-    async def begin_run(self, run_id: str, started_at: float | None, *, resumed: bool) -> None:
-        """A run started (or resumed: its header, if shown, goes back to running)."""
+    async def begin_run(self, run_id: str, stored: TranscriptRun | None, *, resumed: bool) -> None:
+        """A run started, or resumed; ``stored`` is it as the stores have it now (``None``: unknown).
+
+        A resumed run's part of the transcript is rebuilt from its checkpoint: what a stop
+        left on screen but not in the checkpoint (the partial text of the stopped turn, the
+        notice under it) goes, so nothing shows twice when the resumed turn streams again.
+        """
         self._live_message = None
-        if resumed:
-            header = next((h for h in self.query(RunHeader) if h.run_id == run_id), None)
-            if header is not None:
-                header.set_state("running")
-                self._live_header = header
-                return
-        self._live_header = RunHeader(run_id, started_at, "running")
-        await self._append(self._live_header)
+        run = replace(stored or TranscriptRun(run_id, (), "running", time.time(), None), state="running")
+        header = self._header_of(run_id) if resumed else None
+        if header is None:
+            self._live_header = RunHeader(run)
+            await self._append(self._live_header)
+            return
+        self._live_header = header
+        header.show_run(run)
+        if stored is not None:
+            await self._rebuild_after(header, run)
+
+    def _header_of(self, run_id: str) -> RunHeader | None:
+        return next((h for h in self.query(RunHeader) if h.run_id == run_id), None)
+
+    async def _rebuild_after(self, header: RunHeader, run: TranscriptRun) -> None:
+        """Replace what is shown under ``header`` (up to the next run's) by ``run``'s entries."""
+        children = list(self.children)
+        start = children.index(header) + 1
+        end = next((i for i in range(start, len(children)) if isinstance(children[i], RunHeader)), len(children))
+        stale = children[start:end]
+        selected = self.selected_view
+        for widget in stale:
+            if isinstance(widget, ToolCallView):
+                self._tool_views.pop(widget.call.call_id, None)
+        await self.remove_children(stale)
+        widgets = [self._widget(item) for item in _items([run])][1:]  # its header is shown already
+        if widgets:
+            await self.mount_all(widgets, after=header)
+        if selected in stale:
+            self.selected = -1
+
+    def follow_dangling_calls(self, state: str) -> None:
+        """The live run's calls without a result now say ``state`` (e.g. after a stop)."""
+        for view in self._live_tool_views():
+            if view.result is None:
+                view.set_dangling_state(state)
+
+    def _live_tool_views(self) -> list[ToolCallView]:
+        header = self._live_header
+        if header is None:
+            return []
+        children = list(self.children)
+        start = children.index(header) + 1 if header in children else len(children)
+        views: list[ToolCallView] = []
+        for widget in children[start:]:
+            if isinstance(widget, RunHeader):
+                break
+            if isinstance(widget, ToolCallView):
+                views.append(widget)
+        return views
 
     async def add_user(self, message: UserMessage) -> None:
         """The user sent ``message``: show it and follow the answer as it streams."""
@@ -192,13 +257,16 @@ class Transcript(VerticalScroll, can_focus=True):
             await self._live_message.finish(message)
             self._live_message = None
 
-    async def add_tool_call(self, call: ToolCall) -> None:
+    async def add_tool_call(self, call: ToolCall, *, rerun: bool = False) -> None:
+        """``call`` starts executing (``rerun``: again, on a resume)."""
         await self.end_message()
         view = self._tool_views.get(call.call_id)
-        if view is None:  # a re-run on resume keeps the view it had
-            view = ToolCallView(call)
+        if view is None:
+            view = ToolCallView(call, dangling_state=RUNNING_AGAIN if rerun else RUNNING)
             self._tool_views[call.call_id] = view
             await self._append(view)
+        else:  # a re-run on resume keeps the view it had
+            view.set_dangling_state(RUNNING_AGAIN if rerun else RUNNING)
 
     def add_tool_result(self, result: ToolResult) -> None:
         view = self._tool_views.get(result.call_id)
@@ -209,10 +277,21 @@ class Transcript(VerticalScroll, can_focus=True):
         await self.end_message()
         await self._append(NoticeView(text, kind, hint=hint))
 
-    async def end_run(self, state: str, seconds: float | None = None) -> None:
+    async def end_run(self, state: str, stored: TranscriptRun | None = None) -> None:
+        """The live run ended as ``state``; ``stored`` is it as the stores now have it (``None``: unknown).
+
+        Its header then shows the stored figures, the same a reopened transcript shows; its
+        calls left without a result say they were stopped and will run again.
+        """
         await self.end_message()
-        if self._live_header is not None:
-            self._live_header.set_state(state, seconds)
+        if state != "completed":
+            self.follow_dangling_calls(STOPPED if state == "interrupted" else WILL_RUN_AGAIN)
+        header = self._live_header
+        if header is not None:
+            if stored is not None and stored.run_id == header.run_id:
+                header.show_run(replace(stored, state=state) if stored.state == "running" else stored)
+            else:
+                header.set_state(state)
         self._live_header = None
 
     async def _append(self, widget: Widget) -> None:
@@ -236,6 +315,22 @@ class Transcript(VerticalScroll, can_focus=True):
         if 0 <= new < len(views):
             views[new].add_class("-selected")
             self.scroll_to_widget(views[new], animate=False)
+            header = self.header_above(views[new])
+            if header is not None and header is not self._selected_header:
+                self._selected_header = header
+                self.post_message(self.RunSelected(header.run))
+        else:
+            self._selected_header = None
+
+    def header_above(self, view: Widget) -> RunHeader | None:
+        """The header of the run ``view`` belongs to."""
+        header = None
+        for widget in self.children:
+            if widget is view:
+                return header
+            if isinstance(widget, RunHeader):
+                header = widget
+        return None
 
     async def action_cursor(self, step: int) -> None:
         self.release_anchor()
@@ -305,4 +400,5 @@ def _items(runs: Iterable[TranscriptRun]) -> Iterable[_Item]:
         for entry in run.entries:
             if isinstance(entry, ToolResult) and entry.call_id in called:
                 continue  # shown inside its call
-            yield _Item(entry=entry, result=results.get(entry.call_id) if isinstance(entry, ToolCall) else None)
+            yield _Item(entry=entry, result=results.get(entry.call_id) if isinstance(entry, ToolCall) else None,
+                        of_run=run)

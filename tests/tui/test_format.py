@@ -1,0 +1,33 @@
+"""How times, ages and counts read (TZ=UTC, set by the autouse fixture; "now" is passed in)."""
+
+from __future__ import annotations
+
+from lovia.tui import format
+
+T = 1796212800.0  # 2026-12-02 12:00:00 UTC
+
+
+def test_times_read_to_the_second():
+    assert format.when(T + 9) == "2026-12-02 12:00:09"
+    assert format.when(None) == "—"
+
+
+def test_ages_are_relative_to_the_now_passed_in():
+    assert format.ago(T, now=T + 2) == "just now"
+    assert format.ago(T, now=T + 42) == "42 s ago"
+    assert format.ago(T, now=T + 3 * 60 + 59) == "3 min ago"
+    assert format.ago(T, now=T + 5 * 3600) == "5 h ago"
+    assert format.ago(T, now=T + 86400) == "1 day ago"
+    assert format.ago(T, now=T + 3 * 86400) == "3 days ago"
+    assert format.ago(T + 180, now=T) == "in 3 min"
+
+
+def test_a_list_time_has_both():
+    assert format.when_ago(T + 9, now=T + 9 + 180) == "2026-12-02 12:00:09 · 3 min ago"
+    assert format.when_ago(None, now=T) == "—"
+
+
+def test_counts_agree_in_number():
+    assert format.count(1, "old tool output") == "1 old tool output"
+    assert format.count(2, "entry", "entries") == "2 entries"
+    assert format.count(0, "run") == "0 runs"
