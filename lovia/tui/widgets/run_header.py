@@ -7,7 +7,7 @@ from dataclasses import replace
 from textual.widgets import Static
 
 from lovia.tui import format
-from lovia.tui.backend import TranscriptRun
+from lovia.tui.backend import RunState, TranscriptRun
 
 STATES = ("completed", "partial", "running", "elsewhere", "interrupted", "crashed", "failed")
 
@@ -50,9 +50,9 @@ class RunHeader(Static):
             self.set_class(state == shown, f"-{state}")
         self.update(f"── {' · '.join(header_parts(run))} ──")
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: RunState) -> None:
         """The same run, now ``state`` (e.g. ``running`` again on a resume)."""
-        self.show_run(replace(self.run, state=state))  # type: ignore[arg-type]
+        self.show_run(replace(self.run, state=state))
 
 
 def header_parts(run: TranscriptRun) -> list[str]:

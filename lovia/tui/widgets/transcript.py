@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
-from lovia.tui.backend import Transcript as TranscriptData, TranscriptRun
+from lovia.tui.backend import RunState, Transcript as TranscriptData, TranscriptRun
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
@@ -277,7 +277,7 @@ class Transcript(VerticalScroll, can_focus=True):
         await self.end_message()
         await self._append(NoticeView(text, kind, hint=hint))
 
-    async def end_run(self, state: str, stored: TranscriptRun | None = None) -> None:
+    async def end_run(self, state: RunState, stored: TranscriptRun | None = None) -> None:
         """The live run ended as ``state``; ``stored`` is it as the stores now have it (``None``: unknown).
 
         Its header then shows the stored figures, the same a reopened transcript shows; its
