@@ -69,7 +69,7 @@ def duration(seconds: float | None) -> str:
 def size(chars: int) -> str:
     """A character count as ``812 chars``, ``12.3k chars``, ``4.1M chars``."""
     if chars < 1000:
-        return f"{chars} chars"
+        return count(chars, "char")
     if chars < 1_000_000:
         return f"{chars / 1000:.1f}k chars"
     return f"{chars / 1_000_000:.1f}M chars"

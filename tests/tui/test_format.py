@@ -31,3 +31,9 @@ def test_counts_agree_in_number():
     assert format.count(1, "old tool output") == "1 old tool output"
     assert format.count(2, "entry", "entries") == "2 entries"
     assert format.count(0, "run") == "0 runs"
+
+
+def test_sizes_agree_in_number():
+    assert format.size(1) == "1 char"
+    assert format.size(812) == "812 chars"
+    assert format.size(12_300) == "12.3k chars"

@@ -100,7 +100,7 @@ class MainScreen(Screen):
         self.backend = backend
         self.inspected: str | None = None
         self._inspected_run: TranscriptRun | None = None  # the inspected run as the transcript has it
-        self._live_run: str | None = None  # the chat's run the inspector last went to
+        self._live_run: tuple[str, int | None] | None = None  # the chat's run (and stream) the inspector went to
         self._change_timer: Timer | None = None
         self._change_check: Worker[None] | None = None
         self._open_session_mark: OpenSessionMark | None = None
@@ -412,9 +412,11 @@ class MainScreen(Screen):
 
     @on(ChatPanel.Changed)
     async def _chat_changed(self, event: ChatPanel.Changed) -> None:
-        if event.run_id and event.run_id != self._live_run:
+        stream = self.chat.stream
+        execution = (event.run_id or "", id(stream) if stream is not None and stream.run_id == event.run_id else None)
+        if event.run_id and execution != self._live_run:
             # A run the chat starts or resumes is inspected once; a run the reader picks since stays.
-            self._live_run = self.inspected = event.run_id
+            self._live_run, self.inspected = execution, event.run_id
         await self.refresh_lists()
 
     @on(ChatPanel.RunSaved)
