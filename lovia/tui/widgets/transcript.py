@@ -191,9 +191,11 @@ class Transcript(VerticalScroll, can_focus=True):
             await self._append(self._live_header)
             return
         self._live_header = header
+        if stored is None:
+            header.set_state("running")  # its figures as shown; nothing to rebuild from
+            return
         header.show_run(run)
-        if stored is not None:
-            await self._rebuild_after(header, run)
+        await self._rebuild_after(header, run)
 
     def _header_of(self, run_id: str) -> RunHeader | None:
         return next((h for h in self.query(RunHeader) if h.run_id == run_id), None)
@@ -204,7 +206,7 @@ class Transcript(VerticalScroll, can_focus=True):
         start = children.index(header) + 1
         end = next((i for i in range(start, len(children)) if isinstance(children[i], RunHeader)), len(children))
         stale = children[start:end]
-        selected = self.selected_view
+        self.selected = -1  # the views it counts are replaced
         for widget in stale:
             if isinstance(widget, ToolCallView):
                 self._tool_views.pop(widget.call.call_id, None)
@@ -212,8 +214,6 @@ class Transcript(VerticalScroll, can_focus=True):
         widgets = [self._widget(item) for item in _items([run])][1:]  # its header is shown already
         if widgets:
             await self.mount_all(widgets, after=header)
-        if selected in stale:
-            self.selected = -1
 
     def follow_dangling_calls(self, state: str) -> None:
         """The live run's calls without a result now say ``state`` (e.g. after a stop)."""
