@@ -355,3 +355,34 @@ async def test_trim_says_outputs_are_archived_and_a_trimmed_output_shows_whole_a
         await pilot.press("enter")
         await wait_for(pilot, lambda: view.archived is not None)
         assert view.archived.endswith(" END") and view.copy_text() == view.archived
+
+
+async def test_resuming_a_run_again_brings_the_inspector_back_to_it(tmp_path):
+    blocked = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Blocks until stopped, every time."""
+        blocked.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    model = ScriptedModel(["hello", ScriptedTurn(tool_calls=[call("slow", call_id="c-slow")])])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        await pilot.press(*"go slow", "enter")
+        await wait_for(pilot, blocked.is_set)
+        live = app.screen.chat.stream.run_id
+        await pilot.press("escape")
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")  # the first run's message: the reader looks at it
+        await wait_for(pilot, lambda: app.screen.inspected not in (None, live))
+        blocked.clear()
+        await pilot.press("ctrl+r")  # the stopped run again, in a new execution
+        await wait_for(pilot, blocked.is_set)
+        await wait_for(pilot, lambda: app.screen.inspected == live and "1 dangling call" in inspector_text(app))
+        await pilot.press("escape")
+        await settle(pilot)
