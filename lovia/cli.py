@@ -107,9 +107,9 @@ def build_app(args: argparse.Namespace):
     from lovia.tui.config import Config, RememberedState, data_dir, default_db_path
 
     config = Config.load()
-    theme = args.theme or config.theme
-    if theme and theme not in THEME_NAMES and theme not in BUILTIN_THEMES:
-        raise UserError(f"unknown theme {theme!r}: use one of {', '.join(THEME_NAMES)} or a Textual theme")
+    for theme in (args.theme, config.theme):
+        if theme and theme not in THEME_NAMES and theme not in BUILTIN_THEMES:
+            raise UserError(f"unknown theme {theme!r}: use one of {', '.join(THEME_NAMES)} or a Textual theme")
     model_spec = args.model or os.environ.get("LOVIA_MODEL") or config.model or "demo"
     base_url = args.base_url or os.environ.get("LOVIA_BASE_URL") or config.base_url
     model = resolve_model(model_spec, base_url=base_url)
@@ -118,6 +118,7 @@ def build_app(args: argparse.Namespace):
         name="assistant", instructions=DEFAULT_INSTRUCTIONS, tools=BUILTIN_TOOLS)
     if agent.model is None:
         agent.model = model
+    check_api_key(resolve_model(agent.model) if isinstance(agent.model, str) else agent.model)
     label = agent.model if isinstance(agent.model, str) else agent.model.name
     label = f"{label} (offline)" if getattr(agent.model, "offline", False) else label
     if args.agent:
@@ -135,7 +136,23 @@ def build_app(args: argparse.Namespace):
         context_policy=ContextPolicy(result_store=FileResultStore(db.parent / "tool-outputs")),
     )
     state = RememberedState(data_dir() / "state.json")
-    return LoviaApp(backend, model_label=label, theme=theme, state=state)
+    # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's
+    return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state)
+
+
+def check_api_key(model: object) -> None:
+    """Refuse to start on the hosted OpenAI endpoint without a key, saying what to set.
+
+    A model at a local ``base_url`` (Ollama, llama.cpp, vLLM...) needs no key and passes.
+    """
+    from lovia.models.openai_chat import OpenAIChatModel
+
+    if isinstance(model, OpenAIChatModel) and model.missing_key:
+        raise UserError(
+            f"{model.name} needs an API key for the OpenAI API: set LOVIA_API_KEY or OPENAI_API_KEY in the "
+            "environment; for a local server give its address with --base-url (or LOVIA_BASE_URL), "
+            "e.g. http://127.0.0.1:8080/v1, or use --model ollama:NAME"
+        )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import pytest
 
 from lovia import SQLiteSession, UserMessage, __version__
 from lovia.cli import build_app, build_parser
+from lovia.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,7 +136,7 @@ def test_model_and_key_come_from_flags_env_and_config_and_the_key_is_never_shown
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123")
     (tmp_path / "config.toml").write_text('model = "ollama:qwen2.5"\ntheme = "lovia-light"\n')
     app = build_app(_args(tmp_path))
-    assert app.model_label == "ollama:qwen2.5" and app._initial_theme == "lovia-light"
+    assert app.model_label == "ollama:qwen2.5" and app._default_theme == "lovia-light"
     monkeypatch.setenv("LOVIA_MODEL", "openai:gpt-4.1-mini")
     app = build_app(_args(tmp_path))
     assert app.model_label == "openai:gpt-4.1-mini"
@@ -187,3 +188,67 @@ def test_start_up_reads_an_existing_file_through_one_integrity_check(tmp_path, m
     asyncio.run(use_the_app_stores())
     assert len(checks) == 1, checks
     assert "integrity_check" in checks[0]
+
+
+def test_the_hosted_openai_api_without_a_key_is_refused_at_start(tmp_path):
+    env = {"OPENAI_API_KEY": "", "LOVIA_API_KEY": "", "LOVIA_BASE_URL": "", "OPENAI_BASE_URL": ""}
+    done = lovia("--model", "openai:gpt-4.1-mini", tmp_path=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "needs an API key" in done.stderr and "OPENAI_API_KEY" in done.stderr and "--base-url" in done.stderr
+    assert not (tmp_path / "data" / "lovia.db").exists()  # refused before anything was opened
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["--model", "openai:gpt-4.1-mini"], {"OPENAI_API_KEY": "sk-secret-123"}),
+    (["--model", "openai:gpt-4.1-mini"], {"LOVIA_API_KEY": "sk-secret-123"}),
+    (["--model", "openai:qwen2.5", "--base-url", "http://127.0.0.1:8080/v1"], {}),  # llama.cpp, vLLM...
+    (["--model", "openai:qwen2.5"], {"LOVIA_BASE_URL": "http://127.0.0.1:8000/v1"}),
+    (["--model", "ollama:qwen2.5"], {}),
+])
+def test_a_key_or_a_local_server_is_enough(tmp_path, monkeypatch, argv, env):
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    for name in ("LOVIA_MODEL", "LOVIA_BASE_URL", "LOVIA_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    app = build_app(_args(tmp_path, *argv))
+    assert app.model_label == argv[1]
+
+
+def test_a_local_server_from_the_config_file_needs_no_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    for name in ("LOVIA_MODEL", "LOVIA_BASE_URL", "LOVIA_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "config.toml").write_text('model = "openai:local"\nbase_url = "http://127.0.0.1:8080/v1"\n')
+    assert build_app(_args(tmp_path)).model_label == "openai:local"
+    (tmp_path / "config.toml").write_text('model = "openai:gpt-4.1-mini"\n')
+    with pytest.raises(UserError, match="needs an API key"):
+        build_app(_args(tmp_path))
+
+
+def test_the_theme_flag_wins_then_the_last_pick_then_the_config_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    (tmp_path / "config.toml").write_text('theme = "lovia-light"\n')
+
+    def theme_shown(*argv: str) -> str:
+        app = build_app(_args(tmp_path, *argv))
+
+        async def run() -> str:
+            async with app.run_test(size=(100, 30)) as pilot:
+                await pilot.pause()
+                return app.theme
+
+        return asyncio.run(run())
+
+    assert theme_shown() == "lovia-light"  # nothing picked yet: the config file's
+    (tmp_path / "data").mkdir(exist_ok=True)
+    (tmp_path / "data" / "state.json").write_text('{"theme": "lovia-high-contrast"}')  # picked with ctrl+t
+    assert theme_shown() == "lovia-high-contrast"
+    assert theme_shown("--theme", "lovia-dark") == "lovia-dark"
+    (tmp_path / "config.toml").write_text('theme = "neon"\n')
+    with pytest.raises(UserError, match="unknown theme 'neon'"):
+        build_app(_args(tmp_path))

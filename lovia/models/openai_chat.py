@@ -93,6 +93,12 @@ class OpenAIChatModel:
             api_key=api_key or "not-needed", base_url=base_url, max_retries=retries, timeout=timeout
         )
 
+    @property
+    def missing_key(self) -> bool:
+        """True when no API key was given for the hosted OpenAI endpoint (no ``base_url``),
+        which refuses every request without one; a local server at a ``base_url`` needs none."""
+        return self._missing_key
+
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIChatModel({self.model!r}, base_url={self._where()!r})"
 

@@ -7,18 +7,27 @@ from typing import ClassVar
 
 import rich
 from rich.segment import Segments
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.theme import Theme
 
 from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
-from lovia.tui.backend import ChatBackend
+from lovia.tui.backend import ChatBackend, run_state
 from lovia.tui.config import RememberedState
+from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.main import MainScreen
-from lovia.tui.widgets.chat_panel import ChatPanel
+from lovia.tui.widgets.inspector import CheckpointInspector
+from lovia.tui.widgets.runs_pane import RunList, RunsPane
+from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
+
+RESUMABLE_STATES = ("interrupted", "crashed", "failed")
+"""Run states this window can resume (a run running here or elsewhere cannot be)."""
+QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
+                 "The run is kept: ctrl+r resumes it the next time you open this session.")
 
 
 class LoviaApp(App[None]):
@@ -35,18 +44,22 @@ class LoviaApp(App[None]):
     ]
 
     def __init__(self, backend: ChatBackend, *, model_label: str, theme: str | None = None,
-                 state: RememberedState | None = None) -> None:
+                 state: RememberedState | None = None, default_theme: str | None = None) -> None:
+        """``theme`` (from ``--theme``) wins over the theme the user last picked (remembered in
+        ``state``), which wins over ``default_theme`` (the config file's), then lovia's default."""
         super().__init__()
         self.backend = backend
         self.model_label = model_label
         self.state = state
         self._initial_theme = theme
+        self._default_theme = default_theme
+        self._quit_asked = False
 
     def on_mount(self) -> None:
         for theme in THEMES:
             self.register_theme(theme)
         remembered = self.state.load().get("theme") if self.state else None
-        wanted = self._initial_theme or remembered or DEFAULT_THEME
+        wanted = self._initial_theme or remembered or self._default_theme or DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.sub_title = self.model_label
@@ -75,6 +88,35 @@ class LoviaApp(App[None]):
     def main(self) -> MainScreen:
         return next(s for s in self.screen_stack if isinstance(s, MainScreen))
 
+    @property
+    def escape_to_minimize(self) -> bool:
+        # While an answer runs, escape stops it (MainScreen's binding), even in a maximized pane.
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        running = main is not None and main.is_mounted and main.chat.running
+        return super().escape_to_minimize and not running
+
+    # -- quitting ------------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """Quit; while an answer is running, ask first: stop it (it stays resumable) and quit, or stay."""
+        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        if main is None or not main.chat.running:
+            self.exit()
+        elif not self._quit_asked:
+            self._ask_before_quitting(main)
+
+    @work(group="quit")
+    async def _ask_before_quitting(self, main: MainScreen) -> None:
+        self._quit_asked = True
+        try:
+            stop = await self.push_screen_wait(ConfirmScreen(QUIT_QUESTION, confirm="Stop and quit"))
+        finally:
+            self._quit_asked = False
+        if stop:
+            self.notify("Stopping the answer…")
+            await main.stop_run_and_wait()
+            self.exit()
+
     # -- actions -----------------------------------------------------------------------------
 
     async def action_new_session(self) -> None:
@@ -97,25 +139,97 @@ class LoviaApp(App[None]):
         self.push_screen(HelpScreen())
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        if not isinstance(screen, MainScreen):
-            return
-        chat = screen.query_one(ChatPanel)
-        transcript = screen.query_one(Transcript)
-        yield SystemCommand("Send message", "Send what is in the composer", chat.composer.action_submit)
-        yield SystemCommand("Stop", "Stop the running answer (it stays resumable)", chat.action_stop)
-        yield SystemCommand("Resume", "Resume this session's interrupted run", chat.action_resume)
-        if self.backend.can_rewind:
+        """Every action of the app, each only while it applies (the keys' own checks decide)."""
+        main = screen if isinstance(screen, MainScreen) else None
+        for command in super().get_system_commands(screen):
+            # Textual's maximize takes the focused widget; MainScreen's own takes the whole pane
+            if main is None or command.callback not in (screen.action_maximize, screen.action_minimize):
+                yield command
+        if main is not None:
+            yield from self._main_screen_commands(main)
+
+    def _main_screen_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
+        chat = main.chat
+        transcript = chat.query_one(Transcript)
+        running = chat.running
+        opened = bool(transcript.run_ids) or bool(transcript.children)  # the open session has something in it
+        if not running:
+            yield SystemCommand("Send message", "Send what is in the composer", chat.composer.action_submit)
+        if chat.check_action("stop", ()):
+            yield SystemCommand("Stop", "Stop the running answer (it stays resumable)", chat.action_stop)
+        if chat.check_action("cancel_edit", ()):
+            yield SystemCommand("Cancel edit", "Leave the message as it is and restore the draft",
+                                chat.action_cancel_edit)
+        if chat.check_action("resume", ()) and self._session_has_resumable_run(main):
+            yield SystemCommand("Resume", "Resume this session's stopped, crashed or failed run", chat.action_resume)
+        if opened and chat.check_action("regenerate", ()):
             yield SystemCommand("Regenerate", "Drop the last answer and ask again", chat.action_regenerate)
+        if opened and chat.check_action("edit_last", ()):
             yield SystemCommand("Edit last message", "Edit your last message and resend it", chat.action_edit_last)
+        if opened and transcript.check_action("edit", ()) and not running:
             yield SystemCommand("Edit selected message", "Edit the selected message and resend",
                                 transcript.action_edit)
-        if self.backend.can_trim:
+        if opened and transcript.check_action("trim", ()) and not running:
             yield SystemCommand("Trim tool outputs", "Cut old tool outputs to reclaim space", transcript.action_trim)
-        yield SystemCommand("Copy message", "Copy the selected message", transcript.action_copy)
-        yield SystemCommand("Copy code block", "Copy the selected message's last code block",
-                            transcript.action_copy_code)
-        yield SystemCommand("New session", "Start a new conversation", self.action_new_session)
+        if transcript.selected_view is not None:
+            yield SystemCommand("Copy message", "Copy the selected message", transcript.action_copy)
+            yield SystemCommand("Copy code block", "Copy the selected message's last code block",
+                                transcript.action_copy_code)
+        yield from self._session_commands(main)
+        yield from self._run_commands(main)
+        for name, title in (("sessions", "sessions pane"), ("runs", "runs pane and inspector")):
+            if main.pane(name) is not None:
+                shown = main.pane_shown(name)
+                yield SystemCommand(f"{'Hide' if shown else 'Show'} the {title}",
+                                    "ctrl+b" if name == "sessions" else "ctrl+o",
+                                    lambda name=name, shown=shown: main.show_pane(name, not shown))
+        if main.maximized is not None:
+            yield SystemCommand("Restore pane", "Show every pane again (f10)", main.minimize)
+        elif main.focused is not None:
+            yield SystemCommand("Maximize pane", "Give the focused pane the whole screen (f10)", main.action_maximize)
+        if not running:
+            yield SystemCommand("New session", "Start a new conversation", self.action_new_session)
         yield SystemCommand("Next pane", "Move focus to the next pane", self.action_next_pane)
         yield SystemCommand("Next theme", "Switch to the next lovia theme", self.action_next_theme)
         yield SystemCommand("Help", "Every key lovia knows", self.action_help)
+
+    def _session_has_resumable_run(self, main: MainScreen) -> bool:
+        runs = main.query(RunsPane)
+        if not runs:
+            return True  # this backend lists no runs: the action itself says when there is none
+        return any(run.head.session_id == main.chat.session_id and run_state(run.head) in RESUMABLE_STATES
+                   for run in runs.first().runs)
+
+    def _session_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
+        panes = main.query(SessionsPane)
+        if not panes:
+            return
+        pane = panes.first()
+        listed = {info.session_id for info in pane.sessions}
+        session_id = main.chat.session_id
+        yield SystemCommand("Filter sessions", "Type to narrow the sessions list", main.filter_sessions)
+        if session_id in listed and not main.chat.running:
+            if pane.query_one(SessionList).check_action("rename", ()):
+                yield SystemCommand("Rename session", "Give the open session a new title",
+                                    lambda: pane.post_message(SessionsPane.Action("rename", session_id)))
+            yield SystemCommand("Delete session", "Delete the open session for good",
+                                lambda: pane.post_message(SessionsPane.Action("delete", session_id)))
+
+    def _run_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
+        lists = main.query(RunList)
+        if not lists:
+            return
+        run_list = lists.first()
+        highlighted = run_list.highlighted
+        run_id = run_list.get_option_at_index(highlighted).id if highlighted is not None else None
+        run = next((r for r in main.query_one(RunsPane).runs if r.run_id == run_id), None)
+        if run is not None and run_state(run.head) in RESUMABLE_STATES and not main.chat.running:
+            for action, title, help_text in (
+                    ("resume", "Resume selected run", "Resume the run selected in the runs list"),
+                    ("discard", "Discard selected run", "Delete the selected run's checkpoint"),
+                    ("finalize", "Finalize selected run", "Add the selected run to its session as it stands")):
+                yield SystemCommand(title, help_text, lambda action=action: run_list.action_act(action))
+        inspector = main.query_one(CheckpointInspector)
+        if inspector.run_id is not None:
+            yield SystemCommand("Copy run id", f"Copy the id of the inspected run, {inspector.run_id}",
+                                inspector.action_copy_run_id)

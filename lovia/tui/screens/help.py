@@ -17,35 +17,44 @@ KEY_NAMES = {"slash": "/"}  # Textual's key names where they are not what the ke
 
 BUILTIN_KEYS = [
     ("ctrl+p", "Command palette: every action by name"),
-    ("ctrl+q", "Quit"),
+    ("ctrl+q", "Quit (asks first while an answer is running)"),
     ("tab / shift+tab", "Move focus"),
 ]
+
+# Keys a widget handles itself rather than through BINDINGS, by the group they belong to.
+HANDLED_KEYS = {
+    "Composer": [("up", "In an empty composer: edit your last message")],
+    "Sessions list": [("any letter", "Type to filter")],
+}
 
 
 def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
     """(pane, [(keys, what)]) for every pane, from the live BINDINGS."""
     from lovia.tui.app import LoviaApp
+    from lovia.tui.screens.main import MainScreen
     from lovia.tui.widgets.chat_panel import ChatPanel
     from lovia.tui.widgets.composer import Composer
+    from lovia.tui.widgets.inspector import CheckpointInspector
     from lovia.tui.widgets.runs_pane import RunList
-    from lovia.tui.widgets.sessions_pane import SessionList
+    from lovia.tui.widgets.sessions_pane import SessionFilter, SessionList
     from lovia.tui.widgets.transcript import Transcript
 
-    groups: list[tuple[str, type[DOMNode]]] = [
-        ("Anywhere", LoviaApp), ("Conversation", ChatPanel), ("Composer", Composer), ("Transcript", Transcript),
-        ("Sessions list", SessionList), ("Runs list", RunList),
+    groups: list[tuple[str, list[type[DOMNode]]]] = [
+        ("Anywhere", [LoviaApp, MainScreen]), ("Conversation", [ChatPanel]), ("Composer", [Composer]),
+        ("Transcript", [Transcript]), ("Sessions list", [SessionList]), ("Sessions filter", [SessionFilter]),
+        ("Runs list", [RunList]), ("Checkpoint inspector", [CheckpointInspector]),
     ]
     table = []
-    for title, cls in groups:
+    for title, classes in groups:
         rows = []
-        for binding in cls.BINDINGS:
-            if isinstance(binding, Binding):
-                keys = " / ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
-                rows.append((keys, binding.description or binding.action))
+        for cls in classes:
+            for binding in cls.BINDINGS:
+                if isinstance(binding, Binding):
+                    keys = " / ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
+                    rows.append((keys, binding.description or binding.action))
         if title == "Anywhere":
             rows += BUILTIN_KEYS
-        if title == "Sessions list":
-            rows.append(("any letter", "Type to filter"))
+        rows += HANDLED_KEYS.get(title, [])
         table.append((title, rows))
     return table
 
@@ -55,7 +64,10 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 80; height: 90%; border: thick $accent; background: $surface; padding: 1 2; }
+    HelpScreen > VerticalScroll {
+        width: 100%; max-width: 88; height: 100%; max-height: 40;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
     """
 
     def compose(self) -> ComposeResult:

@@ -16,7 +16,10 @@ class PromptScreen(ModalScreen[str | None]):
 
     DEFAULT_CSS = """
     PromptScreen { align: center middle; }
-    PromptScreen > Vertical { width: 70; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    PromptScreen > Vertical {
+        width: 70; max-width: 100%; height: auto; max-height: 100%;
+        border: thick $accent; background: $surface; padding: 1 2;
+    }
     """
 
     def __init__(self, question: str, value: str = "") -> None:

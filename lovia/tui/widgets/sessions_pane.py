@@ -89,7 +89,7 @@ class SessionsPane(Vertical):
     """Filter box and list; posts :class:`Selected` and :class:`Action` messages up."""
 
     DEFAULT_CSS = """
-    SessionsPane { width: 32; border-right: solid $panel; }
+    SessionsPane { width: 36; border-right: solid $panel; }
     SessionsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
     SessionsPane Input { margin: 0 0 1 0; }
     SessionsPane SessionList { height: 1fr; border: none; }
@@ -156,7 +156,7 @@ class SessionsPane(Vertical):
 
 
 def _label(info: SessionInfo, current: bool) -> Text:
-    title = format.one_line(info.title or "(untitled)", 26)  # the pane's width, less the marker
+    title = format.one_line(info.title or "(untitled)", 30)  # the pane's width, less the marker
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
     text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · {format.count(info.run_count, 'run')} · "
                 f"{format.duration(info.total_run_seconds)}", style="dim")

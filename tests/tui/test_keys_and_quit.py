@@ -1,0 +1,265 @@
+"""Quitting during a run, escape from any pane, the sessions filter, the command palette and
+the help screen: every key does what it says, and only while it applies."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage, tool
+from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.help import HelpScreen, key_table
+from lovia.tui.screens.main import MainScreen
+from lovia.tui.screens.prompt import PromptScreen
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+
+
+def gated_app(db, tool_turns: int = 1):
+    """An app whose model calls a tool that waits until the test lets it go, ``tool_turns`` times
+    (one per run that is stopped there), then answers: (app, started, release)."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def step() -> str:
+        """One slow step."""
+        started.set()
+        await release.wait()
+        return "step done"
+
+    model = ScriptedModel([*(ScriptedTurn(tool_calls=[call("step", {}, call_id=f"c{n}")]) for n in range(tool_turns)),
+                           "All done."])
+    return make_app(db, agent=Agent(name="assistant", model=model, tools=[step])), started, release
+
+
+async def run_statuses(db) -> list[str]:
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        return [summary.head.status
+                for summary in await checkpointer.list_runs(statuses=("running", "interrupted", "failed"))]
+
+
+def palette(app) -> set[str]:
+    return {command.title for command in app.get_system_commands(app.screen)}
+
+
+# -- quitting --------------------------------------------------------------------------------
+
+
+async def test_quit_during_a_run_asks_and_stop_and_quit_keeps_the_run_resumable(tmp_path):
+    db = tmp_path / "lovia.db"
+    app, started, _ = gated_app(db)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")  # stay
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and app.screen.chat.running and app.return_code is None
+
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")  # stop and quit
+        await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+    assert await run_statuses(db) == ["interrupted"]  # stopped, kept, resumable
+
+
+async def test_quit_with_nothing_running_does_not_ask(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+
+
+async def test_a_run_cut_off_by_the_app_closing_leaves_no_traceback(tmp_path):
+    # Closing the app removes its screens and cancels the run's worker; the worker's clean-up
+    # then ran against a panel with no screen (NoScreen / NoMatches, exit code 1).
+    app, started, _ = gated_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await app.pop_screen()  # what closing the app does to the main screen
+        await pilot.pause()
+    assert app.return_code in (None, 0)
+
+
+# -- escape ----------------------------------------------------------------------------------
+
+
+async def test_escape_stops_the_answer_from_any_pane(tmp_path):
+    db = tmp_path / "lovia.db"
+    app, started, release = gated_app(db, tool_turns=4)
+    async with app.run_test(size=(160, 45)) as pilot:
+        chat = app.screen.chat
+        for pane in ("#session-list", "#run-list", "#session-filter"):
+            started.clear()
+            app.screen.query_one("#composer").focus()
+            await pilot.press(*"go", "enter")
+            await wait_for(pilot, started.is_set)
+            app.screen.query_one(pane).focus()
+            await pilot.pause()
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not chat.running)  # gives up (fails) if escape did nothing
+            await settle(pilot)
+        assert app.focused.id == "session-filter"
+
+        # in a maximized pane too (escape would otherwise restore the pane and leave the answer running)
+        started.clear()
+        app.screen.query_one("#composer").focus()
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await pilot.press("f10")
+        await pilot.pause()
+        assert app.screen.maximized is chat
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not chat.running)
+        await settle(pilot)
+        assert app.screen.maximized is chat
+        release.set()
+
+
+# -- the sessions filter ---------------------------------------------------------------------
+
+
+async def test_the_sessions_filter_takes_every_key_typed_into_the_list(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-help", [UserMessage(text="help with taxes")])
+        await session.append("s-other", [UserMessage(text="Groceries for the week")])
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one("SessionsPane")
+        filter_box = app.screen.query_one("#session-filter")
+        app.screen.query_one("#session-list").focus()
+        await pilot.pause()
+        await pilot.press(*"help")  # one burst: the first keys arrive before the filter has focus
+        await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-help"])
+        assert filter_box.value == "help"
+
+        await pilot.press("down")  # down leaves the filter for the list
+        assert app.focused.id == "session-list"
+        await pilot.press("f2")  # acts on the list's session
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        assert app.screen.query_one("#answer").value == "help with taxes"
+        await pilot.press("escape")
+        await settle(pilot)
+
+        filter_box.focus()
+        await pilot.press(*"zzz")
+        await wait_for(pilot, lambda: pane.sessions == [])
+        shown = app.screen.query_one("#session-list").get_option_at_index(0).prompt
+        assert "No session matches" in str(shown)
+
+        await pilot.press("escape")  # clears the filter and returns to the list
+        await wait_for(pilot, lambda: len(pane.sessions) == 2)
+        assert filter_box.value == "" and app.focused.id == "session-list"
+
+
+# -- the command palette -----------------------------------------------------------------------
+
+
+async def test_the_palette_offers_each_action_only_while_it_applies(tmp_path):
+    db = tmp_path / "lovia.db"
+    app, started, release = gated_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        idle = palette(app)
+        assert {"Send message", "New session", "Next pane", "Next theme", "Help", "Filter sessions",
+                "Hide the sessions pane", "Hide the runs pane and inspector", "Maximize pane"} <= idle
+        assert not {"Stop", "Resume", "Regenerate", "Rename session", "Delete session", "Copy message"} & idle
+
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        running = palette(app)
+        assert "Stop" in running and "Copy run id" in running
+        assert not {"Send message", "Resume", "Regenerate", "New session", "Delete session"} & running
+
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        stopped = palette(app)
+        assert {"Resume", "Rename session", "Delete session", "Regenerate", "Edit last message"} <= stopped
+        assert "Stop" not in stopped
+
+        app.screen.query_one("#run-list").focus()
+        await pilot.pause()
+        assert {"Resume selected run", "Discard selected run", "Finalize selected run"} <= palette(app)
+
+        resume = next(c for c in app.get_system_commands(app.screen) if c.title == "Resume")
+        release.set()
+        await resume.callback()
+        await settle(pilot)
+        assert await run_statuses(db) == []
+        done = palette(app)
+        assert "Resume" not in done and "Resume selected run" not in done
+
+        hide = next(c for c in app.get_system_commands(app.screen) if c.title == "Hide the sessions pane")
+        hide.callback()
+        await pilot.pause()
+        assert "Show the sessions pane" in palette(app)
+
+
+async def test_a_resume_is_offered_only_for_the_open_sessions_runs(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append("s-a", [UserMessage(text="first")], run_id="old")
+        await session.append("s-b", [UserMessage(text="second")], run_id="older")
+        head = RunHead(agent="assistant", status="interrupted", turn=1, session_id="s-a", first_input="do it")
+        await checkpointer.save(RunSnapshot("run-a", head, [UserMessage(text="do it")]))
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await app.screen.open_session("s-b")
+        assert "Resume" not in palette(app)
+        await app.screen.open_session("s-a")
+        assert "Resume" in palette(app)
+
+
+# -- help and the first screen -------------------------------------------------------------------
+
+
+async def test_help_lists_the_new_keys_and_keys_outside_the_bindings():
+    rows = {keys: what for _, group in key_table() for keys, what in group}
+    for key in ("ctrl+b", "ctrl+o", "f10", "escape", "down", "up"):
+        assert any(key in keys.split(" / ") for keys in rows), key
+    assert any("empty composer" in what for keys, what in rows.items() if keys == "up")
+
+
+async def test_help_and_dialogs_fit_at_80x24(tmp_path):
+    async with SQLiteSession(tmp_path / "lovia.db", wal=True) as session:
+        await session.append("s-a", [UserMessage(text="Atlas launch plan")])
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
+        box = app.screen.query_one("VerticalScroll")
+        assert box.region.right <= 80 and box.region.bottom <= 24 and box.region.width >= 70
+        await pilot.press("escape")
+        await pilot.pause()
+
+        await pilot.press("ctrl+b", "delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.pause()
+        box = app.screen.query_one("Vertical")
+        assert box.region.right <= 80 and box.region.bottom <= 24
+        assert app.screen.query_one("#yes").region.right <= 80
+        await pilot.press("n")
+
+
+async def test_the_empty_screen_says_how_to_start_and_where_help_is(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        welcome = app.screen.query_one("#welcome")
+        assert welcome.display and welcome.region.height > 0
+        assert "enter" in str(welcome.render()) and "f1" in str(welcome.render())
+        await type_and_send(pilot, "hello")
+        assert not welcome.display
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert welcome.display

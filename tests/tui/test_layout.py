@@ -1,0 +1,176 @@
+"""Every terminal size from 80x24 up: the conversation gets most of the width, side panes fold
+away below a width and come back by key, any pane can be maximized, and a resize mid-answer is safe."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lovia import Agent, SQLiteSession, UserMessage, tool
+from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.screens.main import MEDIUM, WIDE
+from lovia.tui.widgets.chat_panel import ChatPanel
+from lovia.tui.widgets.run_header import RunHeader
+from tests.tui.conftest import make_app, settle, wait_for
+
+
+async def two_sessions(db) -> None:
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-a", [UserMessage(text="Atlas launch plan")])
+        await session.append("s-b", [UserMessage(text="Groceries for the week")])
+
+
+def shown(app, selector: str) -> bool:
+    """Is the widget on screen (displayed, with its ancestors, and given room)?"""
+    widget = app.screen.query_one(selector)
+    return widget.display and all(a.display for a in widget.ancestors if hasattr(a, "display")) \
+        and widget.region.width > 0
+
+
+@pytest.mark.parametrize("size", [(80, 24), (88, 24), (100, 30), (120, 30), (160, 45), (220, 60)])
+async def test_every_size_starts_and_the_conversation_gets_most_of_the_width(tmp_path, size):
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        chat = app.screen.query_one(ChatPanel)
+        width = size[0]
+        assert chat.region.width > width / 2
+        assert chat.composer.content_size.width > 0 and app.focused is chat.composer
+        assert shown(app, "SessionsPane") == (width >= MEDIUM)
+        assert shown(app, "#side") == (width >= WIDE)
+
+
+async def test_at_80_columns_the_sessions_and_runs_come_back_as_overlays(tmp_path):
+    db = tmp_path / "lovia.db"
+    await two_sessions(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        chat = app.screen.chat
+        assert not shown(app, "SessionsPane") and not shown(app, "#side")
+
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert shown(app, "SessionsPane") and app.focused.id == "session-list"
+        assert chat.region.width == 80  # over the conversation, not beside it
+        await pilot.press("down", "enter")  # the second session
+        await settle(pilot)
+        assert chat.session_id == "s-a"
+        assert not shown(app, "SessionsPane") and app.focused is chat.composer  # folded again
+
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert shown(app, "#side") and app.focused.id == "run-list"
+        await pilot.press("ctrl+b")  # one overlay at a time
+        await pilot.pause()
+        assert shown(app, "SessionsPane") and not shown(app, "#side") and app.focused.id == "session-list"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not shown(app, "SessionsPane") and app.focused is chat.composer
+
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        await pilot.press("f6")  # the inspector, in the same overlay
+        await pilot.pause()
+        assert shown(app, "#side") and type(app.focused).__name__ == "CheckpointInspector"
+        await pilot.press("f6")  # on to the conversation (the folded sessions pane skipped): the overlay folds
+        await pilot.pause()
+        assert not shown(app, "#side") and app.focused is chat.transcript
+
+
+async def test_f6_moves_only_between_panes_on_screen(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        seen = []
+        for _ in range(4):
+            await pilot.press("f6")
+            seen.append(app.focused.id)
+        assert seen == ["composer", "transcript", "composer", "transcript"] or \
+            seen == ["transcript", "composer", "transcript", "composer"]
+        await pilot.press("shift+f6")
+        assert app.focused.id in ("transcript", "composer")
+
+
+async def test_on_a_wide_screen_the_same_keys_hide_and_show_the_side_panes(tmp_path):
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        chat = app.screen.chat
+        width = chat.region.width
+        app.screen.query_one("#session-list").focus()
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        assert not shown(app, "SessionsPane") and chat.region.width > width
+        assert app.focused is chat.composer  # focus left the pane that went away
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert not shown(app, "#side") and chat.region.width == 160
+        await pilot.press("ctrl+b", "ctrl+o")
+        await pilot.pause()
+        assert shown(app, "SessionsPane") and shown(app, "#side") and chat.region.width == width
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_focused_pane_can_be_maximized_and_restored(tmp_path, size):
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press("f10")
+        await pilot.pause()
+        assert screen.maximized is screen.chat and screen.chat.region.width == size[0]
+
+        await pilot.press("f10")
+        await pilot.pause()
+        assert screen.maximized is None
+
+        if screen.folded("sessions"):
+            await pilot.press("ctrl+b")  # the sessions pane as an overlay, maximized
+        else:
+            screen.query_one("#session-list").focus()
+        await pilot.pause()
+        await pilot.press("f10")
+        await pilot.pause()
+        sessions = screen.query_one("SessionsPane")
+        assert screen.maximized is sessions and sessions.region.width == size[0]
+        assert not screen.chat.region.width  # nothing else is on screen
+        await pilot.press("escape")  # nothing running: escape restores, as in Textual
+        await pilot.pause()
+        assert screen.maximized is None
+
+
+async def test_resizing_to_80_columns_while_an_answer_streams(tmp_path):
+    # The composer is empty while an answer streams, so it shows its placeholder: at 80
+    # columns beside fixed side panes that left it no width at all, and wrapping there raised.
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def step() -> str:
+        """One slow step."""
+        started.set()
+        await release.wait()
+        return "step done"
+
+    model = ScriptedModel([ScriptedTurn(text="Working on it. ", tool_calls=[call("step", {}, call_id="c1")]),
+                           "All done."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[step]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        chat = app.screen.chat
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert chat.running and chat.region.width == 80 and chat.composer.content_size.width > 0
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        await pilot.resize_terminal(60, 20)  # below what lovia promises: still no crash
+        await pilot.pause()
+        release.set()
+        await settle(pilot)
+        assert not chat.running
+        assert chat.transcript.query_one(RunHeader).has_class("-completed")
