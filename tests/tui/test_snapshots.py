@@ -1,4 +1,5 @@
-"""Snapshots of every pane and screen, in more than one theme, on a demo database at fixed times."""
+"""Snapshots of every pane and screen, in more than one theme and at 80x24, 100x30 and 160x45,
+on a demo database at fixed times."""
 
 from __future__ import annotations
 
@@ -6,17 +7,20 @@ import asyncio
 
 import pytest
 
-from screenshots.demo_data import build
+from lovia.tui import format
+from screenshots.demo_data import BASE_TIME, build
 from tests.tui.conftest import make_app, wait_for
 
 SIZE = (160, 45)
+SIZES = {"80x24": (80, 24), "100x30": (100, 30), "160x45": SIZE}
 THEMES = ["lovia-dark", "lovia-light"]
 
 
 @pytest.fixture
-def demo_db(tmp_path):
+def demo_db(tmp_path, monkeypatch):
     path = tmp_path / "demo.db"
     asyncio.run(build(path))
+    monkeypatch.setattr(format, "clock", lambda: BASE_TIME + 600)  # relative ages read the same every time
     return path
 
 
@@ -24,14 +28,61 @@ def app_on(demo_db, theme):
     return make_app(demo_db, theme=theme)
 
 
-@pytest.mark.parametrize("theme", [*THEMES, "lovia-high-contrast"])
-def test_main_screen(snap_compare, demo_db, theme):
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("theme", THEMES)
+def test_main_screen(snap_compare, demo_db, theme, size):
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZES[size])
+
+
+def test_main_screen_high_contrast(snap_compare, demo_db):
+    assert snap_compare(app_on(demo_db, "lovia-high-contrast"), terminal_size=SIZE)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_sessions_over_the_conversation_at_80x24(snap_compare, demo_db, theme):
+    assert snap_compare(app_on(demo_db, theme), press=["ctrl+b"], terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_runs_and_inspector_over_the_conversation_at_80x24(snap_compare, demo_db, theme):
+    async def show_runs(pilot):
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-demo-interrupted")
+        await pilot.pause()
+
+    assert snap_compare(app_on(demo_db, theme), terminal_size=(80, 24), run_before=show_runs)
+
+
+def test_a_maximized_inspector(snap_compare, demo_db):
+    async def maximize(pilot):
+        pilot.app.screen.query_one("CheckpointInspector").focus()
+        await pilot.press("f10")
+        await pilot.pause()
+
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(100, 30), run_before=maximize)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_the_first_screen_at_80x24(snap_compare, tmp_path, theme):
+    assert snap_compare(make_app(tmp_path / "empty.db", theme=theme), terminal_size=(80, 24))
 
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_help_screen(snap_compare, demo_db, theme):
     assert snap_compare(app_on(demo_db, theme), press=["f1"], terminal_size=SIZE)
+
+
+def test_help_screen_at_80x24(snap_compare, demo_db):
+    assert snap_compare(app_on(demo_db, "lovia-dark"), press=["f1"], terminal_size=(80, 24))
+
+
+def test_delete_confirmation_at_80x24(snap_compare, demo_db):
+    async def ask(pilot):
+        await pilot.press("ctrl+b", "delete")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen")
+        await pilot.pause()
+
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=ask)
 
 
 @pytest.mark.parametrize("theme", THEMES)

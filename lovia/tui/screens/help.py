@@ -25,6 +25,7 @@ BUILTIN_KEYS = [
 HANDLED_KEYS = {
     "Composer": [("up", "In an empty composer: edit your last message")],
     "Sessions list": [("any letter", "Type to filter")],
+    "Sessions filter": [("enter", "To the list")],
 }
 
 
@@ -51,7 +52,7 @@ def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
             for binding in cls.BINDINGS:
                 if isinstance(binding, Binding):
                     keys = " / ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
-                    rows.append((keys, binding.description or binding.action))
+                    rows.append((keys, binding.tooltip or binding.description or binding.action))
         if title == "Anywhere":
             rows += BUILTIN_KEYS
         rows += HANDLED_KEYS.get(title, [])

@@ -65,11 +65,15 @@ class MainScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: escape must stop the answer from any pane, ahead of the focused widget's own
         # escape; while nothing runs the binding does not apply and escape goes on as usual
-        Binding("escape", "stop_run", "Stop", priority=True),
-        Binding("ctrl+b", "toggle_pane('sessions')", "Sessions"),
-        Binding("ctrl+o", "toggle_pane('runs')", "Runs"),
-        Binding("f10", "toggle_maximize", "Maximize"),
-        Binding("escape", "close_overlay", "Fold the pane shown over the conversation", show=False),
+        Binding("escape", "stop_run", "Stop", priority=True,
+                tooltip="Stop the running answer, from any pane (it stays resumable)"),
+        Binding("ctrl+b", "toggle_pane('sessions')", "Sessions",
+                tooltip="Show or hide the sessions pane (over the conversation on a narrow screen)"),
+        Binding("ctrl+o", "toggle_pane('runs')", "Runs",
+                tooltip="Show or hide the runs pane and inspector (over the conversation on a narrow screen)"),
+        Binding("f10", "toggle_maximize", "Maximize", tooltip="Maximize the focused pane, or restore every pane"),
+        Binding("escape", "close_overlay", "Fold pane", show=False,
+                tooltip="Fold the pane shown over the conversation"),
     ]
 
     DEFAULT_CSS = """
