@@ -139,12 +139,19 @@ async def test_the_sessions_filter_takes_every_key_typed_into_the_list(tmp_path)
         await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-help"])
         assert filter_box.value == "help"
 
-        await pilot.press("down")  # down leaves the filter for the list
-        assert app.focused.id == "session-list"
-        await pilot.press("f2")  # acts on the list's session
+        await pilot.press("f2")  # in the filter box, f2 renames the list's session
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         assert app.screen.query_one("#answer").value == "help with taxes"
         await pilot.press("escape")
+        await settle(pilot)
+        assert app.focused is filter_box and filter_box.value == "help"
+
+        await pilot.press("down")  # down leaves the filter for the list
+        assert app.focused.id == "session-list"
+        await pilot.press("delete")  # acts on the list's session
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "help with taxes" in str(app.screen.query_one("#question").render())
+        await pilot.press("n")
         await settle(pilot)
 
         filter_box.focus()

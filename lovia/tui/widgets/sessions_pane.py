@@ -70,12 +70,21 @@ class SessionFilter(Input):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "to_list", "To the list", show=False),
         Binding("escape", "clear_filter", "Clear filter"),
+        Binding("f2", "rename", "Rename", tooltip="Rename the session highlighted in the list"),
     ]
 
     def __init__(self, **kwargs) -> None:
         # Not selecting all on focus: the list hands over the first typed key already inserted,
         # and selected, it would be replaced by the second.
         super().__init__(placeholder="type to filter…", select_on_focus=False, **kwargs)
+
+    def action_rename(self) -> None:
+        self.screen.query_one(SessionList).action_rename()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "rename":
+            return self.screen.query_one(SessionList).check_action(action, parameters)
+        return True
 
     def action_to_list(self) -> None:
         self.screen.set_focus(self.screen.query_one(SessionList))
