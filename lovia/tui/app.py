@@ -92,8 +92,7 @@ class LoviaApp(App[None]):
     def escape_to_minimize(self) -> bool:
         # While an answer runs, escape stops it (MainScreen's binding), even in a maximized pane.
         main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
-        running = main is not None and main.is_mounted and main.chat.running
-        return super().escape_to_minimize and not running
+        return super().escape_to_minimize and not (main is not None and main.check_action("stop_run", ()))
 
     # -- quitting ------------------------------------------------------------------------------
 

@@ -320,7 +320,7 @@ class MainScreen(Screen):
         """The side pane ``name`` ("sessions" or "runs"), if this backend has it."""
         if name == "sessions" and not self.backend.can_list_sessions:
             return None
-        return self.query_one(SIDE_PANES[name])
+        return next(iter(self.query(SIDE_PANES[name])), None)
 
     def folded(self, name: str) -> bool:
         """Is the pane ``name`` folded away at this width (shown only as an overlay)?"""
@@ -391,8 +391,9 @@ class MainScreen(Screen):
         self.set_focus(self.query_one("#session-filter"))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop_run":
-            return self.chat.running
+        if action == "stop_run":  # asked for the footer at any time, also while the app closes
+            chats = self.query(ChatPanel)
+            return bool(chats) and chats.first().running
         if action == "toggle_pane":
             return self.pane(str(parameters[0])) is not None
         if action == "close_overlay":
