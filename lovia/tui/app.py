@@ -20,6 +20,7 @@ from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets.inspector import CheckpointInspector
+from lovia.tui.widgets.message_view import Expandable
 from lovia.tui.widgets.runs_pane import RunList, RunsPane
 from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
@@ -170,6 +171,9 @@ class LoviaApp(App[None]):
                                 transcript.action_edit)
         if opened and transcript.check_action("trim", ()) and not running:
             yield SystemCommand("Trim tool outputs", "Cut old tool outputs to reclaim space", transcript.action_trim)
+        if isinstance(transcript.selected_view, Expandable):
+            yield SystemCommand("Expand or collapse tool call", "Show or hide the selected tool call's details",
+                                transcript.action_expand)
         if transcript.selected_view is not None:
             yield SystemCommand("Copy message", "Copy the selected message", transcript.action_copy)
             yield SystemCommand("Copy code block", "Copy the selected message's last code block",
@@ -188,7 +192,8 @@ class LoviaApp(App[None]):
             yield SystemCommand("Maximize pane", "Give the focused pane the whole screen (f10)", main.action_maximize)
         if not running:
             yield SystemCommand("New session", "Start a new conversation", self.action_new_session)
-        yield SystemCommand("Next pane", "Move focus to the next pane", self.action_next_pane)
+        yield SystemCommand("Next pane", "Move focus to the next pane (f6)", self.action_next_pane)
+        yield SystemCommand("Previous pane", "Move focus to the previous pane (shift+f6)", self.action_previous_pane)
         yield SystemCommand("Next theme", "Switch to the next lovia theme", self.action_next_theme)
         yield SystemCommand("Help", "Every key lovia knows", self.action_help)
 

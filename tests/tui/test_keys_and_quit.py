@@ -203,6 +203,14 @@ async def test_the_palette_offers_each_action_only_while_it_applies(tmp_path):
         done = palette(app)
         assert "Resume" not in done and "Resume selected run" not in done
 
+        app.screen.chat.transcript.focus()
+        await pilot.press("end")  # the answer
+        await pilot.pause()
+        assert "Copy message" in palette(app) and "Expand or collapse tool call" not in palette(app)
+        await pilot.press("up")  # the tool call before it
+        await pilot.pause()
+        assert "Expand or collapse tool call" in palette(app)
+
         hide = next(c for c in app.get_system_commands(app.screen) if c.title == "Hide the sessions pane")
         hide.callback()
         await pilot.pause()
