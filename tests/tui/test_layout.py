@@ -174,3 +174,19 @@ async def test_resizing_to_80_columns_while_an_answer_streams(tmp_path):
         await settle(pilot)
         assert not chat.running
         assert chat.transcript.query_one(RunHeader).has_class("-completed")
+
+
+async def test_an_overlay_open_when_the_terminal_widens_takes_its_place_beside_the_conversation(tmp_path):
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        await pilot.resize_terminal(160, 45)
+        await pilot.pause()
+        sessions, chat = app.screen.query_one("SessionsPane"), app.screen.chat
+        assert shown(app, "SessionsPane") and sessions.region.right <= chat.region.x  # beside, not over
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert chat.region.width == 80

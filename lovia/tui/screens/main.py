@@ -86,11 +86,14 @@ class MainScreen(Screen):
     /* folded: hidden beside the conversation, shown over it on request */
     MainScreen.-narrow SessionsPane { display: none; }
     MainScreen.-narrow #side, MainScreen.-medium #side { display: none; }
-    MainScreen.-sessions-open SessionsPane, MainScreen.-runs-open #side {
+    MainScreen.-narrow.-sessions-open SessionsPane,
+    MainScreen.-narrow.-runs-open #side, MainScreen.-medium.-runs-open #side {
         display: block; layer: overlay; height: 100%; background: $surface;
     }
-    MainScreen.-sessions-open SessionsPane { dock: left; border-right: thick $accent; }
-    MainScreen.-runs-open #side { dock: right; width: 44; max-width: 90%; border-left: thick $accent; }
+    MainScreen.-narrow.-sessions-open SessionsPane { dock: left; border-right: thick $accent; }
+    MainScreen.-narrow.-runs-open #side, MainScreen.-medium.-runs-open #side {
+        dock: right; width: 44; max-width: 90%; border-left: thick $accent;
+    }
     /* unfolded, hidden by the user */
     MainScreen.-sessions-closed SessionsPane, MainScreen.-runs-closed #side { display: none; }
 
