@@ -27,14 +27,15 @@ from lovia.tui.backend import ChatBackend  # noqa: E402
 from lovia.tui.config import RememberedState  # noqa: E402
 from screenshots.demo_data import build  # noqa: E402
 
-SIZE = (150, 42)
+WIDE = (160, 45)
+NARROW = (80, 24)
 
 
-async def shoot(db: Path, name: str, theme: str, steps) -> None:
+async def shoot(db: Path, name: str, theme: str, steps, size: tuple[int, int] = WIDE) -> None:
     agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
     backend = ChatBackend(SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
     app = LoviaApp(backend, model_label="demo (offline)", theme=theme, state=RememberedState(db.parent / "s.json"))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await steps(pilot)
         await pilot.pause(0.3)
@@ -65,6 +66,22 @@ async def live_tool_call(pilot) -> None:
     await pilot.press("end", "up", "enter")
 
 
+async def runs_over_the_conversation(pilot) -> None:
+    await pilot.press("ctrl+o")
+    await pilot.pause(0.2)
+
+
+async def stop_and_continue(pilot) -> None:
+    await pilot.press("ctrl+n")
+    await pilot.press(*"wait 30", "enter")
+    await pilot.pause(0.6)
+    await pilot.press("escape")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.press(*"what time is it?", "enter")
+    await pilot.pause(0.5)
+    await pilot.app.workers.wait_for_complete()
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
@@ -73,6 +90,8 @@ async def main() -> None:
         await shoot(db, "runs-and-inspector-light", "lovia-light", runs_and_inspector)
         await shoot(db, "help-high-contrast", "lovia-high-contrast", help_screen)
         await shoot(db, "tool-call-dark", "lovia-dark", live_tool_call)
+        await shoot(db, "narrow-runs-light", "lovia-light", runs_over_the_conversation, NARROW)
+        await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
 
 
 if __name__ == "__main__":
