@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
-from lovia.tui.backend import ChatBackend, run_state
+from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, run_state
 from lovia.tui.config import RememberedState
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
@@ -25,7 +25,6 @@ from lovia.tui.widgets.runs_pane import RunList, RunsPane
 from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
 
-RESUMABLE_STATES = ("interrupted", "crashed", "failed")
 """Run states this window can resume (a run running here or elsewhere cannot be)."""
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: ctrl+r resumes it the next time you open this session.")
@@ -160,7 +159,7 @@ class LoviaApp(App[None]):
         if chat.check_action("cancel_edit", ()):
             yield SystemCommand("Cancel edit", "Leave the message as it is and restore the draft",
                                 chat.action_cancel_edit)
-        if chat.check_action("resume", ()) and self._session_has_resumable_run(main):
+        if chat.check_action("resume", ()):
             yield SystemCommand("Resume", "Resume this session's stopped, crashed or failed run", chat.action_resume)
         if opened and chat.check_action("regenerate", ()):
             yield SystemCommand("Regenerate", "Drop the last answer and ask again", chat.action_regenerate)
@@ -196,13 +195,6 @@ class LoviaApp(App[None]):
         yield SystemCommand("Previous pane", "Move focus to the previous pane (shift+f6)", self.action_previous_pane)
         yield SystemCommand("Next theme", "Switch to the next lovia theme", self.action_next_theme)
         yield SystemCommand("Help", "Every key lovia knows", self.action_help)
-
-    def _session_has_resumable_run(self, main: MainScreen) -> bool:
-        runs = main.query(RunsPane)
-        if not runs:
-            return True  # this backend lists no runs: the action itself says when there is none
-        return any(run.head.session_id == main.chat.session_id and run_state(run.head) in RESUMABLE_STATES
-                   for run in runs.first().runs)
 
     def _session_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
         panes = main.query(SessionsPane)

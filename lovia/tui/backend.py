@@ -64,6 +64,8 @@ RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed"
 STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
+RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
+"""The states of a run a user can resume from this window (see :func:`run_state`)."""
 TRIM_KEEP_CHARS = 400
 """How much of each old tool output a trim from the UI keeps."""
 Settle = Literal["keep", "discard"]

@@ -233,6 +233,35 @@ async def test_a_resume_is_offered_only_for_the_open_sessions_runs(tmp_path):
         assert "Resume" in palette(app)
 
 
+def footer_keys(app) -> set[str]:
+    """The keys the footer shows now (a binding whose check says no is left out)."""
+    return {key for key, active in app.screen.active_bindings.items() if active.binding.show and active.enabled}
+
+
+async def test_the_footer_offers_resume_regenerate_and_edit_only_while_they_apply(tmp_path):
+    """The footer agrees with the palette: nothing to resume, regenerate or edit in an empty session."""
+    db = tmp_path / "lovia.db"
+    app, started, release = gated_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        assert not {"ctrl+r", "ctrl+g", "ctrl+l"} & footer_keys(app)
+
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert {"ctrl+r", "ctrl+g", "ctrl+l"} <= footer_keys(app)
+
+        release.set()
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert await run_statuses(db) == []
+        keys = footer_keys(app)
+        assert "ctrl+r" not in keys and {"ctrl+g", "ctrl+l"} <= keys
+        assert "Resume" not in palette(app)
+
+
 # -- help and the first screen -------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ from lovia.checkpoint import claim_refused
 from lovia.errors import LoviaError
 from lovia.session import SessionInfo
 from lovia.tui import format
-from lovia.tui.backend import ChatBackend, RunState, TranscriptRun, run_state
+from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.chat_panel import ChatPanel
@@ -285,6 +285,8 @@ class MainScreen(Screen):
             runs = await self.backend.runs()
             titles = {info.session_id: info.title for info in await self.backend.sessions()}
             self.query_one(RunsPane).show(runs, titles)
+            self.chat.has_resumable_run = any(run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES
+                                              for run in runs)
         await self.inspect(self.inspected)
 
     async def inspect(self, run_id: str | None, stored: TranscriptRun | None = None) -> None:

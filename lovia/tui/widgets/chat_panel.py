@@ -72,6 +72,8 @@ class ChatPanel(Vertical):
 
     session_id: reactive[str | None] = reactive(None, init=False)
     running: reactive[bool] = reactive(False, init=False)
+    has_resumable_run: reactive[bool] = reactive(True, init=False)
+    """Whether the open session has a stopped, crashed or failed run; the screen sets it from the runs list."""
 
     class RunSaved(Message):
         """The live run ``run_id`` saved a snapshot (a model turn, or a tool call that starts)."""
@@ -126,6 +128,7 @@ class ChatPanel(Vertical):
         data = await self.backend.transcript(self.session_id) if session_id else None
         await self.transcript.show(data)
         await self.refresh_title()
+        self.refresh_bindings()  # what the footer offers depends on what the session holds
 
     async def refresh_title(self) -> None:
         """Show the session's current title (a new session gets one with its first run).
@@ -415,7 +418,7 @@ class ChatPanel(Vertical):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("regenerate", "edit_last"):
-            return self.backend.can_rewind and not self.running
+            return self.backend.can_rewind and not self.running and self.has_history
         if action == "stop":
             return self.running
         if action == "cancel_edit":
@@ -423,10 +426,19 @@ class ChatPanel(Vertical):
         if action == "resend":
             return self._editing is not None
         if action == "resume":
-            return not self.running
+            return not self.running and self.has_resumable_run
         return True
 
+    @property
+    def has_history(self) -> bool:
+        """Whether the open session shows any run, stored, in flight or just sent."""
+        transcript = self.transcript
+        return bool(transcript.run_ids) or bool(transcript.views)
+
     def watch_running(self, running: bool) -> None:
+        self.refresh_bindings()
+
+    def watch_has_resumable_run(self) -> None:
         self.refresh_bindings()
 
     # -- trim and copy -----------------------------------------------------------------------
