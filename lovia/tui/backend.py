@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Hashable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
+from lovia._async import shielded
 from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import (
     DEFAULT_LEASE_SECONDS,
@@ -556,9 +557,26 @@ class ChatBackend:
                                     "partial": True, "ended": ended, "agent": head.pending_handoff or head.agent}
             if head.active_seconds:
                 meta["active_seconds"] = head.active_seconds
-            await self.session.append(head.session_id, kept, run_id=run_id, meta=meta)
-            await self.checkpointer.delete(run_id)
+            # To its end even if the app quits meanwhile: a run its session has must not be given back
+            # resumable (resuming it would answer twice, and its new answer would never be stored).
+            await shielded(self._record_partial(snapshot, head.session_id, kept, meta))
             return head.session_id, len(kept)
+
+    async def _record_partial(self, taken: RunSnapshot, session_id: str, kept: Sequence[Entry],
+                              meta: dict[str, Any]) -> None:
+        """Append the partial to its session, then forget the run's checkpoint.
+
+        If the delete fails, the checkpoint is marked completed instead (what a completed run
+        leaves anyway: a replay cache no list offers to resume) and the delete's error raised.
+        """
+        await self.session.append(session_id, list(kept), run_id=taken.run_id, meta=meta)
+        try:
+            await self.checkpointer.delete(taken.run_id)
+        except BaseException:
+            done = replace(taken.head, status="completed", lease_until=None, updated_at=time.time())
+            with contextlib.suppress(Exception):  # the delete's error is the one to report
+                await self.checkpointer.save(RunSnapshot(taken.run_id, done, taken.entries))
+            raise
 
     @contextlib.asynccontextmanager
     async def _taken(self, run_id: str) -> AsyncIterator[RunSnapshot | None]:
@@ -588,8 +606,18 @@ class ChatBackend:
             except BaseException:
                 if snapshot is not None and snapshot.head.claim == token:
                     with contextlib.suppress(Exception):  # the block's own error matters more
-                        await checkpointer.save(RunSnapshot(run_id, _given_back(snapshot), snapshot.entries))
+                        await self._give_back(snapshot)
                 raise
+
+    async def _give_back(self, taken: RunSnapshot) -> None:
+        """Store the run a failed action took as it was found, unless the action already recorded it.
+
+        A run the action deleted, or marked completed (its session has it), stays so: giving it
+        back would make a run its session holds resumable again.
+        """
+        stored = await self.checkpointer.load(taken.run_id)
+        if stored is not None and stored.head.status != "completed":
+            await self.checkpointer.save(RunSnapshot(taken.run_id, _given_back(taken), taken.entries))
 
     # -- rewind and trim -----------------------------------------------------------------
 

@@ -142,3 +142,38 @@ async def test_a_failed_action_on_a_run_taken_gives_it_back_once_the_claim_is_re
         await backend.finalize("r1")
     await backend.discard("r1")
     assert await backend.checkpointer.load("r1") is None
+
+
+class DeletesFailOnce:
+    """Wraps a real checkpointer: its next delete fails, as a busy or full disk would make it."""
+
+    def __init__(self, checkpointer) -> None:
+        self.checkpointer = checkpointer
+        self.fail_next_delete = True
+
+    def __getattr__(self, name):
+        return getattr(self.checkpointer, name)
+
+    async def delete(self, run_id: str) -> None:
+        if self.fail_next_delete:
+            self.fail_next_delete = False
+            raise StoreError("disk I/O error")
+        await self.checkpointer.delete(run_id)
+
+
+async def test_a_finalize_whose_delete_fails_never_leaves_the_run_resumable(make_backend):
+    """Its session has the partial: resuming it again would answer twice and lose the new answer."""
+    session = InMemorySession()
+    backend = make_backend(session)
+    await backend.checkpointer.save(RunSnapshot("r1", stored_head(status="interrupted", session_id="u1"), ENTRIES))
+    real = backend.checkpointer
+    backend.checkpointer = DeletesFailOnce(real)
+    with pytest.raises(StoreError, match="disk I/O"):
+        await backend.finalize("r1")
+    backend.checkpointer = real
+    assert [segment.run_id for segment in await session.segments("u1")] == ["r1"]
+    assert "r1" not in {r.run_id for r in await backend.runs()}  # not offered to resume or finalize again
+    left = await real.load("r1")
+    assert left.head.status == "completed" and not left.head.is_held()  # a replay cache, like any finished run
+    with pytest.raises(UserError, match="completed"):
+        await backend.resume("r1")
