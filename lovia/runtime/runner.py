@@ -79,6 +79,9 @@ FIRST_INPUT_CHARS = 200
 _IF_STORED: dict[str, IfStored] = {"fail": "leave", "restart": "replace"}
 """What a claim does with a run stored between the load and the claim, per ``if_run_exists``."""
 
+PROGRESS_SAVE_SECONDS = 5.0
+"""A run executing a long tool call saves its head at least this often (its lease and time so far)."""
+
 
 class Runner:
     """Runs agents. Stateless: everything a run needs is passed to ``run`` or ``stream``."""
@@ -413,14 +416,16 @@ class _Run:
         """Keep the run's lease from lapsing while it executes, through long tool calls too.
 
         Every snapshot renews the lease; this renews it when none came for a third of its
-        length. When a renewal finds the run taken over (or fails for a reason other than
+        length, or for ``PROGRESS_SAVE_SECONDS`` if that is sooner, so a run killed during a long
+        tool call keeps its time so far (``RunHead.active_seconds``) to within that. When a renewal finds the run taken over (or fails for a reason other than
         the store being busy), the run is stopped, and fails with that error.
         """
         run_task = asyncio.current_task()
         if self.checkpoint is None or run_task is None:
             yield
             return
-        renewer = asyncio.ensure_future(self._renew(run_task, self.checkpoint.lease_seconds / 3))
+        interval = min(self.checkpoint.lease_seconds / 3, PROGRESS_SAVE_SECONDS)
+        renewer = asyncio.ensure_future(self._renew(run_task, interval))
         try:
             yield
         finally:

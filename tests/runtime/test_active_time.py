@@ -112,3 +112,65 @@ def test_a_killed_run_keeps_the_active_time_of_its_last_save(tmp_path, point):
     # time from the first start, not in the active time.
     timing = meta["timing"]
     assert meta["active_seconds"] < timing["finished_at"] - timing["started_at"]
+
+
+CHILD = """
+import asyncio, sys
+import lovia.runtime.runner as runner
+from lovia import Agent, CheckpointOptions, Runner, SQLiteCheckpointer, tool
+from lovia.models import ScriptedModel, ScriptedTurn, call
+
+runner.PROGRESS_SAVE_SECONDS = 0.5  # the mechanism under test, at a pace a test can wait for
+
+@tool
+async def long_step() -> str:
+    \"\"\"A tool call that outlasts the test.\"\"\"
+    await asyncio.sleep(3600)
+    return "never"
+
+async def main():
+    agent = Agent(name="a", model=ScriptedModel([ScriptedTurn(tool_calls=[call("long_step", {}, call_id="c1")])]),
+                  tools=[long_step])
+    async with SQLiteCheckpointer(sys.argv[1], wal=True) as checkpointer:
+        await Runner.run(agent, "go", checkpoint=CheckpointOptions(checkpointer, "long-run"))
+
+asyncio.run(main())
+"""
+
+
+def test_a_run_killed_during_a_long_tool_call_keeps_its_time_up_to_shortly_before(tmp_path):
+    """Saves come during a long tool call too, so a SIGKILL loses at most one interval of active time."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "lovia.db"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)])
+    try:
+        def stored_active_seconds() -> float:
+            try:
+                with sqlite3.connect(db) as raw:
+                    row = raw.execute("SELECT head FROM lovia_runs WHERE run_id = 'long-run'").fetchone()
+            except sqlite3.Error:
+                return 0.0
+            return json.loads(row[0]).get("active_seconds", 0.0) if row else 0.0
+
+        deadline = time.monotonic() + 15  # a hang guard (the lease renewal alone saves after 20 s)
+        while stored_active_seconds() < 2.0:
+            assert time.monotonic() < deadline, "no save came during the tool call"
+            time.sleep(0.1)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+
+    async def head() -> RunHead:
+        async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+            snapshot = await checkpointer.load("long-run")
+            assert snapshot is not None
+            return snapshot.head
+
+    killed = asyncio.run(head())
+    assert killed.status == "running" and killed.active_seconds >= 2.0
