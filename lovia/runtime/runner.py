@@ -416,9 +416,10 @@ class _Run:
         """Keep the run's lease from lapsing while it executes, through long tool calls too.
 
         Every snapshot renews the lease; this renews it when none came for a third of its
-        length, or for ``PROGRESS_SAVE_SECONDS`` if that is sooner, so a run killed during a long
-        tool call keeps its time so far (``RunHead.active_seconds``) to within that. When a renewal finds the run taken over (or fails for a reason other than
-        the store being busy), the run is stopped, and fails with that error.
+        length, or for ``PROGRESS_SAVE_SECONDS`` if that is sooner, so a run killed during a
+        long tool call keeps its time so far (``RunHead.active_seconds``) to within that. When
+        a renewal finds the run taken over (or fails for a reason other than the store being
+        busy), the run is stopped, and fails with that error.
         """
         run_task = asyncio.current_task()
         if self.checkpoint is None or run_task is None:

@@ -75,9 +75,10 @@ async def test_the_inspector_and_tool_lines_follow_a_run_through_stop_and_resume
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press(*"go slow", "enter")
         await wait_for(pilot, first.is_set)
-        # While the tool runs: the model turn is saved, its call dangles, and the inspector says so.
-        await wait_for(pilot, lambda: "1 dangling call" in inspector_text(app))
+        # While the tool runs: the model turn is saved, and the inspector says its call runs now.
+        await wait_for(pilot, lambda: "1 tool call running now" in inspector_text(app))
         shown = inspector_text(app)
+        assert "will run again" not in shown
         assert "turn     1" in shown or "turn 1" in " ".join(shown.split())
         assert "slow (c-slow)" in shown
         assert tool_line(app, "c-slow").endswith("running…")
@@ -85,6 +86,7 @@ async def test_the_inspector_and_tool_lines_follow_a_run_through_stop_and_resume
         await pilot.press("escape")
         await settle(pilot)
         assert tool_line(app, "c-slow").endswith("stopped — will run again on resume")
+        assert "1 dangling call — will run again on resume" in inspector_text(app)
         chat = app.screen.chat
         await chat.open_session(chat.session_id)  # reopened from its checkpoint
         await settle(pilot)
@@ -193,6 +195,11 @@ async def test_a_stopped_run_header_says_how_long_it_ran_and_a_finalized_partial
         finalized = headers(app)[run_id]
         assert "partial" in finalized and "ran " in finalized
         assert app.screen.chat.transcript.query_one(RunHeader).has_class("-partial")
+        # Selected in the transcript, the inspector says the same, not "completed".
+        app.screen.chat.transcript.focus()
+        await pilot.press("end")
+        await wait_for(pilot, lambda: "partial, interrupted" in inspector_text(app))
+        assert "completed" not in inspector_text(app)
 
 
 class StopAndGoModel:
@@ -383,6 +390,6 @@ async def test_resuming_a_run_again_brings_the_inspector_back_to_it(tmp_path):
         blocked.clear()
         await pilot.press("ctrl+r")  # the stopped run again, in a new execution
         await wait_for(pilot, blocked.is_set)
-        await wait_for(pilot, lambda: app.screen.inspected == live and "1 dangling call" in inspector_text(app))
+        await wait_for(pilot, lambda: app.screen.inspected == live and "1 tool call running now" in inspector_text(app))
         await pilot.press("escape")
         await settle(pilot)

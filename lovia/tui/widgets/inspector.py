@@ -18,7 +18,7 @@ from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, TranscriptRun, run_state
-from lovia.tui.widgets.run_header import header_parts
+from lovia.tui.widgets.run_header import header_parts, partial_label
 from lovia.tui.widgets.runs_pane import copy_run_id
 
 SUMMARY_CHARS = 200
@@ -77,9 +77,12 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             rows.append(("error", head.error))
         dangling = dangling_tool_calls(snapshot.entries)
         dangling_ids = {c.call_id for c in dangling}
-        if dangling:
+        calls = ", ".join(f"{c.name} ({c.call_id})" for c in dangling)
+        if dangling and run_state(head) in ("running", "elsewhere"):  # executing now, not left behind
+            note = Text.assemble((f"\n{format.count(len(dangling), 'tool call')} running now: ", "bold"), calls)
+        elif dangling:
             note = Text.assemble((f"\n{format.count(len(dangling), 'dangling call')} — will run again on resume: ",
-                                  "bold"), ", ".join(f"{c.name} ({c.call_id})" for c in dangling))
+                                  "bold"), calls)
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
         self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids), note))
@@ -88,7 +91,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
         """A run with no checkpoint (a stored segment): what its session records of it."""
         rows = [
             ("run", run.run_id),
-            ("status", STATE_LABELS.get(run.state, run.state)),
+            ("status", partial_label(run) if run.partial else STATE_LABELS.get(run.state, run.state)),
             ("header", " · ".join(header_parts(run))),
             ("started", format.when(run.started_at)),
             ("took", format.duration(run.duration)),

@@ -55,12 +55,17 @@ class RunHeader(Static):
         self.show_run(replace(self.run, state=state))
 
 
+def partial_label(run: TranscriptRun) -> str:
+    """How a run recorded as partial reads: ``partial, stopped`` (how it ended, when known)."""
+    return f"partial, {run.ended}" if run.ended else "partial"
+
+
 def header_parts(run: TranscriptRun) -> list[str]:
     """What a run header says, part by part."""
     parts = [format.when(run.started_at)]
     ran = f"ran {format.duration(run.active_seconds)}" if run.active_seconds else ""
     if run.state == "completed" and run.partial:
-        parts.append(f"partial, {run.ended}" if run.ended else "partial")
+        parts.append(partial_label(run))
         parts.append(ran)
     elif run.state == "completed":
         took = format.duration(run.duration)
