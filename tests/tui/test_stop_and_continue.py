@@ -341,3 +341,30 @@ async def test_sessions_lists_sessions_known_only_to_the_checkpointer_with_their
     finally:
         process.kill()
         process.wait()
+
+
+async def test_resume_in_the_question_takes_the_oldest_unfinished_run_first(tmp_path):
+    """Its answer then lands before the later run is settled, so the conversation keeps its order."""
+    db = tmp_path / "lovia.db"
+    now = time.time()
+    dead = a_dead_owner()
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-x", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        for run_id, text, fields in [
+            ("run-older", "first job", {"status": "running", "owner": dead, "claim": "t", "lease_until": now + 3600,
+                                        "started_at": now - 20}),
+            ("run-newer", "second job", {"status": "failed", "started_at": now - 10})]:
+            head = RunHead(agent="assistant", session_id="s-x", first_input=text, **fields)
+            await checkpointer.save(RunSnapshot(run_id, head, [UserMessage(text=text)]))
+    app = make_app(db, model=ScriptedModel(["waited"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-x")
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("r")
+        await settle(pilot)
+        stored = [segment.run_id for segment in await segments_of(db, "s-x")]
+        assert stored == ["old", "run-older"]
+        assert [r.run_id for r in app.screen.query_one("RunsPane").runs] == ["run-newer"]

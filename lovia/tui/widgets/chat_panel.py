@@ -195,11 +195,12 @@ class ChatPanel(Vertical):
 
     async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | None:
         """Ask what happens to crashed or failed runs before a message goes; ``None``: nothing is sent."""
-        newest = need.runs[-1]
-        state = run_state(newest.head)
+        # The oldest goes first: resumed, its answer lands before the later runs are settled, in order.
+        oldest = need.runs[0]
+        state = run_state(oldest.head)
         what = (f"{len(need.runs)} runs that did not finish" if len(need.runs) > 1
                 else f"a run that {STATE_LABELS.get(state, state)}")
-        question = (f"This session has {what} (started {format.when(newest.head.started_at)}); it is not in the "
+        question = (f"This session has {what} (started {format.when(oldest.head.started_at)}); it is not in the "
                     "conversation yet. Before your message is sent:\n"
                     "• Resume it: it goes on where it stopped; your message waits in the composer.\n"
                     "• Keep as partial: what it did so far joins the conversation, marked as "
@@ -209,7 +210,7 @@ class ChatPanel(Vertical):
                    Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
         if choice == "resume":
-            await self.resume(newest.run_id)
+            await self.resume(oldest.run_id)
             self.notify("Your message stays in the composer: send it when the run is done.")
             return None
         return "keep" if choice == "keep" else "discard" if choice == "discard" else None
