@@ -29,6 +29,7 @@ from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.inspector import CheckpointInspector
 from lovia.tui.widgets.runs_pane import RunsPane
@@ -278,15 +279,16 @@ class MainScreen(Screen):
     async def refresh_lists(self) -> None:
         """Reload the sessions and runs panes (and the inspected run) from the stores."""
         current = self.chat.session_id
-        if self.backend.can_list_sessions:
-            pane = self.query_one(SessionsPane)
-            pane.show(await self.backend.sessions(pane.query_text), current)
-        if self.backend.can_list_runs:
-            runs = await self.backend.runs()
-            titles = {info.session_id: info.title for info in await self.backend.sessions()}
-            self.query_one(RunsPane).show(runs, titles)
-            self.chat.has_resumable_run = any(run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES
-                                              for run in runs)
+        with told_on(self, "reload the lists"):
+            if self.backend.can_list_sessions:
+                pane = self.query_one(SessionsPane)
+                pane.show(await self.backend.sessions(pane.query_text), current)
+            if self.backend.can_list_runs:
+                runs = await self.backend.runs()
+                titles = {info.session_id: info.title for info in await self.backend.sessions()}
+                self.query_one(RunsPane).show(runs, titles)
+                self.chat.has_resumable_run = any(
+                    run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES for run in runs)
         await self.inspect(self.inspected)
 
     async def inspect(self, run_id: str | None, stored: TranscriptRun | None = None) -> None:
@@ -298,8 +300,11 @@ class MainScreen(Screen):
         if run_id != self.inspected or stored is not None:
             self._inspected_run = stored
         self.inspected = run_id
-        snapshot = await self.backend.snapshot(run_id) if run_id else None
-        if self.inspected != run_id:
+        snapshot, read = None, False
+        with told_on(self, "read the inspected run"):
+            snapshot = await self.backend.snapshot(run_id) if run_id else None
+            read = True
+        if not read or self.inspected != run_id:
             return  # another run was picked while this one loaded
         inspector = self.query_one(CheckpointInspector)
         if snapshot is None and self._inspected_run is not None:

@@ -48,6 +48,7 @@ from lovia.tui.backend import (
 from lovia.tui.clipboard import copy_text
 from lovia.tui.screens.choice import Choice, ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.composer import Composer
 from lovia.tui.widgets.transcript import Transcript
 
@@ -136,12 +137,13 @@ class ChatPanel(Vertical):
         A session none of whose runs reached it yet (stopped, crashed, failed) is titled by its
         first run's input, as the sessions pane lists it.
         """
-        info = await self.backend.session_info(self.session_id) if self.session_id else None
-        title = info.title if info and info.title else None
-        if title is None and self.session_id:
-            unstored = await self.backend.runs(session_id=self.session_id)  # newest first
-            title = unstored[-1].head.first_input if unstored else None
-        self.query_one("#chat-title", Static).update(format.one_line(title, 80) if title else "New session")
+        with told_on(self, "read the session's title"):
+            info = await self.backend.session_info(self.session_id) if self.session_id else None
+            title = info.title if info and info.title else None
+            if title is None and self.session_id:
+                unstored = await self.backend.runs(session_id=self.session_id)  # newest first
+                title = unstored[-1].head.first_input if unstored else None
+            self.query_one("#chat-title", Static).update(format.one_line(title, 80) if title else "New session")
 
     # -- sending and running ---------------------------------------------------------------
 
@@ -301,7 +303,11 @@ class ChatPanel(Vertical):
         """Resume this session's newest interrupted, crashed or failed run."""
         if self.running or self.session_id is None:
             return
-        runs = await self.backend.runs(session_id=self.session_id)
+        runs = None
+        with told_on(self, "list this session's runs"):
+            runs = await self.backend.runs(session_id=self.session_id)
+        if runs is None:
+            return
         if not runs:
             self.notify("This session has no interrupted run to resume.")
             return

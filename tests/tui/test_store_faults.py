@@ -1,0 +1,30 @@
+"""A store that fails while the app only reads to refresh the screen: a notice, never a dead app."""
+
+from __future__ import annotations
+
+from lovia.tui.widgets.chat_panel import ChatPanel
+from tests.tui.conftest import make_app, settle, type_and_send
+
+
+async def test_a_failing_store_during_a_refresh_is_told_and_the_app_stays_up(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "calculate 6*7")
+        shown = [s.session_id for s in app.screen.query_one("SessionsPane").sessions]
+        chat = app.screen.chat
+        # The database goes away under the app (closed stores refuse every call with a StoreError).
+        await app.backend.checkpointer.close()
+        await app.backend.session.close()
+        chat.post_message(ChatPanel.Changed(chat.session_id, chat.transcript.run_ids.pop() if chat.transcript.run_ids
+                                            else None))
+        await settle(pilot)
+        await chat.refresh_title()
+        await chat.action_resume()
+        await settle(pilot)
+        assert app.is_running and app.return_code is None
+        notices = [n.message for n in app._notifications]
+        assert any(m.startswith("Could not reload the lists:") and "closed" in m for m in notices)
+        assert any(m.startswith("Could not read the session's title:") for m in notices)
+        assert any(m.startswith("Could not list this session's runs:") for m in notices)
+        assert [s.session_id for s in app.screen.query_one("SessionsPane").sessions] == shown  # the last view stays
+        assert str(chat.query_one("#chat-title").render()) == "calculate 6*7"
