@@ -25,7 +25,6 @@ from lovia.tui.widgets.runs_pane import RunList, RunsPane
 from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
 
-"""Run states this window can resume (a run running here or elsewhere cannot be)."""
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: ctrl+r resumes it the next time you open this session.")
 
@@ -85,20 +84,27 @@ class LoviaApp(App[None]):
             self.state.remember(theme=theme.name)
 
     @property
+    def main_screen(self) -> MainScreen | None:
+        """The main screen, under any dialog over it; ``None`` before it opens or once it closed."""
+        return next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+
+    @property
     def main(self) -> MainScreen:
-        return next(s for s in self.screen_stack if isinstance(s, MainScreen))
+        main = self.main_screen
+        assert main is not None, "the main screen is open while the app takes keys"
+        return main
 
     @property
     def escape_to_minimize(self) -> bool:
         # While an answer runs, escape stops it (MainScreen's binding), even in a maximized pane.
-        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        main = self.main_screen
         return super().escape_to_minimize and not (main is not None and main.check_action("stop_run", ()))
 
     # -- quitting ------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
         """Quit; while an answer is running, ask first: stop it (it stays resumable) and quit, or stay."""
-        main = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        main = self.main_screen
         if main is None or not main.chat.running:
             self.exit()
         elif not self._quit_asked:
@@ -151,7 +157,7 @@ class LoviaApp(App[None]):
         chat = main.chat
         transcript = chat.query_one(Transcript)
         running = chat.running
-        opened = bool(transcript.run_ids) or bool(transcript.children)  # the open session has something in it
+        opened = chat.has_history
         if not running:
             yield SystemCommand("Send message", "Send what is in the composer", chat.composer.action_submit)
         if chat.check_action("stop", ()):

@@ -262,6 +262,26 @@ async def test_the_footer_offers_resume_regenerate_and_edit_only_while_they_appl
         assert "Resume" not in palette(app)
 
 
+async def test_discarding_a_run_just_stopped_in_this_window_removes_it_from_the_transcript(tmp_path):
+    db = tmp_path / "lovia.db"
+    app, started, _ = gated_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await pilot.press("escape")
+        await settle(pilot)
+        run_id = app.screen.query_one("RunsPane").runs[0].run_id
+        assert run_id in app.screen.chat.transcript.run_ids
+        app.screen.query_one("#run-list").focus()
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert await run_statuses(db) == []
+        assert run_id not in app.screen.chat.transcript.run_ids  # not left on screen with "ctrl+r resumes it"
+        assert not app.screen.chat.transcript.views
+
+
 # -- help and the first screen -------------------------------------------------------------------
 
 

@@ -300,7 +300,7 @@ async def test_a_session_whose_only_run_failed_is_listed_and_marked(tmp_path):
         options = app.screen.query_one("#session-list")
         assert "plan the launch" in plain(options.get_option_at_index(0).prompt)
         assert "failed" in plain(options.get_option_at_index(0).prompt)
-        assert "no run recorded yet" in plain(options.get_option_at_index(0).prompt)
+        assert "no finished run yet" in plain(options.get_option_at_index(0).prompt)
         assert "0 entries" not in plain(options.get_option_at_index(0).prompt)
         # The filter applies to it too.
         app.screen.query_one("#session-filter").value = "launch"

@@ -171,7 +171,7 @@ def _label(info: SessionInfo, current: bool) -> Text:
         text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · "
                     f"{format.count(info.run_count, 'run')} · {format.duration(info.total_run_seconds)}", style="dim")
     else:  # known only by a run not in it yet: "0 entries · 0 runs · —" would say it is empty
-        text.append("\nno run recorded yet", style="dim")
+        text.append("\nno finished run yet", style="dim")
     text.append(f"\n{format.when_ago(info.last_activity)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
     if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own

@@ -119,8 +119,9 @@ class Transcript(VerticalScroll, can_focus=True):
 
     @property
     def run_ids(self) -> set[str]:
-        """The runs shown (mounted or not yet), by id."""
-        return {item.run.run_id for item in self._items if item.run is not None}
+        """The runs shown (mounted or not yet, and those started here since it opened), by id."""
+        opened = {item.run.run_id for item in self._items if item.run is not None}
+        return opened | {header.run_id for header in self.query(RunHeader)}
 
     @property
     def older_hidden(self) -> int:
