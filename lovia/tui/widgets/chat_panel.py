@@ -265,12 +265,23 @@ class ChatPanel(Vertical):
                                                 "it did so far in the conversation, marked as stopped.", "warning")
                 elif isinstance(event, RunFailed):
                     reported = event.error
+                    unsent = message
                     if message is not None:  # it failed before it started: still show what was sent
                         await transcript.add_user(message)
                         message = None
-                    await transcript.end_run("failed", await self._stored_run(stream.run_id))
-                    await transcript.add_notice(f"✗ {event.error}", "error", hint="What was stored is kept: "
-                                                "ctrl+r retries the run from its checkpoint; ctrl+l edits the message.")
+                    stored = await self._stored_run(stream.run_id)
+                    await transcript.end_run("failed", stored)
+                    if stored is None and unsent is not None:
+                        # Nothing of it was stored (the checkpoint could not even be written): the only copy
+                        # of the message is on screen, so it goes back where it can be sent again.
+                        if not self.composer.text:
+                            self.composer.text = unsent.text
+                            self.composer.move_cursor(self.composer.document.end)
+                        hint = "Nothing of this run was stored: your message is back in the composer to send again."
+                    else:
+                        hint = "What was stored is kept: ctrl+r retries the run from its checkpoint; ctrl+l edits " \
+                               "the message."
+                    await transcript.add_notice(f"✗ {event.error}", "error", hint=hint)
         except Exception as exc:
             # The run's own error is shown in the transcript; anything else is a bug, unless the app is
             # closing and the widgets this worker updates went away under it.
