@@ -330,15 +330,20 @@ class ChatBackend:
                             "rename_session(session_id, title) method")
         await session.rename_session(session_id, title)
 
+    async def check_deletable(self, session_id: str) -> list[RunSummary]:
+        """The session's runs, every one checked: refused (naming who runs it) while one executes anywhere."""
+        summaries = await self.runs(session_id=session_id, include_completed=True)
+        for summary in summaries:
+            _refuse_held(summary.run_id, summary.head)
+        return summaries
+
     async def delete_session(self, session_id: str) -> None:
         """Forget the session and every run checkpoint of it; refused while one of its runs executes.
 
         Every run is checked before anything is deleted, then each is taken (see
         :meth:`_taken`) and deleted, so one that started meanwhile stops that.
         """
-        summaries = await self.runs(session_id=session_id, include_completed=True)
-        for summary in summaries:
-            _refuse_held(summary.run_id, summary.head)
+        summaries = await self.check_deletable(session_id)
         for summary in summaries:
             async with self._taken(summary.run_id):
                 await self.checkpointer.delete(summary.run_id)

@@ -484,13 +484,14 @@ class MainScreen(Screen):
                 if self.chat.session_id == session_id:
                     await self.chat.refresh_title()
         elif action == "delete":
+            if self.chat.running and self.chat.session_id == session_id:
+                self.notify("Stop the running answer first (escape).", severity="warning")
+                return
+            await self.backend.check_deletable(session_id)  # refused at once, not after a yes
             entries = format.count(info.entry_count if info else 0, "entry", "entries")
             question = (f"Delete the session “{title}”?\nIts {entries} and any interrupted runs of it are "
                         "removed for good.")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Delete")):
-                return
-            if self.chat.running and self.chat.session_id == session_id:
-                self.notify("Stop the running answer first (escape).", severity="warning")
                 return
             await self.backend.delete_session(session_id)
             if self.chat.session_id == session_id:
