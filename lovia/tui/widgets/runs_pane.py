@@ -18,11 +18,15 @@ from lovia.checkpoint import RunSummary
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, run_state
 from lovia.tui.clipboard import copy_text
+from lovia.tui.widgets import lists
+from lovia.tui.widgets.lists import StoppingOptionList
 
 STATE_MARK = {"interrupted": "⏸", "crashed": "✗", "failed": "!", "running": "▶", "elsewhere": "⇄"}
 
 
-class RunList(OptionList):
+class RunList(StoppingOptionList):
+    """The runs; up and down stop at its ends."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "act('resume')", "Resume"),
         Binding("enter", "act('resume')", "Resume", show=False),
@@ -75,6 +79,18 @@ class RunsPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.runs: list[RunSummary] = []
+        self._titles: dict[str, str] = {}  # session titles, as the last show() had them
+
+    def on_mount(self) -> None:
+        self.set_interval(lists.AGES_REFRESH_SECONDS, self.refresh_ages, name="run ages")
+
+    def refresh_ages(self) -> None:
+        """Re-render the listed runs' ages from what the list holds; highlight and scroll stay."""
+        options = self.query_one(RunList)
+        now = format.clock()
+        for index, run in enumerate(self.runs):
+            options.replace_option_prompt_at_index(index, _label(run, self._titles.get(run.head.session_id or "", ""),
+                                                                 now))
 
     def compose(self) -> ComposeResult:
         yield Static("Interrupted & crashed runs", classes="pane-title")
@@ -89,6 +105,7 @@ class RunsPane(Vertical):
         is what the ages are measured from.
         """
         self.runs = runs
+        self._titles = titles
         options = self.query_one(RunList)
         before = options.highlighted
         highlighted_id = options.get_option_at_index(before).id if before is not None else None

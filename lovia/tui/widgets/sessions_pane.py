@@ -17,10 +17,12 @@ from textual.widgets.option_list import Option
 from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, SessionListing
+from lovia.tui.widgets import lists
+from lovia.tui.widgets.lists import StoppingOptionList
 
 
-class SessionList(OptionList):
-    """The list itself: typing a letter starts filtering."""
+class SessionList(StoppingOptionList):
+    """The list itself: typing a letter starts filtering; up and down stop at its ends."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f2", "rename", "Rename"),
@@ -119,7 +121,11 @@ class SessionsPane(Vertical):
     def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
         self.sessions: list[SessionInfo] = []
+        self._current: str | None = None  # the open session, as the last show() marked it
         self._can_rename = can_rename
+
+    def on_mount(self) -> None:
+        self.set_interval(lists.AGES_REFRESH_SECONDS, self.refresh_ages, name="session ages")
 
     def compose(self) -> ComposeResult:
         yield Static("Sessions", classes="pane-title")
@@ -129,6 +135,7 @@ class SessionsPane(Vertical):
     def show(self, sessions: Sequence[SessionInfo], current: str | None) -> None:
         """Show ``sessions`` (already filtered), keeping ``current`` highlighted."""
         self.sessions = list(sessions)
+        self._current = current
         options = self.query_one(SessionList)
         options.clear_options()
         options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
@@ -142,6 +149,12 @@ class SessionsPane(Vertical):
         else:
             options.add_option(Option(Text("No sessions yet: write a message and press enter to start one; "
                                            "f1 lists every key.", style="dim"), disabled=True))
+
+    def refresh_ages(self) -> None:
+        """Re-render the listed sessions' ages from what the list holds; highlight and scroll stay."""
+        options = self.query_one(SessionList)
+        for index, info in enumerate(self.sessions):
+            options.replace_option_prompt_at_index(index, _label(info, info.session_id == self._current))
 
     @property
     def query_text(self) -> str:

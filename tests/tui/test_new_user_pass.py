@@ -1,0 +1,61 @@
+"""Defects a new user met in a real terminal (80x24 and wider), each pinned by the pilot."""
+
+from __future__ import annotations
+
+from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
+from lovia.tui import format
+from lovia.tui.widgets import lists
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_running_elsewhere import plain
+
+T = 1796212800.0  # 2026-12-02 12:00:00 UTC
+
+
+async def stored_sessions(db, *titles: str, at: float = T) -> list[str]:
+    """One stored session per title (the first given is the most recent), each with one run; their ids."""
+    ids = []
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for i, title in enumerate(reversed(titles)):
+            session_id = f"s-{i:012x}"
+            await session.append(session_id, [UserMessage(text=title), AssistantMessage(text="ok")],
+                                 run_id=f"run-{i}")
+            await session.rename_session(session_id, title)
+            ids.append(session_id)
+    return list(reversed(ids))
+
+
+async def test_ages_in_the_lists_move_on_while_nobody_writes(tmp_path, monkeypatch):
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="do it",
+                       started_at=T, updated_at=T)
+        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="do it")]))
+    now = [T + 1]
+    monkeypatch.setattr(format, "clock", lambda: now[0])
+    monkeypatch.setattr(lists, "AGES_REFRESH_SECONDS", 0.05)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        sessions = app.screen.query_one("#session-list")
+        runs = app.screen.query_one("#run-list")
+        assert "just now" in plain(sessions.get_option_at_index(0).prompt)
+        assert "just now" in plain(runs.get_option_at_index(0).prompt)
+        now[0] = T + 180  # nothing is written: only the clock moves
+        await wait_for(pilot, lambda: "3 min ago" in plain(sessions.get_option_at_index(0).prompt))
+        await wait_for(pilot, lambda: "3 min ago" in plain(runs.get_option_at_index(0).prompt))
+
+
+async def test_up_and_down_stop_at_the_ends_of_the_sessions_list(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "newest", "middle", "oldest")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        options = app.screen.query_one("#session-list")
+        options.focus()
+        await pilot.pause()
+        assert options.highlighted == 0
+        await pilot.press("up")
+        assert options.highlighted == 0  # not wrapped round to the oldest
+        await pilot.press("down", "down", "down", "down")
+        assert options.highlighted == 2  # nor back to the newest
