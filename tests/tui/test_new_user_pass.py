@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.tui import format
+from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets import lists
 from tests.tui.conftest import make_app, settle, wait_for
 from tests.tui.test_running_elsewhere import plain
+from tests.tui.test_several_windows import run_in_another_process, stored_session
 
 T = 1796212800.0  # 2026-12-02 12:00:00 UTC
 
@@ -59,3 +61,29 @@ async def test_up_and_down_stop_at_the_ends_of_the_sessions_list(tmp_path):
         assert options.highlighted == 0  # not wrapped round to the oldest
         await pilot.press("down", "down", "down", "down")
         assert options.highlighted == 2  # nor back to the newest
+
+
+async def test_the_cursor_on_the_last_message_counts_as_back_at_the_end(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen._change_timer.pause()
+        transcript = screen.chat.transcript
+        transcript.focus()
+        await pilot.press("up", "up")  # reading the first message
+        await settle(pilot)
+        assert transcript.selected == 0
+
+        await run_in_another_process(db, "s-shared", "run-elsewhere", "from another window")
+        assert await screen.check_other_windows()
+        assert transcript.run_ids == {"first"}  # the reader is away: it waits
+
+        await pilot.press("end")  # back at the end, with the cursor still in the transcript
+        await settle(pilot)
+        await screen.check_other_windows()
+        assert transcript.run_ids == {"first", "run-elsewhere"}
+        assert transcript.has_focus and transcript.at_last_message  # the cursor follows the end

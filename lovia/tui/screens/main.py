@@ -232,7 +232,11 @@ class MainScreen(Screen):
             changed = True
         if self._reload_waiting and not self._busy_here() and not self._reader_away():
             self._reload_waiting = False
+            transcript = self.chat.transcript
+            cursor_at_end = transcript.has_focus and transcript.at_last_message
             await self.chat.open_session(self.chat.session_id)
+            if cursor_at_end:  # the reader follows the end with the cursor: it stays on the last message
+                transcript.action_cursor_end()
             self._open_session_mark = await self._mark_open_session()
         return changed
 
@@ -257,12 +261,16 @@ class MainScreen(Screen):
         return any(worker.group in USER_ACTION_GROUPS and not worker.is_finished for worker in self.app.workers)
 
     def _reader_away(self) -> bool:
-        """Whether the reader has scrolled up the transcript or holds its message cursor."""
+        """Whether the reader has scrolled up the transcript or holds its message cursor above its end.
+
+        The cursor on the last message (``end``, or the first ``up``) is back at the end: the
+        reload then happens, and the cursor goes to the new last message.
+        """
         transcript = self.chat.transcript
         # Content shorter than the view cannot be scrolled away from its end (the anchor may leave
         # scroll_y below 0 then, so is_vertical_scroll_end is no help).
         scrolled_up = transcript.max_scroll_y > 0 and transcript.scroll_y < transcript.max_scroll_y - 1
-        return scrolled_up or (transcript.has_focus and transcript.selected >= 0)
+        return scrolled_up or (transcript.has_focus and transcript.selected >= 0 and not transcript.at_last_message)
 
     async def open_session(self, session_id: str | None) -> None:
         """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any."""

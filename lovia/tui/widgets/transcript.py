@@ -354,8 +354,15 @@ class Transcript(VerticalScroll, can_focus=True):
             pass
         self.selected = 0
 
+    @property
+    def at_last_message(self) -> bool:
+        """Whether the message cursor is on the last message shown."""
+        return self.selected >= 0 and self.selected == len(self.views) - 1
+
     def action_cursor_end(self) -> None:
+        """The cursor to the last message, and the view to the very end (following new content again)."""
         self.selected = len(self.views) - 1
+        self.anchor()
 
     def action_expand(self) -> None:
         view = self.selected_view
