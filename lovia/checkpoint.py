@@ -220,6 +220,12 @@ class RunHead:
     far with every save, so a killed run keeps what it ran until its last save. Unlike the
     wall time from ``started_at``, it leaves out the time a run lay stopped. Heads stored
     before lovia recorded it read ``0.0``.
+
+    ``cut_off_text`` is the text the model had streamed in the turn that was in progress
+    when the run stopped (interrupted or failed), ``None`` when it stopped between turns or
+    said nothing yet. It is not an entry: a resume runs that turn again, as it would without
+    it, and the next save of the running run clears it. A caller that records the abandoned
+    run as a partial segment can keep it, so what the user saw stream is not lost.
     """
 
     agent: str
@@ -240,6 +246,7 @@ class RunHead:
     claim: str | None = None
     lease_until: float | None = None
     active_seconds: float = 0.0
+    cut_off_text: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:

@@ -63,7 +63,9 @@ class AssistantMessage:
     """Text the model produced, attributed to the agent that was active.
 
     ``finish_reason`` is set on the last entry of a model turn that ended for an unusual
-    reason: ``length`` (the output token limit cut it off), ``content_filter``, ... It is
+    reason: ``length`` (the output token limit cut it off), ``content_filter``, ``cut_off``
+    (the run stopped while it streamed, and the terminal UI kept it when recording the run
+    as a partial segment), ... It is
     ``None`` for the usual ones (see :data:`USUAL_FINISH_REASONS`), on the turn's other
     entries, and on entries from before lovia recorded it.
     """

@@ -232,6 +232,8 @@ class _Run:
         # save) plus this one's time since it started, on a clock that wall-time jumps leave alone.
         self._active_before: float | None = None
         self._active_since = time.monotonic()
+        # The text streamed so far of the model turn in progress; None between turns.
+        self._streaming: list[str] | None = None
 
     # -- entry point -----------------------------------------------------------------------
 
@@ -404,6 +406,9 @@ class _Run:
 
     def _fresh_snapshot(self) -> RunSnapshot:
         now = time.time()
+        # A new run's active time counts from its start, as its wall time does, not from the
+        # store reads before it: it can then never exceed the wall time.
+        self._active_since = time.monotonic()
         head = RunHead(
             agent=self.entry_agent.name, status="running", started_at=now, updated_at=now,
             session_id=self.session_id, first_input=_first_input(self.input_entries), owner=RunOwner.current(),
@@ -533,6 +538,7 @@ class _Run:
             specs.append(recall.spec)
         request = ModelRequest(self._instructions[agent.name], [*self.history, *self.entries], specs, agent.name)
         text: list[str] = []
+        self._streaming = text  # kept by the head if the run stops before the turn ends
         slots: dict[int, dict[str, Any]] = {}
         usage = Usage()
         usage_reported = False
@@ -552,6 +558,7 @@ class _Run:
                 usage_reported = True
             elif isinstance(chunk, FinishChunk):
                 finish = chunk.reason
+        self._streaming = None
         if usage_reported:
             usage.requests = max(usage.requests, 1)
         else:  # the endpoint reported no usage: its tokens are unknown, not zero
@@ -739,6 +746,7 @@ class _Run:
             return  # a finalized checkpoint stays completed: what is missing after it heals on replay
         self.head.status = status  # type: ignore[assignment]
         self.head.error = error
+        self.head.cut_off_text = "".join(self._streaming) or None if self._streaming else None
         try:
             await shielded(self._save())
         except asyncio.CancelledError:
@@ -752,6 +760,8 @@ class _Run:
         if self.head is None:
             return
         self._count_active_time(self.head)
+        if self.head.status == "running":
+            self.head.cut_off_text = None  # a resumed run went on: the turn it cut off runs again
         if self.checkpoint is None:
             return
         now = time.time()

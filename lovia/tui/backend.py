@@ -34,7 +34,7 @@ from lovia.checkpoint import (
     live_claim,
 )
 from lovia.context import ContextPolicy
-from lovia.entries import Entry, UserMessage
+from lovia.entries import AssistantMessage, Entry, UserMessage
 from lovia.errors import AgentResolutionError, LoviaError, RunClaimedError, UserError
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
@@ -67,6 +67,8 @@ STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
 RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
 """The states of a run a user can resume from this window (see :func:`run_state`)."""
+CUT_OFF = "cut_off"
+"""The finish reason of an answer whose run stopped while it streamed, kept when the run is finalized."""
 TRIM_KEEP_CHARS = 400
 """How much of each old tool output a trim from the UI keeps."""
 Settle = Literal["keep", "discard"]
@@ -169,7 +171,9 @@ class TranscriptRun:
         """An in-flight run as its checkpoint stands (its wall time is unknown until it is appended)."""
         head = snapshot.head
         state = run_state(head)
-        return cls(snapshot.run_id, tuple(snapshot.entries), state, head.started_at, None, head.error,
+        cut_off = cut_off_message(head)
+        entries = (*snapshot.entries, cut_off) if cut_off is not None else tuple(snapshot.entries)
+        return cls(snapshot.run_id, entries, state, head.started_at, None, head.error,
                    str(head.owner) if state == "elsewhere" else None,
                    active_seconds=head.active_seconds or None)
 
@@ -180,6 +184,18 @@ class Transcript:
 
     session_id: str
     runs: tuple[TranscriptRun, ...]
+
+
+def cut_off_message(head: RunHead) -> AssistantMessage | None:
+    """What the model had streamed of the turn a stopped or failed run was in, as a message marked ``cut_off``.
+
+    ``None`` for a run that stopped between turns, or is running again (its resume runs that
+    turn anew, so the text would show twice). Finalizing the run keeps it in the session.
+    """
+    if head.status == "running" or not head.cut_off_text:
+        return None
+    return AssistantMessage(text=head.cut_off_text, agent=head.agent, finish_reason=CUT_OFF,
+                            created_at=head.updated_at)
 
 
 def run_state(head: RunHead) -> RunState:
@@ -558,6 +574,9 @@ class ChatBackend:
             if head.session_id is None:
                 raise UserError(f"run {run_id} belongs to no session; discard it instead")
             kept = drop_dangling_tool_calls(snapshot.entries)
+            cut_off = cut_off_message(snapshot.taken_from or head)  # the claim marked ``head`` running
+            if cut_off is not None:  # what the user saw stream before the stop is kept too
+                kept.append(cut_off)
             meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": time.time()},
                                     "partial": True, "ended": ended, "agent": head.pending_handoff or head.agent}
             if head.active_seconds:

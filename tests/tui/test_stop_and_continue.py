@@ -147,7 +147,9 @@ async def test_sending_after_a_failed_run_asks_and_keep_records_it_as_partial(tm
         await settle(pilot)
         failed, new = await segments_of(db, chat.session_id)
         assert failed.meta["partial"] is True and failed.meta["ended"] == "failed"
-        assert [e.text for e in failed.entries] == ["hello"]  # the failed turn stored nothing of its answer
+        # What streamed before the endpoint died is kept, marked as cut off.
+        assert [e.text for e in failed.entries] == ["hello", "half an "]
+        assert failed.entries[-1].finish_reason == "cut_off"
         assert [e.text for e in new.entries] == ["next", "second answer"]
         assert chat.composer.text == ""
         assert app.screen.query_one("RunsPane").runs == []
@@ -368,3 +370,59 @@ async def test_resume_in_the_question_takes_the_oldest_unfinished_run_first(tmp_
         stored = [segment.run_id for segment in await segments_of(db, "s-x")]
         assert stored == ["old", "run-older"]
         assert [r.run_id for r in app.screen.query_one("RunsPane").runs] == ["run-newer"]
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_a_stop_mid_answer_keeps_the_text_that_streamed_when_the_next_message_is_sent(tmp_path, size):
+    answer = "The first words of a long answer that the user stops before it ends, for good."
+    model = ScriptedModel([ScriptedTurn(text=answer, chunk_chars=6, delay=0.1), "the second answer"])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=size) as pilot:
+        from lovia.tui.widgets.assistant_message import AssistantMessageView
+
+        chat = app.screen.chat
+        await type_and_send_no_settle(pilot, "tell me")
+        await wait_for(pilot, lambda: any(len(v.text) >= 12 for v in chat.transcript.query(AssistantMessageView)))
+        await pilot.press("escape")
+        await settle(pilot)
+        [shown] = [v.text for v in chat.transcript.query(AssistantMessageView)]
+        assert shown and answer.startswith(shown) and shown != answer
+
+        await type_and_send(pilot, "and now?")
+        stopped, new = await segments_of(db, chat.session_id)
+        assert [e.type for e in stopped.entries] == ["user", "assistant"]
+        kept = stopped.entries[1]
+        assert kept.text == shown and kept.finish_reason == "cut_off"  # what the user saw, marked as cut off
+        assert [getattr(m, "text", None) for m in model.requests[1].messages] == ["tell me", shown, "and now?"]
+        views = list(chat.transcript.query(AssistantMessageView))
+        assert [v.text for v in views] == [shown, "the second answer"]  # once, not twice
+        assert views[0].finish_reason == "cut_off"
+        assert "cut off" in plain(views[0].query_one(".finish").render())
+
+
+async def test_a_stopped_answer_shows_cut_off_when_reopened_and_a_resume_shows_only_the_new_answer(tmp_path):
+    answer = "The first words of a long answer that the user stops before it ends, for good."
+    model = ScriptedModel([ScriptedTurn(text=answer, chunk_chars=6, delay=0.1), "Whole answer."])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(160, 45)) as pilot:
+        from lovia.tui.widgets.assistant_message import AssistantMessageView
+
+        chat = app.screen.chat
+        await type_and_send_no_settle(pilot, "tell me")
+        await wait_for(pilot, lambda: any(len(v.text) >= 12 for v in chat.transcript.query(AssistantMessageView)))
+        await pilot.press("escape")
+        await settle(pilot)
+        [shown] = [v.text for v in chat.transcript.query(AssistantMessageView)]
+        await chat.open_session(chat.session_id)  # reopened: the stopped run comes from its checkpoint
+        await settle(pilot)
+        views = list(chat.transcript.query(AssistantMessageView))
+        assert [(v.text, v.finish_reason) for v in views] == [(shown, "cut_off")]
+
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: not chat.running and app.screen.query_one("RunsPane").runs == [])
+        await settle(pilot)
+        assert [v.text for v in chat.transcript.query(AssistantMessageView)] == ["Whole answer."]
+        [segment] = await segments_of(db, chat.session_id)
+        assert [e.text for e in segment.entries] == ["tell me", "Whole answer."]
