@@ -123,6 +123,7 @@ def usage(used: Usage) -> str:
 _FINISH_NOTES = {
     "length": "cut off: the model hit its token limit",
     "content_filter": "cut off by the endpoint's content filter",
+    "cut_off": "cut off: the run stopped while this streamed",
 }
 
 
