@@ -62,6 +62,16 @@ class Segment:
         start, end = self.started_at, self.finished_at
         return None if start is None or end is None else max(0.0, end - start)
 
+    @property
+    def run_seconds(self) -> float | None:
+        """How long the run executed: ``meta["active_seconds"]`` when the runner recorded it, else its duration.
+
+        Unlike the duration, the active time leaves out the time a stopped run lay waiting
+        for its resume; segments stored before lovia counted it fall back to the duration.
+        """
+        active = self.meta.get("active_seconds")
+        return float(active) if isinstance(active, (int, float)) and not isinstance(active, bool) else self.duration
+
 
 def _timing(meta: dict[str, Any], key: str) -> float | None:
     timing = meta.get("timing")
@@ -87,7 +97,7 @@ class SessionInfo:
     """A session as a list shows it.
 
     ``title`` is the name given by ``rename_session``, else the first user message's text.
-    ``total_run_seconds`` sums the durations of segments that carry timing.
+    ``total_run_seconds`` sums how long its runs executed (:attr:`Segment.run_seconds`).
     """
 
     session_id: str

@@ -187,7 +187,7 @@ class InMemorySession:
             run_count=len(stored.segments),
             created_at=stored.created_at,
             last_activity=stored.last_activity,
-            total_run_seconds=sum(s.duration or 0.0 for s in stored.segments),
+            total_run_seconds=sum(s.run_seconds or 0.0 for s in stored.segments),
         )
 
 

@@ -389,8 +389,11 @@ def _session_infos(conn: sqlite3.Connection, only: str | None) -> list[SessionIn
     rows = conn.execute(
         f"""SELECT i.session_id, i.title, i.created_at, i.last_activity,
                    COALESCE(SUM(g.entry_count), 0), COUNT(g.seq),
-                   COALESCE(SUM(MAX(0, json_extract(g.meta, '$.timing.finished_at')
-                                       - json_extract(g.meta, '$.timing.started_at'))), 0)
+                   COALESCE(SUM(CASE json_type(g.meta, '$.active_seconds')
+                       WHEN 'real' THEN json_extract(g.meta, '$.active_seconds')
+                       WHEN 'integer' THEN json_extract(g.meta, '$.active_seconds')
+                       ELSE MAX(0, json_extract(g.meta, '$.timing.finished_at')
+                                   - json_extract(g.meta, '$.timing.started_at')) END), 0)
             FROM lovia_session_info AS i LEFT JOIN lovia_segments AS g USING (session_id)
             {where}
             GROUP BY i.session_id ORDER BY i.last_activity DESC""",

@@ -174,3 +174,20 @@ def test_a_run_killed_during_a_long_tool_call_keeps_its_time_up_to_shortly_befor
 
     killed = asyncio.run(head())
     assert killed.status == "running" and killed.active_seconds >= 2.0
+
+
+class SlowToLookUp(SQLiteCheckpointer):
+    """A real SQLite checkpointer whose lookup of a stored run is slow (a busy or remote disk)."""
+
+    async def load(self, run_id):
+        await asyncio.sleep(0.3)
+        return await super().load(run_id)
+
+
+async def test_a_new_run_is_never_active_longer_than_its_wall_time(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db) as session, SlowToLookUp(db) as checkpointer:
+        await Runner.run(Agent(name="a", model=ScriptedModel(["hi"])), "hello", session=session, session_id="s",
+                         checkpoint=CheckpointOptions(checkpointer, "r1"))
+        [segment] = await session.segments("s")
+        assert 0 < segment.meta["active_seconds"] <= segment.duration

@@ -335,6 +335,17 @@ async def test_list_sessions_reports_titles_counts_and_timings(session):
     assert await session.session_info("nobody") is None
 
 
+async def test_a_sessions_total_run_time_counts_the_time_its_runs_were_active(session):
+    # r1 lay stopped for most of its 100 s of wall time: it ran 4 s. r2 predates active time.
+    await session.append("u1", [user("one")], run_id="r1",
+                         meta={"timing": {"started_at": 100.0, "finished_at": 200.0}, "active_seconds": 4})
+    await session.append("u1", [user("two")], run_id="r2", meta={"timing": {"started_at": 300.0, "finished_at": 301.5}})
+    await session.append("u1", [user("three")], run_id="r3", meta={"active_seconds": True})  # not a number
+    [info] = await session.list_sessions()
+    assert info.total_run_seconds == pytest.approx(5.5)
+    assert [s.run_seconds for s in await session.segments("u1")] == [4.0, 1.5, None]
+
+
 async def test_list_sessions_filters_and_renames(session):
     await session.append("u1", [user("Atlas launch")])
     await session.append("u2", [user("Groceries")])
