@@ -550,8 +550,8 @@ def claim_refused(run_id: str, head: RunHead) -> RunClaimedError:
         return _executing_here(run_id)
     lease = f" under a lease until {_clock(head.lease_until)}" if head.lease_until else ""
     return RunClaimedError(
-        f"run {run_id!r} is being executed by {head.owner}{lease}; wait for it to finish or stop it there, "
-        "then resume. If that process is gone, the run can be taken over once its lease lapses."
+        f"run {run_id!r} is being executed by {head.owner}{lease}; wait for it to finish, or stop it there. "
+        "If that process is gone, the run can be taken over once its lease lapses."
     )
 
 

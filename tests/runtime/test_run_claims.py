@@ -339,3 +339,13 @@ async def test_restart_refuses_to_discard_a_run_held_elsewhere():
 def test_lease_seconds_must_be_positive():
     with pytest.raises(ValueError, match="lease_seconds"):
         CheckpointOptions(InMemoryCheckpointer(), "r1", lease_seconds=0)
+
+
+def test_the_refusal_of_a_held_run_fits_every_action_that_meets_it():
+    """Regenerate, delete and send meet it too, not only resume: it names the holder and asks for nothing else."""
+    from lovia.checkpoint import claim_refused
+
+    head = RunHead(agent="a", owner=RunOwner(host="build-7", pid=4242, started=1), claim="t",
+                   lease_until=time.time() + 60)
+    message = str(claim_refused("r1", head))
+    assert "process 4242 on build-7" in message and "resume" not in message
