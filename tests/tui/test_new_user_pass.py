@@ -87,3 +87,26 @@ async def test_the_cursor_on_the_last_message_counts_as_back_at_the_end(tmp_path
         await screen.check_other_windows()
         assert transcript.run_ids == {"first", "run-elsewhere"}
         assert transcript.has_focus and transcript.at_last_message  # the cursor follows the end
+
+
+async def test_the_sessions_filter_matches_titles_and_an_id_only_when_the_query_looks_like_one(tmp_path):
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "groceries", "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one("SessionsPane")
+        filter_box = app.screen.query_one("#session-filter")
+
+        async def listed(query: str) -> set[str]:
+            filter_box.value = query
+            await settle(pilot)
+            return {info.session_id for info in pane.sessions}
+
+        # Every id is s-000000000000 or s-000000000001: a single letter or digit is in both ids.
+        assert await listed("l") == {ids[1]}  # in "launch plan" only (and in neither id)
+        assert await listed("0") == set()  # in both ids, in neither title
+        assert await listed("s") == {ids[0]}  # "groceries"; every id starts with s
+        assert await listed("s-0") == set(ids)  # the start of an id
+        assert await listed(ids[0][-4:]) == {ids[0]}  # 4 characters of one id ("0001")
+        assert await listed("LAUNCH") == {ids[1]}

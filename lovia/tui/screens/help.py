@@ -24,7 +24,7 @@ BUILTIN_KEYS = [
 # Keys a widget handles itself rather than through BINDINGS, by the group they belong to.
 HANDLED_KEYS = {
     "Composer": [("up", "In an empty composer: edit your last message")],
-    "Sessions list": [("any letter", "Type to filter")],
+    "Sessions list": [("any letter", "Type to filter by title (an id matches from 4 of its characters)")],
     "Sessions filter": [("enter", "To the list")],
 }
 

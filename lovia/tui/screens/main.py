@@ -288,12 +288,12 @@ class MainScreen(Screen):
         """Reload the sessions and runs panes (and the inspected run) from the stores."""
         current = self.chat.session_id
         with told_on(self, "reload the lists"):
+            sessions = await self.backend.sessions()  # all: the pane filters by what it shows
             if self.backend.can_list_sessions:
-                pane = self.query_one(SessionsPane)
-                pane.show(await self.backend.sessions(pane.query_text), current)
+                self.query_one(SessionsPane).show(sessions, current)
             if self.backend.can_list_runs:
                 runs = await self.backend.runs()
-                titles = {info.session_id: info.title for info in await self.backend.sessions()}
+                titles = {info.session_id: info.title for info in sessions}
                 self.query_one(RunsPane).show(runs, titles)
                 self.chat.has_resumable_run = any(
                     run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES for run in runs)

@@ -133,8 +133,10 @@ class SessionsPane(Vertical):
         yield SessionList(id="session-list", can_rename=self._can_rename)
 
     def show(self, sessions: Sequence[SessionInfo], current: str | None) -> None:
-        """Show ``sessions`` (already filtered), keeping ``current`` highlighted."""
-        self.sessions = list(sessions)
+        """Show those of ``sessions`` the filter matches (see :func:`matches`), keeping ``current`` highlighted."""
+        query = self.query_text
+        self.sessions = [info for info in sessions if matches(info, query)]
+        sessions = self.sessions
         self._current = current
         options = self.query_one(SessionList)
         options.clear_options()
@@ -177,8 +179,33 @@ class SessionsPane(Vertical):
         self.query_one(SessionList).focus()
 
 
+ID_MATCH_CHARS = 4
+"""How much of a session id a filter must give for the id to match (the start of it needs one less)."""
+
+
+def matches(info: SessionInfo, query: str) -> bool:
+    """Whether the filter ``query`` matches ``info``: by what the list shows, its title (any case).
+
+    Ids are not shown, so one matches only when the query looks like one: at least
+    ``ID_MATCH_CHARS`` characters of it, or the start of it from ``ID_MATCH_CHARS - 1`` (``s-4``).
+    A single letter never matches an id's hex digits.
+    """
+    needle = query.strip().casefold()
+    if not needle:
+        return True
+    if needle in _title(info).casefold():
+        return True
+    session_id = info.session_id.casefold()
+    return needle in session_id and (len(needle) >= ID_MATCH_CHARS or
+                                     (len(needle) >= ID_MATCH_CHARS - 1 and session_id.startswith(needle)))
+
+
+def _title(info: SessionInfo) -> str:
+    return info.title or "(untitled)"
+
+
 def _label(info: SessionInfo, current: bool) -> Text:
-    title = format.one_line(info.title or "(untitled)", 30)  # the pane's width, less the marker
+    title = format.one_line(_title(info), 30)  # the pane's width, less the marker
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
     if info.run_count:
         text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · "
