@@ -134,6 +134,8 @@ def test_editing_a_message(snap_compare, demo_db, theme):
     async def edit(pilot):
         await pilot.press("ctrl+l")
         await wait_for(pilot, lambda: pilot.app.screen.chat.has_class("-editing"))
+        # The composer takes focus after the edit's text is in: its cursor line shows only then.
+        await wait_for(pilot, lambda: pilot.app.focused is pilot.app.screen.query_one("#composer"))
         await pilot.pause()
 
     assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=edit)
