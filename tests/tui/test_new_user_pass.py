@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual import events
+
 from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.tui import format
 from lovia.tui.screens.main import MainScreen
@@ -11,6 +13,14 @@ from tests.tui.test_running_elsewhere import plain
 from tests.tui.test_several_windows import run_in_another_process, stored_session
 
 T = 1796212800.0  # 2026-12-02 12:00:00 UTC
+
+
+def burst(app, *keys: str) -> None:
+    """Queue ``keys`` all at once, as a terminal delivers a fast typist's keys in one read
+    (the pilot's press lets the app go idle between keys, so a key never overtakes a dialog)."""
+    for key in keys:
+        character = key if len(key) == 1 else ("\r" if key == "enter" else None)
+        app.post_message(events.Key("space" if key == " " else key, character))
 
 
 async def stored_sessions(db, *titles: str, at: float = T) -> list[str]:
@@ -110,3 +120,17 @@ async def test_the_sessions_filter_matches_titles_and_an_id_only_when_the_query_
         assert await listed("s-0") == set(ids)  # the start of an id
         assert await listed(ids[0][-4:]) == {ids[0]}  # 4 characters of one id ("0001")
         assert await listed("LAUNCH") == {ids[1]}
+
+
+async def test_keys_typed_into_the_rename_prompt_at_once_extend_the_old_title(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#session-list").focus()
+        await pilot.pause()
+        burst(app, "f2", "end", " ", "v", "2", "enter")  # in one read, as a fast typist's keys arrive
+        pane = app.screen.query_one("SessionsPane")
+        await wait_for(pilot, lambda: [info.title for info in pane.sessions] == ["launch plan v2"])
+        assert isinstance(app.screen, MainScreen) and pane.query_text == ""  # no key went astray

@@ -28,7 +28,6 @@ from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
-from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.inspector import CheckpointInspector
@@ -468,11 +467,27 @@ class MainScreen(Screen):
             self.show_pane("sessions", False)
 
     @on(SessionsPane.Action)
-    def _session_action(self, event: SessionsPane.Action) -> None:
+    async def _session_action(self, event: SessionsPane.Action) -> None:
         if event.action == "filter":
             self.run_worker(self.refresh_lists(), exclusive=True, group="lists")
+        elif event.action == "rename" and event.session_id:
+            await self.query_one(SessionsPane).ask_new_title(event.session_id)
         elif event.session_id:
             self._session_flow(event.action, event.session_id)
+
+    @on(SessionsPane.Renamed)
+    def _session_renamed(self, event: SessionsPane.Renamed) -> None:
+        self._rename_session(event.session_id, event.title)
+
+    @work(group="dialog")
+    async def _rename_session(self, session_id: str, title: str) -> None:
+        try:
+            await self.backend.rename(session_id, title)
+            if self.chat.session_id == session_id:
+                await self.chat.refresh_title()
+        except LoviaError as exc:  # a store error: say so, stay up
+            self.notify(str(exc), severity="error")
+        await self.refresh_lists()
 
     @work(group="dialog")
     async def _session_flow(self, action: str, session_id: str) -> None:
@@ -485,13 +500,7 @@ class MainScreen(Screen):
     async def _act_on_session(self, action: str, session_id: str) -> None:
         info = await self.backend.session_info(session_id)
         title = info.title if info else session_id
-        if action == "rename":
-            new_title = await self.app.push_screen_wait(PromptScreen("New title for this session:", title))
-            if new_title is not None:
-                await self.backend.rename(session_id, new_title)
-                if self.chat.session_id == session_id:
-                    await self.chat.refresh_title()
-        elif action == "delete":
+        if action == "delete":
             if self.chat.running and self.chat.session_id == session_id:
                 self.notify("Stop the running answer first (escape).", severity="warning")
                 return

@@ -12,6 +12,8 @@ from textual.widgets import Input, Static
 
 
 class PromptScreen(ModalScreen[str | None]):
+    """A question and an input holding ``value``; enter answers with the input's text."""
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     DEFAULT_CSS = """
@@ -28,9 +30,17 @@ class PromptScreen(ModalScreen[str | None]):
         self.value = value
 
     def compose(self) -> ComposeResult:
+        # The value and the cursor at its end are set here, not after mount, and focusing does
+        # not select it all: keys typed at once after the prompt opens extend the value.
+        answer = Input(value=self.value, id="answer", select_on_focus=False)
+        answer.cursor_position = len(self.value)
         with Vertical():
             yield Static(self.question)
-            yield Input(value=self.value, id="answer")
+            yield answer
+
+    def focus_answer(self) -> None:
+        """Focus the input now, not at the next turn of the event loop (as ``Widget.focus`` does)."""
+        self.set_focus(self.query_one("#answer", Input))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

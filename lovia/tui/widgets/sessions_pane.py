@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, SessionListing
+from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.lists import StoppingOptionList
 
@@ -25,7 +26,9 @@ class SessionList(StoppingOptionList):
     """The list itself: typing a letter starts filtering; up and down stop at its ends."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f2", "rename", "Rename"),
+        # priority: the prompt must open (and take focus) before the keys typed after f2 are
+        # handed to anyone, or a fast typist's keys land in this list and its filter
+        Binding("f2", "rename", "Rename", priority=True),
         Binding("delete", "delete", "Delete"),
         Binding("slash", "filter", "Filter", show=False),
     ]
@@ -39,8 +42,10 @@ class SessionList(StoppingOptionList):
             return self.can_rename
         return True
 
-    def action_rename(self) -> None:
-        self.post_message(SessionsPane.Action("rename", self._current()))
+    async def action_rename(self) -> None:
+        session_id = self._current()
+        if session_id is not None:
+            await self.query_ancestor(SessionsPane).ask_new_title(session_id)
 
     def action_delete(self) -> None:
         self.post_message(SessionsPane.Action("delete", self._current()))
@@ -72,7 +77,7 @@ class SessionFilter(Input):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "to_list", "To the list", show=False),
         Binding("escape", "clear_filter", "Clear filter"),
-        Binding("f2", "rename", "Rename", tooltip="Rename the session highlighted in the list"),
+        Binding("f2", "rename", "Rename", priority=True, tooltip="Rename the session highlighted in the list"),
     ]
 
     def __init__(self, **kwargs) -> None:
@@ -80,8 +85,8 @@ class SessionFilter(Input):
         # and selected, it would be replaced by the second.
         super().__init__(placeholder="type to filter…", select_on_focus=False, **kwargs)
 
-    def action_rename(self) -> None:
-        self.screen.query_one(SessionList).action_rename()
+    async def action_rename(self) -> None:
+        await self.screen.query_one(SessionList).action_rename()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "rename":
@@ -117,6 +122,14 @@ class SessionsPane(Vertical):
             super().__init__()
             self.action = action
             self.session_id = session_id
+
+    class Renamed(Message):
+        """The user gave ``session_id`` the title ``title`` in the rename prompt (not stored yet)."""
+
+        def __init__(self, session_id: str, title: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+            self.title = title
 
     def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -157,6 +170,23 @@ class SessionsPane(Vertical):
         options = self.query_one(SessionList)
         for index, info in enumerate(self.sessions):
             options.replace_option_prompt_at_index(index, _label(info, info.session_id == self._current))
+
+    async def ask_new_title(self, session_id: str) -> None:
+        """Open the rename prompt for ``session_id``; its answer comes as :class:`Renamed`.
+
+        The prompt is mounted and its input focused, holding the title as listed with the
+        cursor at its end, before this returns: run from a priority binding, that is before the
+        app hands on the next key, so keys typed right after f2 all go into the prompt.
+        """
+        info = next((info for info in self.sessions if info.session_id == session_id), None)
+        prompt = PromptScreen("New title for this session:", info.title if info and info.title else "")
+
+        def answered(title: str | None) -> None:
+            if title is not None:
+                self.post_message(self.Renamed(session_id, title))
+
+        await self.app.push_screen(prompt, answered)
+        prompt.focus_answer()
 
     @property
     def query_text(self) -> str:
