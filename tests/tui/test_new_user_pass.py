@@ -134,3 +134,22 @@ async def test_keys_typed_into_the_rename_prompt_at_once_extend_the_old_title(tm
         pane = app.screen.query_one("SessionsPane")
         await wait_for(pilot, lambda: [info.title for info in pane.sessions] == ["launch plan v2"])
         assert isinstance(app.screen, MainScreen) and pane.query_text == ""  # no key went astray
+
+
+async def test_the_open_session_deleted_in_another_window_is_said_and_the_welcome_shows(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen._change_timer.pause()
+        assert screen.chat.session_id == "s-shared" and not screen.has_class("-empty")
+
+        async with SQLiteSession(db, wal=True) as other_window:
+            await other_window.clear("s-shared")
+        await screen.check_other_windows()
+        await settle(pilot)
+        assert any(n.message == "This session was deleted in another window." for n in app._notifications)
+        assert screen.chat.session_id != "s-shared" and screen.has_class("-empty")  # a new session, with the welcome

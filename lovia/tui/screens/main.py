@@ -222,6 +222,12 @@ class MainScreen(Screen):
             mark = await self._mark_open_session()
             if own_run or self.chat.running:
                 pass  # this window's own writes: what it shows is the run as it went, with its notices
+            elif mark is not None and mark[1] is None and not mark[2] and self.chat.transcript.run_ids:
+                # Nothing of it is left to read: say so at once, whatever the reader was doing.
+                self.notify("This session was deleted in another window.", severity="warning")
+                self._reload_waiting = False
+                await self.open_session(None)
+                mark = None
             elif mark != self._open_session_mark:
                 if not self._reload_waiting and self._reader_away():
                     self.notify("This conversation changed in another window; it updates once you are back at "
@@ -554,3 +560,4 @@ class MainScreen(Screen):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_lists()
+
