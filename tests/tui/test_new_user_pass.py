@@ -9,6 +9,7 @@ from lovia.tui import format
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets import lists
 from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_app import _interrupted_run
 from tests.tui.test_running_elsewhere import plain
 from tests.tui.test_several_windows import run_in_another_process, stored_session
 
@@ -153,3 +154,30 @@ async def test_the_open_session_deleted_in_another_window_is_said_and_the_welcom
         await settle(pilot)
         assert any(n.message == "This session was deleted in another window." for n in app._notifications)
         assert screen.chat.session_id != "s-shared" and screen.has_class("-empty")  # a new session, with the welcome
+
+
+async def test_a_discarded_run_leaves_the_inspector_for_the_run_now_selected(tmp_path):
+    db = tmp_path / "lovia.db"
+    await _interrupted_run(db, "run-x")
+    await _interrupted_run(db, "run-y", "s-b")  # the newest: its session opens, it is listed first
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert screen.chat.session_id == "s-b"
+        inspector = screen.query_one("CheckpointInspector")
+        screen.chat.transcript.focus()
+        await pilot.press("up")  # the cursor on run-y's last message: the inspector shows run-y
+        await settle(pilot)
+        assert inspector.run_id == "run-y"
+        await pilot.press("ctrl+o")  # the runs list, run-y highlighted
+        await settle(pilot)
+        run_list = screen.query_one("#run-list")
+        assert app.focused is run_list and run_list.get_option_at_index(run_list.highlighted).id == "run-y"
+
+        await pilot.press("x")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await settle(pilot)
+        assert [r.run_id for r in screen.query_one("RunsPane").runs] == ["run-x"]
+        assert inspector.run_id == "run-x"  # what the list now has selected, not the run that is gone

@@ -320,8 +320,9 @@ class MainScreen(Screen):
         if not read or self.inspected != run_id:
             return  # another run was picked while this one loaded
         inspector = self.query_one(CheckpointInspector)
-        if snapshot is None and self._inspected_run is not None:
-            inspector.show_run(self._inspected_run)
+        if (snapshot is None and self._inspected_run is not None
+                and self._inspected_run.run_id in self.chat.transcript.run_ids):
+            inspector.show_run(self._inspected_run)  # its checkpoint is gone, the transcript still shows it
         else:
             inspector.show(snapshot)
 
@@ -549,6 +550,9 @@ class MainScreen(Screen):
                     self.notify("Run discarded.")
                     if run_id in self.chat.transcript.run_ids and not self.chat.running:
                         await self.chat.open_session(self.chat.session_id)  # its entries are gone
+                    if self.inspected == run_id:  # the inspector goes to the run now in its place, if any
+                        await self.refresh_lists()
+                        self.inspected = self.query_one(RunsPane).highlighted_run_id
             elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
                     "Finalize this run into its session as it stands? Tool calls without results are "
                     "dropped so the transcript stays consistent; the checkpoint is then deleted.",

@@ -123,6 +123,12 @@ class RunsPane(Vertical):
             elif before is not None:
                 options.highlighted = min(before, len(runs) - 1)
 
+    @property
+    def highlighted_run_id(self) -> str | None:
+        """The run under the list's cursor, if any."""
+        options = self.query_one(RunList)
+        return options.get_option_at_index(options.highlighted).id if options.highlighted is not None else None
+
     @on(OptionList.OptionHighlighted, "#run-list")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
