@@ -144,11 +144,16 @@ class LoviaApp(App[None]):
         self.push_screen(HelpScreen())
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Every action of the app, each only while it applies (the keys' own checks decide)."""
+        """Every action of the app, each only while it applies (the keys' own checks decide).
+
+        Of Textual's own commands only Quit stays (it runs lovia's quit, which asks first while an
+        answer runs). Its theme picker, keys panel, screenshot and maximize go: lovia has its own
+        theme (ctrl+t), help (f1) and pane maximizing (f10), and the keys panel squeezed the
+        conversation and did not close with escape.
+        """
         main = screen if isinstance(screen, MainScreen) else None
         for command in super().get_system_commands(screen):
-            # Textual's maximize takes the focused widget; MainScreen's own takes the whole pane
-            if main is None or command.callback not in (screen.action_maximize, screen.action_minimize):
+            if command.callback == self.action_quit:
                 yield command
         if main is not None:
             yield from self._main_screen_commands(main)

@@ -181,3 +181,15 @@ async def test_a_discarded_run_leaves_the_inspector_for_the_run_now_selected(tmp
         await settle(pilot)
         assert [r.run_id for r in screen.query_one("RunsPane").runs] == ["run-x"]
         assert inspector.run_id == "run-x"  # what the list now has selected, not the run that is gone
+
+
+async def test_the_palette_lists_lovias_actions_without_textuals_keys_panel(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert not {"Keys", "Theme", "Screenshot", "Maximize", "Minimize"} & set(titles)
+        assert {"Quit", "Next theme", "Help", "Maximize pane"} <= set(titles)
+        assert len(titles) == len(set(titles))  # each once
