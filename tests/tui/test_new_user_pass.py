@@ -193,3 +193,29 @@ async def test_the_palette_lists_lovias_actions_without_textuals_keys_panel(tmp_
         assert not {"Keys", "Theme", "Screenshot", "Maximize", "Minimize"} & set(titles)
         assert {"Quit", "Next theme", "Help", "Maximize pane"} <= set(titles)
         assert len(titles) == len(set(titles))  # each once
+
+
+def footer_label(screen, key: str) -> str | None:
+    """What the footer says ``key`` does now (the binding it shows for it), if it shows one."""
+    active = screen.active_bindings.get(key)
+    return active.binding.description if active is not None and active.binding.show and active.enabled else None
+
+
+async def test_f10_reads_restore_while_a_pane_is_maximized_and_the_sessions_title_stays(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert footer_label(screen, "f10") == "Maximize"
+        await pilot.press("ctrl+b", "f10")  # the sessions pane, over the conversation, then maximized
+        await settle(pilot)
+        pane = screen.query_one("SessionsPane")
+        assert screen.maximized is pane
+        assert footer_label(screen, "f10") == "Restore"
+        header, title = screen.query_one("Header"), pane.query_one(".pane-title")
+        assert title.region.height == 1 and title.region.y >= header.region.bottom  # not under the header
+        await pilot.press("f10")
+        await settle(pilot)
+        assert screen.maximized is None and footer_label(screen, "f10") == "Maximize"

@@ -71,7 +71,9 @@ class MainScreen(Screen):
                 tooltip="Show or hide the sessions pane (over the conversation on a narrow screen)"),
         Binding("ctrl+o", "toggle_pane('runs')", "Runs",
                 tooltip="Show or hide the runs pane and inspector (over the conversation on a narrow screen)"),
-        Binding("f10", "toggle_maximize", "Maximize", tooltip="Maximize the focused pane, or restore every pane"),
+        # One key, two bindings: the footer reads what f10 does now (only one applies at a time).
+        Binding("f10", "maximize", "Maximize", tooltip="Maximize the focused pane"),
+        Binding("f10", "minimize", "Restore", tooltip="Restore every pane"),
         Binding("escape", "close_overlay", "Fold pane", show=False,
                 tooltip="Fold the pane shown over the conversation"),
     ]
@@ -97,7 +99,13 @@ class MainScreen(Screen):
     /* unfolded, hidden by the user */
     MainScreen.-sessions-closed SessionsPane, MainScreen.-runs-closed #side { display: none; }
 
-    MainScreen.-maximized-view .-maximized { width: 1fr; height: 1fr; max-width: 100%; }
+    /* a maximized overlay is laid out as a pane again: docked, a full screen high, it went
+       under the header, which hid the sessions pane's title (important: the overlay rules
+       above are more specific) */
+    MainScreen.-maximized-view .-maximized {
+        width: 1fr !important; height: 1fr !important; max-width: 100%; dock: none !important;
+        layer: default !important;
+    }
     """
 
     ALLOW_IN_MAXIMIZED_VIEW: ClassVar[str | None] = "Header, Footer"
@@ -383,11 +391,8 @@ class MainScreen(Screen):
             if self.has_class(f"-{name}-open"):
                 self.show_pane(name, False)
 
-    def action_toggle_maximize(self) -> None:
-        if self.maximized is not None:
-            self.minimize()
-        else:
-            self.action_maximize()
+    def watch_maximized(self) -> None:
+        self.refresh_bindings()  # f10 reads Maximize or Restore in the footer
 
     def action_maximize(self) -> None:
         """Maximize the pane that has focus (Textual's own would take the single focused widget)."""
@@ -420,6 +425,10 @@ class MainScreen(Screen):
             return bool(chats) and chats.first().running
         if action == "toggle_pane":
             return self.pane(str(parameters[0])) is not None
+        if action == "maximize":
+            return self.maximized is None
+        if action == "minimize":
+            return self.maximized is not None
         if action == "close_overlay":
             return any(self.has_class(f"-{name}-open") for name in SIDE_PANES)
         return True
