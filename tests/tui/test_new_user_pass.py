@@ -219,3 +219,22 @@ async def test_f10_reads_restore_while_a_pane_is_maximized_and_the_sessions_titl
         await pilot.press("f10")
         await settle(pilot)
         assert screen.maximized is None and footer_label(screen, "f10") == "Maximize"
+
+
+async def test_the_footer_at_80_columns_shows_whole_entries_and_f1_help(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for pane in ("#composer", "#session-list", "#run-list", "#transcript"):
+            app.screen.query_one(pane).focus()
+            await settle(pilot)
+            keys = list(app.screen.query("FooterKey"))
+            palette = next(key for key in keys if key.has_class("-command-palette"))
+            entries = [key for key in keys if key is not palette]
+            assert "help" in [key.action for key in entries], pane
+            assert all(key.region.width > 0 and key.region.right <= palette.region.x for key in entries), pane
+        await pilot.press("f1")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "HelpScreen"

@@ -86,3 +86,12 @@ async def test_a_crash_report_shows_no_local_variables(tmp_path):
     report = console.export_text()
     assert "RuntimeError" in report and "boom" in report  # the report is there
     assert secret not in report
+
+
+def test_the_footer_keys_we_pick_from_exist():
+    # lovia.tui.widgets.footer.LoviaFooter keeps the FooterKeys Textual's Footer.compose yields
+    # that fit whole, reading each one's key_display, description and action.
+    from textual.widgets._footer import FooterKey
+
+    key = FooterKey("f1", "f1", "Help", "help")
+    assert (key.key_display, key.description, key.action) == ("f1", "Help", "help")

@@ -19,7 +19,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 from textual.worker import Worker
 
 from lovia.checkpoint import claim_refused
@@ -30,6 +30,7 @@ from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, Transcrip
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
+from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.inspector import CheckpointInspector
 from lovia.tui.widgets.runs_pane import RunsPane
 from lovia.tui.widgets.sessions_pane import SessionsPane
@@ -136,7 +137,7 @@ class MainScreen(Screen):
                 if self.backend.can_list_runs:
                     yield RunsPane()
                 yield CheckpointInspector()
-        yield Footer()
+        yield LoviaFooter()
 
     async def on_mount(self) -> None:
         await self._follow_other_windows()

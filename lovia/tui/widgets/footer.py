@@ -1,0 +1,55 @@
+"""The footer: whole entries only, and always the way to every key (f1 Help)."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
+
+ALWAYS_SHOWN = frozenset({"help"})
+"""Actions the footer shows however narrow the screen: f1 lists every key the footer leaves out."""
+
+
+class LoviaFooter(Footer):
+    """Textual's footer, without cutting an entry mid-word at narrow widths.
+
+    Entries are kept in Textual's order (the focused pane's keys first, the app's last) while
+    they fit whole beside the command palette's; those that do not fit are left out, except
+    f1 Help, which always has room. Left-out keys still work, and the palette and f1 list them.
+    """
+
+    def compose(self) -> ComposeResult:
+        widgets = list(super().compose())
+        keys = [w for w in widgets if isinstance(w, FooterKey) and not w.has_class("-command-palette")]
+        others = [w for w in widgets if w not in keys]
+        room = self.app.size.width - sum(_width(w) for w in others if isinstance(w, FooterKey))
+        room -= sum(_width(w) for w in keys if w.action in ALWAYS_SHOWN)
+        shown: list[Widget] = []
+        for key in keys:
+            if key.action not in ALWAYS_SHOWN:
+                if _width(key) > room:
+                    room = -1  # no later, shorter entry either: the order says what matters most
+                    continue
+                room -= _width(key)
+            shown.append(key)
+        yield from shown
+        yield from others
+
+    _composed_for: int | None = None  # the width the entries were picked for
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._composed_for:
+            self._composed_for = event.size.width
+            self.call_after_refresh(self.recompose)
+
+
+def _width(key: FooterKey) -> int:
+    """The cells ``key`` takes, as Textual's footer pads it (not compact): `` f1 Help ``."""
+    width = len(key.key_display) + 2
+    if key.description:
+        width += len(key.description) + 1
+    if key.has_class("-command-palette"):
+        width += 2  # its left border and right padding
+    return width
