@@ -147,6 +147,8 @@ async def test_the_open_session_deleted_in_another_window_is_said_and_the_welcom
         assert isinstance(screen, MainScreen)
         screen._change_timer.pause()
         assert screen.chat.session_id == "s-shared" and not screen.has_class("-empty")
+        screen.chat.transcript.focus()  # reading it
+        await pilot.pause()
 
         async with SQLiteSession(db, wal=True) as other_window:
             await other_window.clear("s-shared")
@@ -154,6 +156,7 @@ async def test_the_open_session_deleted_in_another_window_is_said_and_the_welcom
         await settle(pilot)
         assert any(n.message == "This session was deleted in another window." for n in app._notifications)
         assert screen.chat.session_id != "s-shared" and screen.has_class("-empty")  # a new session, with the welcome
+        assert app.focused is screen.query_one("#composer")
 
 
 async def test_a_discarded_run_leaves_the_inspector_for_the_run_now_selected(tmp_path):

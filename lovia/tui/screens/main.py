@@ -235,7 +235,10 @@ class MainScreen(Screen):
                 # Nothing of it is left to read: say so at once, whatever the reader was doing.
                 self.notify("This session was deleted in another window.", severity="warning")
                 self._reload_waiting = False
+                reading = self.chat.transcript.has_focus
                 await self.open_session(None)
+                if reading:  # nothing left to read there: on to writing a new message
+                    self.query_one("#composer").focus()
                 mark = None
             elif mark != self._open_session_mark:
                 if not self._reload_waiting and self._reader_away():
