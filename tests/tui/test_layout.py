@@ -55,6 +55,8 @@ async def test_at_80_columns_the_sessions_and_runs_come_back_as_overlays(tmp_pat
         await pilot.pause()
         assert shown(app, "SessionsPane") and app.focused.id == "session-list"
         assert chat.region.width == 80  # over the conversation, not beside it
+        sessions = app.screen.query_one("#session-list")
+        await wait_for(pilot, lambda: sessions.highlighted == 0)  # the open session, once the list has loaded
         await pilot.press("down", "enter")  # the second session
         await settle(pilot)
         assert chat.session_id == "s-a"

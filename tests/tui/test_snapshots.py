@@ -136,6 +136,6 @@ def test_editing_a_message(snap_compare, demo_db, theme):
         await wait_for(pilot, lambda: pilot.app.screen.chat.has_class("-editing"))
         # The composer takes focus after the edit's text is in: its cursor line shows only then.
         await wait_for(pilot, lambda: pilot.app.focused is pilot.app.screen.query_one("#composer"))
-        await pilot.pause()
+        await pilot.pause(0.5)  # every repaint the edit started is done, however slow the machine
 
     assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=edit)
