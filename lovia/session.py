@@ -17,9 +17,12 @@ __all__ = [
     "ChangeReportingSession",
     "ClosableStore",
     "DescribableSession",
+    "EntryPage",
     "ListableSession",
+    "PagedSession",
     "RenamableSession",
     "RewindableSession",
+    "RunSpan",
     "Segment",
     "Session",
     "SessionInfo",
@@ -107,6 +110,42 @@ class SessionInfo:
     created_at: float | None
     last_activity: float | None
     total_run_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpan:
+    """Where one stored run lies in its session's transcript: entries ``start`` to ``start + count``."""
+
+    run_id: str
+    start: int
+    count: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def end(self) -> int:
+        """The position just past the run's last entry."""
+        return self.start + self.count
+
+
+@dataclass(frozen=True, slots=True)
+class EntryPage:
+    """A slice of a session's transcript, read without the rest of it.
+
+    ``entries`` are the session's entries from position ``start`` on (positions count from 0
+    over the whole transcript, as ``rewind`` counts them); ``runs`` are the stored runs that
+    have an entry on the page, in order, whole (the first may begin before ``start``, the
+    last end after the page); ``total`` is how many entries the session held when it was read.
+    """
+
+    start: int
+    entries: tuple[Entry, ...]
+    runs: tuple[RunSpan, ...]
+    total: int
+
+    @property
+    def end(self) -> int:
+        """The position just past the page's last entry."""
+        return self.start + len(self.entries)
 
 
 @runtime_checkable
@@ -220,6 +259,20 @@ class RenamableSession(Session, Protocol):
 
     async def rename_session(self, session_id: str, title: str) -> None:
         """Give the session a title of its own (an empty title restores the default)."""
+        ...
+
+
+@runtime_checkable
+class PagedSession(Session, Protocol):
+    """A session store that reads part of a transcript, so a long one opens at once."""
+
+    async def read_page(self, session_id: str, *, start: int | None = None, limit: int = 200) -> EntryPage:
+        """Up to ``limit`` entries from position ``start`` (the last ``limit`` when ``start`` is ``None``).
+
+        A ``start`` at or past the end gives an empty page at the end; an unknown session an
+        empty page at 0. Its cost grows with the page, not with the session. A negative
+        ``start`` or a ``limit`` below 1 is a ``ValueError``.
+        """
         ...
 
 

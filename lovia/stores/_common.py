@@ -7,8 +7,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from lovia.entries import Entry
 from lovia.errors import UserError
-from lovia.session import SessionInfo
+from lovia.session import EntryPage, RunSpan, SessionInfo
 from lovia.transcript import locate_cut
 
 TITLE_CHARS = 200
@@ -17,6 +18,35 @@ TITLE_CHARS = 200
 def new_run_id() -> str:
     """A fresh, globally unique run id."""
     return uuid.uuid4().hex
+
+
+def check_page(start: int | None, limit: int) -> None:
+    """Refuse ``read_page`` arguments that name no page."""
+    if start is not None:
+        check_keep("start", start)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise UserError(f"limit must be a whole number of 1 or more, got {limit!r}")
+
+
+def page_window(total: int, start: int | None, limit: int) -> tuple[int, int]:
+    """The positions ``[first, end)`` that ``read_page(start=..., limit=...)`` covers in ``total`` entries."""
+    check_page(start, limit)
+    first = max(0, total - limit) if start is None else min(start, total)
+    return first, min(total, first + limit)
+
+
+def page_of(spans: Sequence[tuple[RunSpan, Sequence[Entry]]], total: int, start: int | None,
+            limit: int) -> EntryPage:
+    """The page of a transcript given as its runs, each with its entries, in order."""
+    first, end = page_window(total, start, limit)
+    entries: list[Entry] = []
+    runs: list[RunSpan] = []
+    for span, run_entries in spans:
+        if span.end <= first or span.start >= end or not span.count:
+            continue
+        runs.append(span)
+        entries.extend(run_entries[max(first, span.start) - span.start:min(end, span.end) - span.start])
+    return EntryPage(first, tuple(entries), tuple(runs), total)
 
 
 def clean_meta(meta: dict[str, Any] | None) -> dict[str, Any]:

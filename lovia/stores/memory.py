@@ -18,12 +18,13 @@ from lovia.checkpoint import (
     plan_claim,
 )
 from lovia.entries import Entry, ToolResult, UserMessage
-from lovia.session import Segment, SessionInfo, TrimPreview
+from lovia.session import EntryPage, RunSpan, Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
     clean_meta,
     filter_sessions,
     new_run_id,
+    page_of,
     rewind_cut,
     title_from,
 )
@@ -67,6 +68,18 @@ class InMemorySession:
 
     async def load(self, session_id: str) -> list[Entry]:
         return [entry for segment in await self.segments(session_id) for entry in segment.entries]
+
+    async def read_page(self, session_id: str, *, start: int | None = None, limit: int = 200) -> EntryPage:
+        """See :class:`~lovia.session.PagedSession`."""
+        spans: list[tuple[RunSpan, Sequence[Entry]]] = []
+        position = 0
+        for segment in await self.segments(session_id):
+            count = len(segment.entries)
+            spans.append((RunSpan(segment.run_id, position, count, segment.meta), segment.entries))
+            position += count
+        page = page_of(spans, position, start, limit)
+        # Each run's meta is the caller's own copy, as ``segments`` gives them.
+        return replace(page, runs=tuple(replace(span, meta=clean_meta(span.meta)) for span in page.runs))
 
     async def append(
         self,

@@ -27,12 +27,14 @@ from lovia.checkpoint import (
 )
 from lovia.entries import Entry, ToolResult, entries_from_json, entry_from_json, entry_to_json
 from lovia.errors import DatabaseFileError
-from lovia.session import Segment, SessionInfo, TrimPreview
+from lovia.session import EntryPage, RunSpan, Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
+    check_page,
     clean_meta,
     filter_sessions,
     new_run_id,
+    page_window,
     rewind_cut,
     title_from,
 )
@@ -210,6 +212,37 @@ class SQLiteSession(_SQLiteStore):
         # Decoded on the event loop's thread: it is CPU work either way, and building
         # objects here avoids handing them across threads.
         return entries_from_json(rows, where=self._where(session_id))
+
+    async def read_page(self, session_id: str, *, start: int | None = None, limit: int = 200) -> EntryPage:
+        """See :class:`~lovia.session.PagedSession`."""
+        check_page(start, limit)
+
+        def read(conn: sqlite3.Connection) -> tuple[int, int, list[tuple[str, int, int, str]], list[str]]:
+            heads = conn.execute(
+                "SELECT run_id, entry_count, meta FROM lovia_segments WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            total = sum(count for _, count, _ in heads)
+            first, end = page_window(total, start, limit)
+            touched: list[tuple[str, int, int, str]] = []
+            position = 0
+            for run_id, count, meta in heads:
+                if count and position < end and position + count > first:
+                    touched.append((run_id, position, count, meta))
+                position += count
+            rows = conn.execute(
+                "SELECT data FROM lovia_entries WHERE session_id = ? ORDER BY seq LIMIT ? OFFSET ?",
+                (session_id, end - first, first),
+            ).fetchall()
+            return total, first, touched, [data for (data,) in rows]
+
+        total, first, touched, rows = await self._db.read(read, f"reading a page of session {session_id!r}")
+        runs = tuple(
+            RunSpan(run_id, position, count,
+                    stored_object(meta, f"meta of run {run_id!r} of session {session_id!r}", self.path))
+            for run_id, position, count, meta in touched
+        )
+        return EntryPage(first, tuple(entries_from_json(rows, where=self._where(session_id))), runs, total)
 
     async def append(
         self,

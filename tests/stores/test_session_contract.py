@@ -12,6 +12,7 @@ from lovia import (
     DescribableSession,
     Handoff,
     ListableSession,
+    PagedSession,
     RenamableSession,
     RewindableSession,
     Session,
@@ -49,6 +50,7 @@ CAPABILITIES = {
     ListableSession: "list_sessions",
     DescribableSession: "session_info",
     RenamableSession: "rename_session",
+    PagedSession: "read_page",
 }
 
 
@@ -364,3 +366,58 @@ async def test_listing_follows_rewind(session):
     await session.rewind("u1", keep_entries=2)
     info = await session.session_info("u1")
     assert (info.entry_count, info.run_count) == (2, 1)
+
+
+# -- paged reads -------------------------------------------------------------------------
+
+
+async def test_read_page_gives_the_last_entries_with_the_runs_they_belong_to(session):
+    await _three_runs(session)  # r1: 2 entries, r2: 6, r3: 2
+    loaded = await session.load("u1")
+    page = await session.read_page("u1", limit=4)
+    assert (page.start, page.end, page.total) == (6, 10, 10)
+    assert list(page.entries) == loaded[6:]
+    assert [(r.run_id, r.start, r.count, r.meta) for r in page.runs] == [("r2", 2, 6, {"m": 2}), ("r3", 8, 2, {"m": 3})]
+
+
+async def test_read_page_from_a_position_covers_every_entry_once(session):
+    await _three_runs(session)
+    loaded = await session.load("u1")
+    seen = []
+    start = 0
+    while start < 10:
+        page = await session.read_page("u1", start=start, limit=3)
+        assert page.start == start and page.total == 10
+        assert list(page.entries) == loaded[start:start + 3]
+        assert all(r.start < page.end and r.end > page.start for r in page.runs)
+        seen.extend(page.entries)
+        start = page.end
+    assert seen == loaded
+    first = await session.read_page("u1", start=0, limit=1)
+    assert [(r.run_id, r.start, r.count) for r in first.runs] == [("r1", 0, 2)]
+
+
+async def test_read_page_past_the_end_or_of_an_unknown_session_is_empty(session):
+    await _three_runs(session)
+    page = await session.read_page("u1", start=50, limit=5)
+    assert (page.start, page.entries, page.runs, page.total) == (10, (), (), 10)
+    page = await session.read_page("u1", limit=50)
+    assert (page.start, len(page.entries), page.total) == (0, 10, 10)
+    nobody = await session.read_page("nobody")
+    assert (nobody.start, nobody.entries, nobody.runs, nobody.total) == (0, (), (), 0)
+
+
+async def test_read_page_follows_rewind_and_gives_private_meta(session):
+    await _three_runs(session)
+    await session.rewind("u1", keep_entries=5)
+    page = await session.read_page("u1", limit=10)
+    assert page.total == 5 and [(r.run_id, r.count, r.meta) for r in page.runs] == [("r1", 2, {"m": 1}), ("r2", 3, {})]
+    page.runs[0].meta["m"] = 99
+    assert (await session.read_page("u1", limit=10)).runs[0].meta == {"m": 1}
+
+
+@pytest.mark.parametrize("arguments", [{"start": -1}, {"limit": 0}, {"limit": True}, {"start": 1.5}])
+async def test_read_page_refuses_arguments_that_name_no_page(session, arguments):
+    await _three_runs(session)
+    with pytest.raises(UserError):
+        await session.read_page("u1", **arguments)
