@@ -111,7 +111,7 @@ async def test_a_caller_cancelled_while_its_commit_is_pending_learns_the_real_ou
         # By the time the caller sees CancelledError, the outcome is settled and visible.
         with sqlite3.connect(path) as reader:
             texts = [row[0] for row in reader.execute(
-                "SELECT json_extract(data, '$.text') FROM lovia_entries ORDER BY seq")]
+                "SELECT json_extract(entries, '$[0].text') FROM lovia_segment_entries ORDER BY segment_seq")]
         assert texts == ["first", "second"]
     finally:
         release.join()

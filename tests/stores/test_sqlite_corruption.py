@@ -111,14 +111,23 @@ def byte_damages(pages: int) -> dict[str, Callable[[bytes], bytes]]:
 
 
 ROW_DAMAGES = {
-    "entry not json": "UPDATE lovia_entries SET data = '{\"type\":\"user\",\"text\":\"' || ? || ' cut' WHERE seq = 5",
-    "entry not an object": "UPDATE lovia_entries SET data = json_array(?) WHERE seq = 5",
-    "entry type holds text": "UPDATE lovia_entries SET data = json_object('type', ?, 'text', 'x') WHERE seq = 5",
-    "entry type is a number": "UPDATE lovia_entries SET data = json_object('type', 7, 'text', ?) WHERE seq = 5",
-    "entry text is a blob": "UPDATE lovia_entries SET data = CAST(? AS BLOB) WHERE seq = 5",
-    "entry of no run": "UPDATE lovia_entries SET segment_seq = 999, data = json_object('type', 'user', 'text', ?) "
-                       "WHERE seq = 5",
-    "first user entry not json": "UPDATE lovia_entries SET data = ? || '{' WHERE seq = 1",
+    # A run's entries are one JSON array (schema 3); the second run's first entry is damaged.
+    "entry not json": "UPDATE lovia_segment_entries SET entries = '[{\"type\":\"user\",\"text\":\"' || ? || ' cut' "
+                      "WHERE segment_seq = 2",
+    "entry not an object": "UPDATE lovia_segment_entries SET entries = json_set(entries, '$[0]', json_array(?)) "
+                           "WHERE segment_seq = 2",
+    "entry type holds text": "UPDATE lovia_segment_entries SET entries = json_set(entries, '$[0]', "
+                             "json_object('type', ?, 'text', 'x')) WHERE segment_seq = 2",
+    "entry type is a number": "UPDATE lovia_segment_entries SET entries = json_set(entries, '$[0]', "
+                              "json_object('type', 7, 'text', ?)) WHERE segment_seq = 2",
+    "entries not a list": "UPDATE lovia_segment_entries SET entries = json_object('type', 'user', 'text', ?) "
+                          "WHERE segment_seq = 2",
+    "entry text is a blob": "UPDATE lovia_segment_entries SET entries = CAST(? AS BLOB) WHERE segment_seq = 2",
+    "entries of no run": "UPDATE lovia_segment_entries SET segment_seq = 999, "
+                         "entries = json_array(json_object('type', 'user', 'text', ?)) WHERE segment_seq = 2",
+    "entries fewer than recorded": "UPDATE lovia_segment_entries SET entries = json_remove(entries, '$[3]') "
+                                   "WHERE segment_seq = 2 AND ? IS NOT NULL",
+    "first user entry not json": "UPDATE lovia_segment_entries SET entries = ? || '{' WHERE segment_seq = 1",
     "meta not json": "UPDATE lovia_segments SET meta = '{\"note\": \"' || ? WHERE seq = 2",
     "meta not an object": "UPDATE lovia_segments SET meta = json_array(?) WHERE seq = 2",
     "head not json": "UPDATE lovia_runs SET head = ? || '}'",
@@ -214,7 +223,7 @@ def test_a_file_failing_integrity_check_is_refused_before_any_write(tmp_path, pr
     path = tmp_path / "lovia.db"
     path.write_bytes(pristine)
     with sqlite3.connect(path) as conn:
-        index_page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'lovia_entries_by_session'")
+        index_page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'lovia_segments_by_start'")
         (page,) = index_page.fetchone()
     damaged = zero_page(page - 1)(pristine)
     path.write_bytes(damaged)

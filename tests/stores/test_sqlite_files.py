@@ -176,8 +176,10 @@ async def test_an_unknown_entry_type_names_itself_and_where_it_is(tmp_path):
     async with SQLiteSession(path) as session:
         await session.append("u1", [UserMessage(text="fine")], run_id="r1")
     with sqlite3.connect(path) as conn:
-        conn.execute("INSERT INTO lovia_entries (segment_seq, session_id, type, data) VALUES (1, 'u1', 'hologram', ?)",
+        conn.execute("UPDATE lovia_segment_entries SET entries = json_insert(entries, '$[#]', json(?)), "
+                     "kinds = kinds || ' hologram' WHERE segment_seq = 1",
                      (json.dumps({"type": "hologram", "created_at": 1.0}),))
+        conn.execute("UPDATE lovia_segments SET entry_count = 2 WHERE seq = 1")
     before = fingerprint(path)
     async with SQLiteSession(path) as session:
         with pytest.raises(EntryDecodeError, match=r"'hologram'.*session 'u1'.*entry #1"):
@@ -192,7 +194,8 @@ async def test_fields_written_by_a_newer_lovia_are_ignored(tmp_path):
     async with SQLiteSession(path) as session:
         await session.append("u1", [UserMessage(text="hi")], run_id="r1")
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE lovia_entries SET data = json_set(data, '$.mood', 'cheerful', '$.lang', 'en')")
+        conn.execute("UPDATE lovia_segment_entries SET entries = json_set(entries, '$[0].mood', 'cheerful', "
+                     "'$[0].lang', 'en')")
     async with SQLiteSession(path) as session:
         [entry] = await session.load("u1")
         assert entry.text == "hi"
