@@ -283,7 +283,7 @@ class RunHead:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data = {name: getattr(self, name) for name in _HEAD_FIELDS}
         data["usage"] = self.usage.to_dict()
         data["owner"] = self.owner.to_dict() if self.owner else None
         return data
@@ -300,6 +300,10 @@ class RunHead:
         if kwargs.get("status") not in RUN_STATUSES:
             kwargs["status"] = "interrupted"  # a status from a newer lovia: offer it for resume
         return cls(**kwargs)
+
+
+_HEAD_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunHead))
+"""Looked up once: a head is encoded at every snapshot."""
 
 
 @dataclass(slots=True)

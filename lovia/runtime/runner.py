@@ -24,7 +24,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from lovia._async import shielded, wait_out
 from lovia.agent import Agent, agent_graph
@@ -212,6 +212,8 @@ class _Run:
         self.max_turns = max_turns
         self.policy = context_policy
         self.run_id = checkpoint.run_id if checkpoint else new_run_id()
+        # Asked once: a check against a runtime protocol inspects every member.
+        self._claims_atomically = checkpoint is not None and isinstance(checkpoint.checkpointer, ClaimingCheckpointer)
         self.agent = agent
         self.entries: list[Entry] = []
         self.history: list[Entry] = []
@@ -241,9 +243,12 @@ class _Run:
         self._emit = emit
         self._active_since = time.monotonic()
         try:
-            snapshot = await self._existing_snapshot()
-            if snapshot is None or snapshot.head.status != "completed":
-                snapshot = await self._claim(snapshot)
+            if self._claim_decides_alone():
+                snapshot = await self._claim(None)  # a stored run is taken up by the claim itself
+            else:
+                snapshot = await self._existing_snapshot()
+                if snapshot is None or snapshot.head.status != "completed":
+                    snapshot = await self._claim(snapshot)
             if snapshot is not None and snapshot.head.status == "completed":
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
             async with self._renewing_lease():
@@ -281,6 +286,19 @@ class _Run:
         await self._mark("failed", error=f"{type(exc).__name__}: {exc}")
         self._emit(RunFailed(self.run_id, exc))
 
+    def _claim_decides_alone(self) -> bool:
+        """Whether the claim alone does what loading the stored run first would decide.
+
+        So it is for ``if_run_exists="resume"`` with no ``resume_from`` and a
+        :class:`ClaimingCheckpointer`: a claim given the fresh run stores it when none is
+        stored, returns a completed one as it is (to replay), refuses one held elsewhere and
+        takes any other (to resume), which is what the runner does with a loaded run. The
+        read transaction of the load is then saved.
+        """
+        options = self.checkpoint
+        return (self._claims_atomically and options is not None and options.if_run_exists == "resume"
+                and options.resume_from is None)
+
     async def _existing_snapshot(self) -> RunSnapshot | None:
         options = self.checkpoint
         if options is None:
@@ -302,7 +320,7 @@ class _Run:
         if (policy == "restart" or options.resume_from is not None) and stored is not None and stored.head.is_held():
             raise claim_refused(options.run_id, stored.head)  # never discard a run someone is executing
         if policy == "restart":
-            if not isinstance(options.checkpointer, ClaimingCheckpointer):
+            if not self._claims_atomically:
                 await options.checkpointer.delete(options.run_id)  # a claiming one replaces it atomically
             return None
         if options.resume_from is not None:
@@ -336,15 +354,16 @@ class _Run:
         checkpointer = options.checkpointer
         register_live_claim(self._token, checkpointer, self.run_id)
         self._last_save = time.monotonic()
-        if isinstance(checkpointer, ClaimingCheckpointer):
+        if self._claims_atomically:
+            claiming = cast(ClaimingCheckpointer, checkpointer)
             if_stored = _IF_STORED.get(options.if_run_exists, "take")
-            stored = await self._claim_atomically(checkpointer, start, if_stored)
+            stored = await self._claim_atomically(claiming, start, if_stored)
             if stored is None and start is None:  # deleted since it was loaded: as if it never was
                 if options.if_run_exists == "resume_only":
                     raise UserError(f"run {self.run_id!r} was deleted before it could be resumed; "
                                     "check who discarded it, or use 'resume' to start it fresh")
                 start = self._fresh_snapshot()
-                stored = await self._claim_atomically(checkpointer, start, if_stored)
+                stored = await self._claim_atomically(claiming, start, if_stored)
             if stored is not None and if_stored == "leave":  # stored meanwhile, by another process
                 raise _already_exists(self.run_id, stored.head)
         else:
@@ -357,7 +376,7 @@ class _Run:
             self.head, self.entries = start.head, start.entries
         elif stored.head.status != "completed":
             self.head, self.entries = stored.head, list(stored.entries)
-        if not isinstance(checkpointer, ClaimingCheckpointer) and self.head is not None:
+        if not self._claims_atomically and self.head is not None:
             await self._save()  # taken at once: the window in which another process sees it free is short
         return stored
 
@@ -477,7 +496,9 @@ class _Run:
             self.conversation_state = self.policy.carried_state(segments, self.run_state)
 
         self._emit(RunStarted(self.run_id, self.agent.name, resumed, self.session_id, self._model(self.agent).name))
-        await self._save()
+        if resumed:
+            await self._save()  # the head as this execution goes on with it (its session, say)
+        # A fresh run's head is the one its claim (or the save right after it) just stored.
         if self.agent.hooks:
             await self.agent.hooks.on_run_start(self._context(), self.agent)
         if resumed:

@@ -61,7 +61,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from lovia._async import shielded
 from lovia._files import make_file_private
 from lovia.errors import DatabaseFileError, SchemaError, StoreError
 
@@ -93,9 +92,18 @@ class StoreSchema:
 
 @dataclass(slots=True)
 class _Call(Generic[T]):
+    """One call for the worker thread, and how its outcome reaches the loop that submitted it.
+
+    ``future`` carries the outcome to the caller. A cancelled caller's future is cancelled,
+    so the worker also signals ``ended`` and sets ``waiter``, the future such a caller awaits
+    instead until the call has really run. All three are touched on the loop's thread only.
+    """
+
     fn: Callable[[], T]
     future: asyncio.Future[T]
     loop: asyncio.AbstractEventLoop
+    ended: bool = False
+    waiter: asyncio.Future[None] | None = None
 
 
 class _Worker:
@@ -112,12 +120,25 @@ class _Worker:
         thread = threading.Thread(target=_serve, args=(self._calls,), name=name, daemon=True)
         thread.start()
 
-    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        """Queue ``fn``; the future gets its result or exception once it has run."""
+    async def run(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the thread and return its result or raise its exception.
+
+        A caller cancelled meanwhile still waits until ``fn`` has ended (its outcome is then
+        dropped) before ``CancelledError`` propagates, however often it is cancelled: what
+        ``fn`` does, a transaction, is never left half-way by the caller moving on. This is
+        :func:`lovia._async.shielded` without its extra future and loop turn per call.
+        """
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._calls.put(_Call(fn, future, loop))
-        return future
+        call: _Call[T] = _Call(fn, loop.create_future(), loop)
+        self._calls.put(call)
+        try:
+            return await call.future
+        except asyncio.CancelledError:
+            while not call.ended:  # the call is queued or running: its real end comes first
+                call.waiter = loop.create_future()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call.waiter
+            raise
 
     def stop(self) -> None:
         """End the thread once the calls queued so far have run. Idempotent."""
@@ -132,17 +153,20 @@ def _serve(calls: queue.SimpleQueue[_Call[Any] | None]) -> None:
         except BaseException as exc:  # handed to the caller, whatever it is
             outcome = (None, exc)
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to tell
-            call.loop.call_soon_threadsafe(_settle, call.future, *outcome)
+            call.loop.call_soon_threadsafe(_settle, call, *outcome)
         del call, outcome
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():
+def _settle(call: _Call[Any], result: Any, error: BaseException | None) -> None:
+    call.ended = True
+    if call.waiter is not None and not call.waiter.done():
+        call.waiter.set_result(None)
+    if call.future.cancelled():
         return
     if error is not None:
-        future.set_exception(error)
+        call.future.set_exception(error)
     else:
-        future.set_result(result)
+        call.future.set_result(result)
 
 
 # -- the file ----------------------------------------------------------------------------
@@ -291,7 +315,7 @@ class SQLiteDatabase:
         if self._worker is None:
             self._worker = _Worker(f"lovia-sqlite {self.path.name}")
             weakref.finalize(self, self._worker.stop)
-        await shielded(self._worker.submit(self._open_sync))
+        await self._worker.run(self._open_sync)
         return self._worker
 
     def _open_sync(self) -> None:
@@ -424,12 +448,13 @@ class SQLiteDatabase:
     async def _on_worker(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on the connection's thread, after this store's operations queued before it."""
         async with self._serialised():
-            worker = await self._ensure_open()
+            worker = self._worker if self._conn is not None else await self._ensure_open()
             conn = self._conn
-            assert conn is not None
-            # Once queued, the call runs to its end on the worker thread whatever we do: wait
-            # for its real outcome (so the lock is not freed mid-transaction) before a cancellation.
-            return await shielded(worker.submit(lambda: fn(conn)))
+            assert worker is not None and conn is not None
+            # Once queued, the call runs to its end on the worker thread whatever we do: its
+            # real outcome is waited for (so the lock is not freed mid-transaction) before a
+            # cancellation propagates.
+            return await worker.run(lambda: fn(conn))
 
     def _transaction_sync(
         self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], begin: str, action: str
@@ -458,7 +483,7 @@ class SQLiteDatabase:
             if worker is None:
                 return
             if conn is not None:
-                await shielded(worker.submit(conn.close))
+                await worker.run(conn.close)
             if self._release_file is not None:
                 self._release_file()
             worker.stop()

@@ -9,7 +9,7 @@ from lovia.entries import Entry
 
 
 class RecordingCheckpointer(InMemoryCheckpointer):
-    """An in-memory checkpointer that logs each save (status and entry types) and delete."""
+    """An in-memory checkpointer that logs each claim and save (status and entry types) and delete."""
 
     def __init__(self, log: list | None = None) -> None:
         super().__init__()
@@ -18,6 +18,14 @@ class RecordingCheckpointer(InMemoryCheckpointer):
     async def save(self, snapshot: RunSnapshot) -> None:
         await super().save(snapshot)
         self.log.append(("save", snapshot.head.status, [e.type for e in snapshot.entries]))
+
+    async def claim(self, run_id: str, owner, *, token, lease_seconds, start=None, if_stored="take"):
+        taken = await super().claim(run_id, owner, token=token, lease_seconds=lease_seconds, start=start,
+                                    if_stored=if_stored)
+        stored = await super().load(run_id)
+        if stored is not None:
+            self.log.append(("claim", stored.head.status, [e.type for e in stored.entries]))
+        return taken
 
     async def delete(self, run_id: str) -> bool:
         self.log.append(("delete", run_id))

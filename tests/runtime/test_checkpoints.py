@@ -53,15 +53,15 @@ async def test_snapshots_follow_every_model_turn_and_every_tool_result():
     checkpointer = RecordingCheckpointer()
     agent = Agent(name="bot", model=two_step_model(), tools=[step])
     await Runner.run(agent, "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
-    saves = [entry for entry in checkpointer.log if entry[0] == "save"]
-    assert [(status, types[-1], len(types)) for _, status, types in saves] == [
-        ("running", "user", 1),           # the run is visible as soon as it starts
-        ("running", "tool_call", 3),      # after model turn 1
-        ("running", "tool_result", 4),    # after its tool result
-        ("running", "tool_call", 5),      # after model turn 2
-        ("running", "tool_result", 6),
-        ("running", "assistant", 7),      # after the final model turn
-        ("completed", "assistant", 7),    # finalized
+    writes = [entry for entry in checkpointer.log if entry[0] in ("claim", "save")]
+    assert [(what, status, types[-1], len(types)) for what, status, types in writes] == [
+        ("claim", "running", "user", 1),  # the run is visible as soon as it starts, stored by its claim
+        ("save", "running", "tool_call", 3),      # after model turn 1
+        ("save", "running", "tool_result", 4),    # after its tool result
+        ("save", "running", "tool_call", 5),      # after model turn 2
+        ("save", "running", "tool_result", 6),
+        ("save", "running", "assistant", 7),      # after the final model turn
+        ("save", "completed", "assistant", 7),    # finalized
     ]
 
 
