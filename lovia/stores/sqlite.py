@@ -4,6 +4,35 @@ Both take a file path and ``wal=False``; ``wal=True`` switches the file to WAL j
 with a long busy timeout, for a file shared by several stores or processes. New files are
 created readable by their owner only. See :mod:`lovia.stores._sqlite_db` for how opening,
 migration and transactions work.
+
+How a session is kept (schema 3), and why. Each run is one row of ``lovia_segments`` (run id,
+meta, entry count, and ``start``: the position of its first entry in the session) and one row of
+``lovia_segment_entries`` holding its entries as one JSON array, with their type tags
+(``kinds``) beside it. Loading a session reads one row per run, and the arrays are decoded by
+msgspec straight into the entry dataclasses (:func:`lovia.entries.entries_from_json_array`).
+``start`` lets ``read_page`` find and read only the runs a page touches. The arrays live in a
+table of their own so that ``lovia_segments`` stays narrow: listing sessions sums counts and
+meta over every run without paging through conversation text.
+
+Measured with ``python bench/stores.py`` (10,000 entries in 1,000 runs, medians with the
+spread on the 2-core machine shared with other work), against raw sqlite3 reading the same
+entries stored one JSON array per run and ``json.loads``-ing them into dicts. Schema 2 (a row
+per entry, ``json.loads`` per row, then a dataclass from each dict) took 2.65x (1.83-3.36) of
+that in the default journal mode and 2.70x (1.58-3.52) with WAL. Schema 3 takes 0.89x
+(0.61-1.71) and 0.90x (0.57-1.65) (another run: 0.97x and 0.96x), below the baseline, whose
+``json.loads`` builds only dicts.
+One load, taken apart: fetching the 1,000 rows 5.5 ms (the baseline's 3.7 ms: a run is two
+rows, joined), decoding 14 ms (the baseline's ``json.loads`` 22.5 ms).
+
+The codec was chosen by measuring decoders of the same 10,000 entries side by side (fastest of
+15, ms): ``json.loads`` to dicts 37; dicts to the dataclasses 44; msgspec Structs in a tagged
+union, then copied into the dataclasses, 43 (the copy costs more than the decoding saves);
+msgspec into the dataclasses with a decoder made per sequence of type tags, the tags read from
+the JSON in a first pass, 21. Trusting the stored ``kinds`` instead of that first pass was
+faster still (11) but was not taken: an entry whose own tag disagrees with ``kinds`` (a damaged
+row) would decode silently as the wrong kind, where the spec wants it refused. ``kinds`` only
+narrows which runs a trim or a title search reads. The entry classes stay dataclasses: they are
+public API.
 """
 
 from __future__ import annotations
@@ -255,17 +284,8 @@ class SQLiteSession(_SQLiteStore):
     ``read_page`` (:class:`~lovia.session.PagedSession`) and ``outside_change_token``, which
     tells of other processes' writes.
 
-    Each run is one row of ``lovia_segments`` (run id, meta, entry count, and ``start``, the
-    position of its first entry in the session) and one row of ``lovia_segment_entries``
-    holding its entries as one JSON array and their type tags (``kinds``), written together.
-    Why, measured with ``python bench/stores.py`` (10,000 entries in 1,000 runs; ratios to raw
-    sqlite3 reading the same arrays, one row per run, and ``json.loads``-ing them): with a row
-    per entry, as schema 2 kept them, loading took 1.9x-2.4x that baseline, a third of it
-    fetching 10,000 rows and most of the rest building entries from dicts; a row per run and
-    msgspec decoding each array straight into the entry dataclasses
-    (:func:`~lovia.entries.entries_from_json_array`, with a decoder per sequence of
-    ``kinds``) take it to 0.5x-0.6x, below the baseline, whose ``json.loads`` makes only dicts.
-    ``start`` lets ``read_page`` read only the runs a page touches.
+    Each run is a row of ``lovia_segments`` and a row of its entries as one JSON array; the
+    module docstring tells why, with the measurements.
     """
 
     _schema = SESSION_SCHEMA
