@@ -181,7 +181,7 @@ class Floor:
         """The commits the spec asks of ``run``: the claim with its input, a snapshot after each
         model turn (its message or tool calls) and each tool result, the finalization, the segment."""
         entries = [(position, kind, data) for position, (kind, data) in enumerate(run.entries)]
-        first_output = next(i for i, (_, kind, _) in enumerate(entries) if kind != "user_message")
+        first_output = next(i for i, (_, kind, _) in enumerate(entries) if kind != "user")
         self.commit(run_id, entries[:first_output], run.head)  # the claim stores the input
         for entry in entries[first_output:]:
             self.commit(run_id, [entry], run.head)

@@ -185,6 +185,11 @@ def register_live_claim(token: str, checkpointer: object, run_id: str) -> None:
     _LIVE_CLAIMS[token] = key
 
 
+def is_live_here(checkpointer: object, run_id: str) -> bool:
+    """Whether an execution of ``run_id`` on ``checkpointer`` is live in this process."""
+    return (id(checkpointer), run_id) in _LIVE_CLAIMS.values()
+
+
 def release_live_claim(token: str) -> None:
     """The execution ``token`` ended (it may have never been registered)."""
     _LIVE_CLAIMS.pop(token, None)

@@ -36,6 +36,7 @@ from lovia.checkpoint import (
     RunOwner,
     RunSnapshot,
     claim_refused,
+    is_live_here,
     plan_claim,
     register_live_claim,
     release_live_claim,
@@ -293,11 +294,13 @@ class _Run:
         :class:`ClaimingCheckpointer`: a claim given the fresh run stores it when none is
         stored, returns a completed one as it is (to replay), refuses one held elsewhere and
         takes any other (to resume), which is what the runner does with a loaded run. The
-        read transaction of the load is then saved.
+        read transaction of the load is then saved. Not while another execution of the run is
+        live in this process: the claim would refuse at once, where a run that execution
+        completed is to be replayed.
         """
         options = self.checkpoint
         return (self._claims_atomically and options is not None and options.if_run_exists == "resume"
-                and options.resume_from is None)
+                and options.resume_from is None and not is_live_here(options.checkpointer, options.run_id))
 
     async def _existing_snapshot(self) -> RunSnapshot | None:
         options = self.checkpoint
