@@ -27,7 +27,7 @@ import functools
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -253,7 +253,16 @@ def entry_from_json(text: str, *, where: str = "") -> Entry:
 
 def entries_from_json(rows: Iterable[str], *, where: str = "") -> list[Entry]:
     """Decode many JSON entries; errors name ``where`` and the entry's position in it."""
-    # The hot loop of every load: the common case is inlined, anything odd goes the long way.
+    rows = list(rows)
+    # The common case: the rows joined are one array for the fast decoder. The count tells a
+    # row that was not one JSON value (such a row may even join into a valid array).
+    try:
+        fast = _fast_array("[" + ",".join(rows) + "]")
+    except Exception:
+        fast = None
+    if fast is not None and len(fast) == len(rows):
+        return list(fast)
+    # Anything odd goes row by row, the long way, to decode it or name the damaged entry.
     entries: list[Entry] = []
     append, loads, types = entries.append, json.loads, ENTRY_TYPES
     for position, text in enumerate(rows):
@@ -293,14 +302,24 @@ def entries_from_json_array(text: Any, *, where: str = "", first: int = 0) -> tu
     quoting stored text. Errors name ``where`` and the entry's position, counted from ``first``.
     """
     try:
-        # Two passes over the text, both in msgspec's C code: the entries' own type tags
-        # first, which pick the decoder that builds exactly those entry classes.
-        kinds = tuple([item.type for item in _read_tags(text)])
-        if _KNOWN_TYPES.issuperset(kinds):
-            return _array_decoder(kinds).decode(text)
+        fast = _fast_array(text)
     except Exception:
-        pass  # anything unexpected: the careful path decodes it, or says what is wrong without quoting it
-    return _decode_array_carefully(text, where, first)
+        fast = None  # anything unexpected: the careful path decodes it, or says what is wrong without quoting it
+    return fast if fast is not None else _decode_array_carefully(text, where, first)
+
+
+def _fast_array(text: Any) -> tuple[Entry, ...] | None:
+    """The entries of a JSON array of known types, or ``None``; raises on anything else unexpected."""
+    # Two passes over the text, both in msgspec's C code: the entries' own type tags first,
+    # which pick the decoder that builds exactly those entry classes.
+    kinds = tuple([item.type for item in _read_tags(text)])
+    if not _KNOWN_TYPES.issuperset(kinds):
+        return None
+    if len(kinds) <= _LONGEST_SHAPE:
+        return _array_decoder(kinds).decode(text)
+    # A long array (a checkpoint's whole run, a run of many tool calls) would make a decoder
+    # used once: its items are decoded one by one instead, about as fast as ``json.loads``.
+    return tuple([_ENTRY_DECODERS[kind](item) for kind, item in zip(kinds, _read_items(text), strict=True)])
 
 
 class _Tagged(msgspec.Struct):
@@ -308,7 +327,13 @@ class _Tagged(msgspec.Struct):
 
 
 _read_tags = msgspec.json.Decoder(list[_Tagged]).decode
+_read_items = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _KNOWN_TYPES = frozenset(ENTRY_TYPES)
+_ENTRY_DECODERS: dict[str, Callable[[Any], Entry]] = {
+    name: msgspec.json.Decoder(cls).decode for name, cls in ENTRY_TYPES.items()
+}
+# Arrays up to this long get a decoder of their own shape, kept for the next of that shape.
+_LONGEST_SHAPE = 256
 
 
 @functools.lru_cache(maxsize=512)

@@ -24,7 +24,7 @@ from lovia import (
     ToolResult,
     UserMessage,
 )
-from lovia.entries import entries_from_json_array, entries_to_json_array, entry_to_dict
+from lovia.entries import entries_from_json, entries_from_json_array, entries_to_json_array, entry_to_dict
 from lovia.errors import DamagedEntryError
 from lovia.stores.sqlite import SESSION_SCHEMA
 
@@ -190,3 +190,22 @@ def test_the_array_codec_keeps_the_single_entry_rules():
         with pytest.raises(DamagedEntryError) as caught:
             entries_from_json_array(damaged, where="run 'r'")
         assert "SECRET" not in str(caught.value) and caught.value.__cause__ is None
+
+
+def test_long_arrays_and_joined_rows_decode_by_the_same_rules():
+    long = [UserMessage(text=str(i), created_at=float(i)) if i % 2 else ToolResult(call_id=str(i), output="o")
+            for i in range(600)]
+    assert list(entries_from_json_array(entries_to_json_array(long))) == long
+    stored = json.loads(entries_to_json_array(long))
+    stored[580]["type"] = "hologram"
+    with pytest.raises(EntryDecodeError, match=r"'hologram' in run 'r', entry #580"):
+        entries_from_json_array(json.dumps(stored), where="run 'r'")
+    # A checkpoint's rows, one entry each, go through the same decoder joined into one array.
+    rows = [json.dumps(entry_to_dict(e)) for e in long]
+    assert entries_from_json(rows) == long
+    assert entries_from_json([]) == []
+    for damaged in (['{"type":"user","text":"a"},{"type":"user","text":"SECRET"}'], ["1"], ['"SECRET"'],
+                    ['{"type":"user","text":"a"}', '{"type":"user","text":"SECRET"']):
+        with pytest.raises(DamagedEntryError) as caught:
+            entries_from_json(damaged, where="run 'r'")
+        assert "SECRET" not in str(caught.value) and "entry #" in str(caught.value)
