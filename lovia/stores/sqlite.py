@@ -37,6 +37,7 @@ public API.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -155,29 +156,26 @@ def _session_v3(conn: sqlite3.Connection) -> None:
             "lovia cannot move the file to its new layout and left it as it was. Restore it from a backup, "
             "or move it aside and start a new file."
         )
-    segments = conn.execute(
+    rows = conn.execute(
         "SELECT g.seq, g.session_id, e.type, e.data FROM lovia_segments AS g "
         "LEFT JOIN lovia_entries AS e ON e.segment_seq = g.seq ORDER BY g.session_id, g.seq, e.seq"
     )
-    runs: list[tuple[int, str, list[str], list[str]]] = []
-    for seq, session_id, kind, data in segments:
-        if not runs or runs[-1][0] != seq:
-            runs.append((seq, session_id, [], []))
-        if data is not None:  # a run stored with no entries has one row of NULLs here
-            runs[-1][2].append(kind)
-            runs[-1][3].append(data)
-    position, session = 0, None
-    for seq, session_id, kinds, texts in runs:
+    # One run at a time, so a large file is not held in memory. The stored texts are joined as
+    # they are, so nothing of them changes (fields a newer lovia wrote stay); a damaged one
+    # leaves its run's array damaged, refused when it is read.
+    positions: list[tuple[int, int, int]] = []  # start, entry count, seq of each run
+    session, position = None, 0
+    for (seq, session_id), items in itertools.groupby(rows, key=lambda row: (row[0], row[1])):
+        entries = [(kind, data) for _, _, kind, data in items if data is not None]  # NULLs: a run of none
         if session_id != session:
-            position, session = 0, session_id
-        conn.execute("UPDATE lovia_segments SET start = ?, entry_count = ? WHERE seq = ?", (position, len(texts), seq))
-        # The stored texts are joined as they are, so nothing of them changes (fields a newer
-        # lovia wrote stay); a damaged one leaves its run's array damaged, refused at reading.
+            session, position = session_id, 0
         conn.execute(
             "INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
-            (seq, " ".join(kinds), "[" + ",".join(texts) + "]"),
+            (seq, " ".join(kind for kind, _ in entries), "[" + ",".join(data for _, data in entries) + "]"),
         )
-        position += len(texts)
+        positions.append((position, len(entries), seq))
+        position += len(entries)
+    conn.executemany("UPDATE lovia_segments SET start = ?, entry_count = ? WHERE seq = ?", positions)
     conn.execute("DROP TABLE lovia_entries")
     conn.execute("CREATE INDEX lovia_segments_by_start ON lovia_segments (session_id, start)")
 

@@ -1,7 +1,8 @@
 """Makes ``session-v2.db`` and ``session-v2.json``: a session file as lovia's schema 2 wrote it.
 
-Run once with the lovia of schema 2 (commit 86ace60) on the path, e.g. from a checkout of
-that commit: ``PYTHONPATH=<that checkout> python tests/stores/data/make_session_v2.py``.
+Run once with the lovia of schema 2 (commit 86ace60) importable as ``lovia``, e.g. from a
+checkout of that commit with no other lovia installed:
+``PYTHONPATH=<that checkout> python tests/stores/data/make_session_v2.py``.
 The database is what that code wrote; the JSON is what that code read back from it (every
 session's entries, segments, listing figures and a page), so the migration test compares a
 newer lovia's reading of the migrated file with the older one's reading of the original.
@@ -66,6 +67,9 @@ async def write(path: Path) -> None:
             await session.append("trimmed", turn(30 + n, 2, 2000), run_id=f"trimmed-{n}", meta=meta(30 + n))
         await session.trim_tool_results("trimmed", keep_chars=100, keep_runs=1)
         await session.append("untitled", [AssistantMessage(text="no user here", created_at=7.0)], run_id="u-0")
+        for n in range(3):  # two sessions whose runs alternate in the file
+            await session.append("woven-a", turn(40 + n, 1, 10), run_id=f"woven-a-{n}")
+            await session.append("woven-b", turn(50 + n, n, 10), run_id=f"woven-b-{n}")
         await checkpointer.save(RunSnapshot("live", RunHead(agent="bot", session_id="chat"),
                                             [UserMessage(text="in flight", created_at=8.0)]))
     # A field written by a newer lovia: it must survive the migration and be ignored on load.
