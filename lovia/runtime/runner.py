@@ -9,7 +9,8 @@ offers the result. Both follow ``sessions-and-checkpoints.md``:
   an existing run id resumes, replays, restarts or fails per ``if_run_exists``;
 - a run is claimed before it executes (atomically, when the checkpointer is a
   ``ClaimingCheckpointer``), and its lease is renewed while it runs, so a run id issued by
-  several processes at once executes in one of them;
+  several processes at once executes in one of them; with ``if_run_exists="resume"`` the
+  claim alone decides (no load before it), and a fresh run's claim is its first snapshot;
 - on success the checkpoint is finalized first, then the session append, then the optional
   delete, so a crash between them heals on the next replay.
 """

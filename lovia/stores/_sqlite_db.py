@@ -4,19 +4,40 @@ Every operation of a store is one plain function over a ``sqlite3.Connection`` t
 start to finish, on the store's own worker thread: ``BEGIN`` .. ``COMMIT`` is a single thread
 hop. That keeps the cost per transaction low and means a cancelled caller can never split a
 transaction: once queued, it runs to ``COMMIT`` or ``ROLLBACK``, and the caller waits for that
-outcome (shielded) before its cancellation propagates.
+outcome (however often it is cancelled meanwhile) before its cancellation propagates.
 
 The worker is a small class of our own over the standard library (a daemon thread, a queue
 of calls, results handed back with ``loop.call_soon_threadsafe``) rather than aiosqlite:
 lovia needs exactly "run this function on the connection's thread", which aiosqlite offers
 only through private names (``Connection._execute``, ``_connection``, ``_thread``), and
 aiosqlite's thread is not a daemon, so a store left open kept the interpreter from exiting
-unless patched. The hop costs the same: an empty call round trip is 28 us with either (best
-of 5 x 20,000, 2-core machine). ``python bench/stores.py --appends 500``, lovia/raw-sqlite3
-ratios of two runs each, before (aiosqlite) -> after, on a machine shared with other jobs:
-appends 1.22x, 1.03x -> 0.87x, 1.22x (default) and 1.44x, 1.32x -> 1.26x, 1.30x (wal=True);
-load 1.34x, 1.32x -> 0.99x, 1.58x and 1.53x, 1.38x -> 1.52x, 1.50x. The differences are
-within the noise of the machine: the choice is for owning the thread, not for speed.
+unless patched.
+
+Why a thread at all, and what is left of the cost per transaction. Measured 2026-12-03 on this
+project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets):
+
+- Running each transaction on the event loop's own thread would save the hop, but blocks the
+  loop for the commit's fsync and for any wait on another connection's lock: 2,000 commits
+  here took 1.15 ms at the median, 15.6 ms at p99 and 20.4 ms at worst in rollback-journal
+  mode, 0.23, 0.88 and 4.6 ms with WAL, and a commit that meets a held lock waits up to the
+  busy timeout (5 s, or 30 s with WAL). And it gains little: a tool-call turn against its
+  commit floor (``bench/runner.py``'s measure, 25 pairs, two runs each) was 1.29x, 1.36x on the
+  thread against 1.27x, 1.23x inline in rollback-journal mode, and 1.94x, 1.85x against 1.58x,
+  1.82x with WAL. The thread stays: the app's loop must not stall on the disk.
+- The hop itself: an empty call's round trip is 41 us (31-185) with :meth:`_Worker.run`,
+  against 51 us (35-317) for the same call awaited through :func:`lovia._async.shielded`, the
+  previous way (9 x 3,000 calls, same run), which added a future and a loop turn to every
+  call. Now the caller awaits the call's own future, and only a cancelled caller waits on a
+  second one (``_Call.waiter``) until the call has ended. What remains per call is about three
+  futex wake-ups, two epoll waits and a self-pipe write; on this VM waking an idle CPU costs
+  tens of microseconds, which shows next to a 0.2-0.3 ms WAL commit and not next to a 1-2 ms
+  rollback-journal one.
+- So the rest of a WAL tool-call turn's distance from its floor is the run loop and lovia's own
+  work per snapshot (encoding the head and the new entries, checking the claim in the same
+  transaction) on CPUs shared with other jobs, not the hop: inline it stays at 1.6-1.8x.
+  For a fresh run the runner makes no more commits than the spec asks for, and no read before
+  its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and
+  its claim is not followed by a save of the same head.
 
 The file itself is only ever opened through SQLite. POSIX record locks belong to the process,
 and closing any descriptor of the file, even one opened just to peek at its header, releases
