@@ -24,20 +24,25 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   commit floor (``bench/runner.py``'s measure, 25 pairs, two runs each) was 1.29x, 1.36x on the
   thread against 1.27x, 1.23x inline in rollback-journal mode, and 1.94x, 1.85x against 1.58x,
   1.82x with WAL. The thread stays: the app's loop must not stall on the disk.
-- The hop itself: an empty call's round trip is 41 us (31-185) with :meth:`_Worker.run`,
-  against 51 us (35-317) for the same call awaited through :func:`lovia._async.shielded`, the
-  previous way (9 x 3,000 calls, same run), which added a future and a loop turn to every
-  call. Now the caller awaits the call's own future, and only a cancelled caller waits on a
-  second one (``_Call.waiter``) until the call has ended. What remains per call is about three
-  futex wake-ups, two epoll waits and a self-pipe write; on this VM waking an idle CPU costs
-  tens of microseconds, which shows next to a 0.2-0.3 ms WAL commit and not next to a 1-2 ms
-  rollback-journal one.
-- So the rest of a WAL tool-call turn's distance from its floor is the run loop and lovia's own
-  work per snapshot (encoding the head and the new entries, checking the claim in the same
-  transaction) on CPUs shared with other jobs, not the hop: inline it stays at 1.6-1.8x.
-  For a fresh run the runner makes no more commits than the spec asks for, and no read before
-  its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and
-  its claim is not followed by a save of the same head.
+- The hop itself: an empty call's round trip with :meth:`_Worker.run` against the same call
+  awaited through :func:`lovia._async.shielded`, the previous way, which added a future and a
+  loop turn to every call (9 x 3,000 calls each, same run): 41 us (31-185) against 51 us
+  (35-317) with the machine busy, 49 us (33-102) against 95 us (38-108) with it idle, 34.5
+  against 41.3 us with the process pinned to one CPU. Now the caller awaits the call's own
+  future, and only a cancelled caller waits on a second one (``_Call.waiter``) until the call
+  has ended. What remains per call is about three futex wake-ups, two epoll waits and a
+  self-pipe write; the spread is this VM waking an idle CPU (pinned to one CPU the round trip
+  is 30-40 us; across two, on an idle machine, other runs measured up to 190 us), which shows
+  next to a 0.2-0.3 ms WAL commit and not next to a 1-2 ms rollback-journal one.
+- And the hop is not all of what is left: the same run loop with raw ``sqlite3`` commits made
+  inline in place of the checkpointer (lovia's JSON encoding, no hop, no claim check) measured
+  1.47x and 1.60x its WAL floor, so the loop's own work between commits weighs about as much
+  as the hop does; with the transactions inline a tool-call turn was 1.6-1.8x, on the thread
+  1.9-2.8x (idle machine at the top).
+
+For a fresh run the runner makes no more commits than the spec asks for, and no read before
+its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and its
+claim is not followed by a save of the same head.
 
 The file itself is only ever opened through SQLite. POSIX record locks belong to the process,
 and closing any descriptor of the file, even one opened just to peek at its header, releases
