@@ -4,7 +4,8 @@
 
 Each part lives in its own module and gives rows of one table:
 - ``tui_startup``: first paint of the real CLI path against a bare Textual app;
-- ``tui_history``: long histories (open, move) against a short session.
+- ``tui_history``: long histories (open, move) against a short session;
+- ``tui_sessions``: first paint with 10,000 sessions against 10, and the queries a turn costs.
 Every figure is the median of --repeat repetitions with the lowest and highest in brackets;
 a ratio is taken per repetition (see ``_stats``).
 """
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tui_history  # noqa: E402
+import tui_sessions  # noqa: E402
 import tui_startup  # noqa: E402
 
 
@@ -35,6 +37,7 @@ def main() -> None:
         asyncio.run(build(db, long_entries=10_000))
         table = tui_startup.rows(db, args.repeat)
         table += asyncio.run(tui_history.rows(db, args.repeat))
+        table += asyncio.run(tui_sessions.rows(args.repeat))
     print(f"lovia TUI benchmark: median of {args.repeat} (lowest-highest)\n")
     print("| measure | lovia | baseline | ratio |")
     print("|---|---|---|---|")

@@ -145,9 +145,10 @@ def check_api_key(model: object) -> None:
 
     A model at a local ``base_url`` (Ollama, llama.cpp, vLLM...) needs no key and passes.
     """
-    from lovia.models.openai_chat import OpenAIChatModel
-
-    if isinstance(model, OpenAIChatModel) and model.missing_key:
+    openai_chat = sys.modules.get("lovia.models.openai_chat")
+    if openai_chat is None:
+        return  # never imported, so ``model`` is not one of its models: the demo model starts without the client
+    if isinstance(model, openai_chat.OpenAIChatModel) and model.missing_key:
         raise UserError(
             f"{model.name} needs an API key for the OpenAI API: set LOVIA_API_KEY or OPENAI_API_KEY in the "
             "environment; for a local server give its address with --base-url (or LOVIA_BASE_URL), "

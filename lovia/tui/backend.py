@@ -130,10 +130,12 @@ class SessionListing(SessionInfo):
     ``state`` is the state of its newest run not in the session yet (``interrupted``,
     ``crashed``, ``failed``, ``elsewhere`` or ``running``), ``None`` when every run of it is
     stored. A session the store does not know yet (none of its runs completed) is listed
-    with no entries or runs, titled by its first run's input.
+    with no entries or runs, titled by its first run's input. ``activity`` is what lists are
+    ordered by, newest first: its last activity, stored or not (a run's last save counts).
     """
 
     state: RunState | None = None
+    activity: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,31 @@ def run_state(head: RunHead) -> RunState:
         return head.status
     holder = head.holder()
     return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
+
+
+def _runs_by_session(runs: Sequence[RunSummary]) -> tuple[dict[str, RunSummary], dict[str, RunSummary]]:
+    """Each session's newest and oldest of ``runs`` (given newest first)."""
+    newest: dict[str, RunSummary] = {}
+    oldest: dict[str, RunSummary] = {}
+    for summary in runs:
+        if summary.head.session_id is not None:
+            newest.setdefault(summary.head.session_id, summary)
+            oldest[summary.head.session_id] = summary
+    return newest, oldest
+
+
+def _listing(info: SessionInfo, newest_run: RunSummary | None) -> SessionListing:
+    """A stored session as listed, marked by its newest unstored run (if any)."""
+    state = run_state(newest_run.head) if newest_run is not None else None
+    activity = max(info.last_activity or 0.0, newest_run.head.updated_at if newest_run is not None else 0.0)
+    return SessionListing(**{f.name: getattr(info, f.name) for f in fields(SessionInfo)}, state=state,
+                          activity=activity)
+
+
+def _unstored_listing(session_id: str, oldest: RunSummary, newest: RunSummary) -> SessionListing:
+    """A session only its unstored runs know: titled by the first one's input, with no entries or runs."""
+    return SessionListing(session_id, title_from(oldest.head.first_input), 0, 0, oldest.head.started_at,
+                          newest.head.updated_at, 0.0, state=run_state(newest.head), activity=newest.head.updated_at)
 
 
 def _given_back(taken: RunSnapshot) -> RunHead:
@@ -295,42 +322,66 @@ class ChatBackend:
     def new_session_id() -> str:
         return f"s-{uuid.uuid4().hex[:12]}"
 
-    async def sessions(self, query: str | None = None) -> list[SessionListing]:
-        """Every session with a stored or unstored run, matching ``query``, most recent first.
+    async def sessions(self, query: str | None = None, *, limit: int | None = None) -> list[SessionListing]:
+        """Sessions with a stored or unstored run, matching ``query``, most recent first (see :class:`SessionListing`).
 
         The store lists the sessions it knows (filtered its own way); a session whose runs
         all stopped, crashed or failed before completing is known only to the checkpointer,
         and is added with its first run's input as title (filtered by id and title, as the
-        bundled stores do). Each is marked with the state of its newest unstored run (see
-        :class:`SessionListing`) and ordered by its latest activity, stored or not. None
-        when the store cannot list.
+        bundled stores do). Each is marked with the state of its newest unstored run and
+        ordered by its latest activity, stored or not. With ``limit``, the newest ``limit`` of
+        them: the store is asked for that many, and the few sessions with unstored runs it did
+        not return are looked up one by one (their runs may make them newer). None when the
+        store cannot list.
         """
         session = self.session
         if not isinstance(session, ListableSession):
             return []
-        stored = await session.list_sessions(query=query or None)
-        newest: dict[str, RunSummary] = {}
-        oldest: dict[str, RunSummary] = {}
-        for summary in await self._unstored_runs():  # newest first
-            if summary.head.session_id is not None:
-                newest.setdefault(summary.head.session_id, summary)
-                oldest[summary.head.session_id] = summary
-        listed = [SessionListing(**{f.name: getattr(info, f.name) for f in fields(SessionInfo)},
-                                 state=run_state(newest[info.session_id].head) if info.session_id in newest else None)
-                  for info in stored]
+        stored = await session.list_sessions(query=query or None, limit=limit)
+        newest, oldest = _runs_by_session(await self._unstored_runs())
+        listed = [_listing(info, newest.get(info.session_id)) for info in stored]
         unknown = set(newest) - {info.session_id for info in stored}
-        if unknown and query:  # a stored session the query left out is not unknown
-            unknown -= {info.session_id for info in await session.list_sessions()}
-        added = [SessionListing(session_id, title_from(oldest[session_id].head.first_input), 0, 0,
-                                oldest[session_id].head.started_at, newest[session_id].head.updated_at, 0.0,
-                                state=run_state(newest[session_id].head)) for session_id in unknown]
+        if unknown and (query or limit is not None):  # a stored session the query or the limit left out
+            elsewhere = await self._stored_infos(session, sorted(unknown))
+            unknown -= {info.session_id for info in elsewhere}
+            if limit is not None:  # left out by the limit: its unstored runs may make it newer than the page
+                listed += [_listing(info, newest[info.session_id])
+                           for info in filter_sessions(elsewhere, query or None, None)]
+        added = [_unstored_listing(session_id, oldest[session_id], newest[session_id]) for session_id in unknown]
         listed += filter_sessions(added, query or None, None)  # type: ignore[arg-type]
+        listed.sort(key=lambda info: info.activity, reverse=True)
+        return listed[:limit] if limit is not None else listed
 
-        def activity(info: SessionListing) -> float:
-            run = newest.get(info.session_id)
-            return max(info.last_activity or 0.0, run.head.updated_at if run else 0.0)
+    async def _stored_infos(self, session: ListableSession, session_ids: list[str]) -> list[SessionInfo]:
+        """Those of ``session_ids`` the store has: one ``session_info`` each (the few with unstored runs),
+        or the whole listing when the store cannot describe one session."""
+        if not isinstance(session, DescribableSession):
+            wanted = set(session_ids)
+            return [info for info in await session.list_sessions() if info.session_id in wanted]
+        found = []
+        for session_id in session_ids:
+            info = await session.session_info(session_id)
+            if info is not None:
+                found.append(info)
+        return found
 
-        return sorted(listed, key=activity, reverse=True)
+    async def session_listing(self, session_id: str, *,
+                              unstored: Sequence[RunSummary] | None = None) -> SessionListing | None:
+        """``session_id`` as :meth:`sessions` lists it, read alone; ``None`` when no store knows it.
+
+        ``unstored`` are the runs not in their sessions yet (as :meth:`unstored_runs` gives them),
+        when the caller has them: then this is one ``session_info`` query, else the runs are
+        listed too. Not listable, or not describable: ``None``.
+        """
+        if not isinstance(self.session, ListableSession) or not isinstance(self.session, DescribableSession):
+            return None
+        runs = [r for r in (await self._unstored_runs() if unstored is None else unstored)
+                if r.head.session_id == session_id]
+        info = await self.session_info(session_id)
+        newest, oldest = _runs_by_session(runs)
+        if info is not None:
+            return _listing(info, newest.get(session_id))
+        return _unstored_listing(session_id, oldest[session_id], newest[session_id]) if runs else None
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
         """``session_id``'s title, counts and timings; ``None`` when unknown or the store cannot tell."""
@@ -404,6 +455,15 @@ class ChatBackend:
         if session_id is not None:
             found = [r for r in found if r.head.session_id == session_id]
         return found
+
+    async def unstored_runs(self) -> list[RunSummary]:
+        """Every run not in its session yet, the ones this process executes included, newest first (one query)."""
+        return await self._unstored_runs()
+
+    @staticmethod
+    def listed_runs(unstored: Sequence[RunSummary]) -> list[RunSummary]:
+        """What :meth:`runs` lists, from :meth:`unstored_runs`: all but the runs this process executes."""
+        return [r for r in unstored if run_state(r.head) != "running"]
 
     async def _unstored_runs(self) -> list[RunSummary]:
         """Every run not in its session yet, the ones this process executes included, newest first."""

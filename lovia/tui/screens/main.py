@@ -9,6 +9,9 @@ wide screen the same keys hide and show the panes. f10 maximizes the focused pan
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from textual import events, on, work
@@ -22,18 +25,18 @@ from textual.widget import Widget
 from textual.widgets import Header, Static
 from textual.worker import Worker
 
-from lovia.checkpoint import claim_refused
+from lovia.checkpoint import RunSummary, claim_refused
 from lovia.errors import LoviaError
 from lovia.session import SessionInfo
 from lovia.tui import format
-from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, TranscriptRun, run_state
+from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.inspector import CheckpointInspector
 from lovia.tui.widgets.runs_pane import RunsPane
-from lovia.tui.widgets.sessions_pane import SessionsPane
+from lovia.tui.widgets.sessions_pane import PAGE, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.transcript import Transcript
 
@@ -124,6 +127,7 @@ class MainScreen(Screen):
         self._reload_waiting = False  # the open session changed elsewhere, its reload waits for the reader
         self._change_check_error: str | None = None
         self._listed_run_states: dict[str, RunState] | None = None  # as the runs pane listed them at the last check
+        self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -140,11 +144,22 @@ class MainScreen(Screen):
         yield LoviaFooter()
 
     async def on_mount(self) -> None:
+        """First paint: the newest :data:`~lovia.tui.widgets.sessions_pane.PAGE` sessions and the newest one open;
+        every other session is listed by a worker after it."""
         await self._follow_other_windows()
-        sessions = await self.backend.sessions()
-        await self.open_session(sessions[0].session_id if sessions else None)
+        first_page: list[SessionListing] = []
+        with told_on(self, "list the sessions"):
+            first_page = await self.backend.sessions(limit=PAGE)
+        await self.open_session(first_page[0].session_id if first_page else None, sessions=first_page)
         self.query_one("#composer").focus()
+        if len(first_page) >= PAGE:
+            self._list_every_session()
         self._record_finished_runs()
+
+    @work(exclusive=True, group="lists")
+    async def _list_every_session(self) -> None:
+        """After the first paint: every session, for the list to draw as it is scrolled and for the filter."""
+        await self.refresh_lists()
 
     @work(group="heal")
     async def _record_finished_runs(self) -> None:
@@ -289,32 +304,77 @@ class MainScreen(Screen):
         scrolled_up = transcript.max_scroll_y > 0 and transcript.scroll_y < transcript.max_scroll_y - 1
         return scrolled_up or (transcript.has_focus and transcript.selected >= 0 and not transcript.at_last_message)
 
-    async def open_session(self, session_id: str | None) -> None:
-        """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any."""
+    async def open_session(self, session_id: str | None, *, sessions: Sequence[SessionInfo] | None = None) -> None:
+        """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any.
+
+        The runs are listed again (one query); the sessions list only moves its marker to the
+        open session, from what it holds, unless ``sessions`` are given to show.
+        """
         await self.chat.open_session(session_id)
         self._welcome_if_empty()
-        in_flight = await self.backend.runs(session_id=session_id) if session_id else []
+        unstored: list[RunSummary] | None = None
+        with told_on(self, "reload the lists"):
+            unstored = await self.backend.unstored_runs()
+        if unstored is None:
+            return
+        in_flight = [r for r in self.backend.listed_runs(unstored) if r.head.session_id == session_id] \
+            if session_id else []
         self.inspected = in_flight[0].run_id if in_flight else None
-        await self.refresh_lists()
+        if sessions is None and self.backend.can_list_sessions:
+            pane = self.query_one(SessionsPane)
+            sessions = pane.listed
+        self._show_lists(sessions, unstored)
+        await self.inspect(self.inspected)
 
     @property
     def chat(self) -> ChatPanel:
         return self.query_one(ChatPanel)
 
     async def refresh_lists(self) -> None:
-        """Reload the sessions and runs panes (and the inspected run) from the stores."""
-        current = self.chat.session_id
+        """Reload the sessions and runs panes (and the inspected run) from the stores: every session is listed."""
         with told_on(self, "reload the lists"):
+            unstored = await self.backend.unstored_runs()
             sessions = await self.backend.sessions()  # all: the pane filters by what it shows
-            if self.backend.can_list_sessions:
-                self.query_one(SessionsPane).show(sessions, current)
-            if self.backend.can_list_runs:
-                runs = await self.backend.runs()
-                titles = {info.session_id: info.title for info in sessions}
-                self.query_one(RunsPane).show(runs, titles)
-                self.chat.has_resumable_run = any(
-                    run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES for run in runs)
+            self._show_lists(sessions, unstored)
         await self.inspect(self.inspected)
+
+    async def refresh_session(self, session_id: str, *, runs_too: bool = True) -> None:
+        """Bring one session's listing up to date, and the runs pane unless ``runs_too`` is false.
+
+        One ``session_info`` query when the runs are not read again (the states of the runs
+        not stored are those the lists last read, with the chat's own run reading running);
+        one more to list them. Only that session's option is redrawn.
+        """
+        if not self.backend.can_list_sessions and not runs_too:
+            return
+        with told_on(self, "reload the lists"):
+            unstored = self._unstored
+            if runs_too or unstored is None:
+                unstored = await self.backend.unstored_runs()
+            listing = await self.backend.session_listing(session_id, unstored=unstored)
+            if listing is not None and not runs_too and self.chat.running and self.chat.session_id == session_id:
+                listing = replace(listing, state="running", activity=max(listing.activity, time.time()))
+            if self.backend.can_list_sessions:
+                self.query_one(SessionsPane).update_session(session_id, listing, self.chat.session_id)
+            if runs_too:
+                self._show_lists(None, unstored)
+
+    def _show_lists(self, sessions: Sequence[SessionInfo] | None, unstored: list[RunSummary]) -> None:
+        """Show ``sessions`` (all of them, or the first page; ``None``: leave the sessions as listed) and the runs."""
+        current = self.chat.session_id
+        self._unstored = unstored
+        pane = self.query_one(SessionsPane) if self.backend.can_list_sessions else None
+        if pane is not None:
+            if sessions is not None:
+                pane.show(sessions, current)
+            elif pane.current != current:
+                pane.show(pane.listed, current)
+        if self.backend.can_list_runs:
+            runs = self.backend.listed_runs(unstored)
+            titles = {info.session_id: info.title for info in (pane.listed if pane is not None else [])}
+            self.query_one(RunsPane).show(runs, titles)
+            self.chat.has_resumable_run = any(
+                run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES for run in runs)
 
     async def inspect(self, run_id: str | None, stored: TranscriptRun | None = None) -> None:
         """Show ``run_id`` in the inspector: its checkpoint, else ``stored`` (the run as the transcript has it).
@@ -456,10 +516,18 @@ class MainScreen(Screen):
     async def _chat_changed(self, event: ChatPanel.Changed) -> None:
         stream = self.chat.stream
         execution = (event.run_id or "", id(stream) if stream is not None and stream.run_id == event.run_id else None)
-        if event.run_id and execution != self._live_run:
+        started = bool(event.run_id) and execution != self._live_run
+        if started:
             # A run the chat starts or resumes is inspected once; a run the reader picks since stays.
             self._live_run, self.inspected = execution, event.run_id
-        await self.refresh_lists()
+        if event.session_id is None:
+            await self.refresh_lists()
+            return
+        # Between the start and the end of the chat's run (a turn, a tool result) the runs listed do
+        # not change (the chat's own run is not listed): one query for its session, none for the runs.
+        mid_run = self.chat.running and not started and event.run_id is not None and self._unstored is not None
+        await self.refresh_session(event.session_id, runs_too=not mid_run)
+        await self.inspect(self.inspected)
 
     @on(ChatPanel.RunSaved)
     async def _run_saved(self, event: ChatPanel.RunSaved) -> None:
@@ -488,9 +556,7 @@ class MainScreen(Screen):
 
     @on(SessionsPane.Action)
     async def _session_action(self, event: SessionsPane.Action) -> None:
-        if event.action == "filter":
-            self.run_worker(self.refresh_lists(), exclusive=True, group="lists")
-        elif event.action == "rename" and event.session_id:
+        if event.action == "rename" and event.session_id:
             await self.query_one(SessionsPane).ask_new_title(event.session_id)
         elif event.session_id:
             self._session_flow(event.action, event.session_id)

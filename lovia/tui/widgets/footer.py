@@ -38,6 +38,28 @@ class LoviaFooter(Footer):
         yield from others
 
     _composed_for: int | None = None  # the width the entries were picked for
+    _composed_from: tuple[object, ...] | None = None  # what the entries shown were made from
+
+    async def recompose(self) -> None:
+        """Make the entries again only when what they show changed.
+
+        Every change of focus or of an action's availability asks for a recompose (several per
+        key press, a dozen while the app starts), and each one replaces every entry; most change
+        nothing. What the entries are made from is compared instead: the width, whether the
+        bindings are known yet, and each active binding with its state.
+        """
+        made_from = self._made_from()
+        if made_from == self._composed_from:
+            return
+        self._composed_from = made_from
+        await super().recompose()
+
+    def _made_from(self) -> tuple[object, ...]:
+        if not self.is_attached:
+            return ()
+        bindings = tuple((b.key, b.key_display, b.action, b.description, b.show, b.tooltip, enabled, tooltip)
+                         for _, b, enabled, tooltip in self.screen.active_bindings.values())
+        return self.app.size.width, self.compact, self._bindings_ready, bindings
 
     def on_resize(self, event: events.Resize) -> None:
         if event.size.width != self._composed_for:

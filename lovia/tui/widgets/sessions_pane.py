@@ -1,7 +1,13 @@
-"""SessionsPane: every session with title, size, last activity and total run time."""
+"""SessionsPane: every session with title, size, last activity and total run time.
+
+The pane holds every session's listing, but options (what the list draws, wrapping each one)
+only for the first :data:`PAGE` of those the filter matches; more are added a page at a time
+as the cursor or the scroll nears the end, so ten thousand sessions draw like a hundred.
+"""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -57,6 +63,11 @@ class SessionList(StoppingOptionList):
         if self.highlighted is None:
             return None
         return self.get_option_at_index(self.highlighted).id
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value >= self.max_scroll_y - self.scrollable_content_region.height:
+            self.query_ancestor(SessionsPane).show_more()
 
     async def _on_key(self, event) -> None:
         if event.character and event.character.isprintable() and not event.character.isspace() \
@@ -133,7 +144,9 @@ class SessionsPane(Vertical):
 
     def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.sessions: list[SessionInfo] = []
+        self.listed: list[SessionInfo] = []  # every session, newest first, as the last show() or update had them
+        self.sessions: list[SessionInfo] = []  # those of them the filter matches
+        self._options_for = 0  # how many of self.sessions have an option in the list
         self._current: str | None = None  # the open session, as the last show() marked it
         self._can_rename = can_rename
 
@@ -146,18 +159,68 @@ class SessionsPane(Vertical):
         yield SessionList(id="session-list", can_rename=self._can_rename)
 
     def show(self, sessions: Sequence[SessionInfo], current: str | None) -> None:
-        """Show those of ``sessions`` the filter matches (see :func:`matches`), keeping ``current`` highlighted."""
-        query = self.query_text
-        self.sessions = [info for info in sessions if matches(info, query)]
-        sessions = self.sessions
+        """Show those of ``sessions`` the filter matches (see :func:`matches`), keeping ``current`` highlighted.
+
+        ``sessions`` are every session, newest first; options are drawn for the first
+        :data:`PAGE` matches (or as many as were drawn before, or down to ``current``).
+        """
+        self.listed = list(sessions)
         self._current = current
+        self._filter(keep_options=True)
+
+    def update_session(self, session_id: str, listing: SessionListing | None, current: str | None) -> None:
+        """Put one session's new listing in its place by activity (``None``: it is gone); ``current`` is the open one.
+
+        Only that session's option is redrawn when it stays where it was; when it moves (or the
+        open session changed), the options drawn so far are redrawn, never the whole list.
+        """
+        before = self._index_of(session_id)
+        self.listed = [info for info in self.listed if info.session_id != session_id]
+        if listing is not None:
+            keys = [-_activity(info) for info in self.listed]
+            self.listed.insert(bisect.bisect_left(keys, -_activity(listing)), listing)
+        query = self.query_text
+        matched = [info for info in self.listed if matches(info, query)] if query.strip() else self.listed
+        after = next((i for i, info in enumerate(matched) if info.session_id == session_id), None)
+        same_place = before is not None and before == after and current == self._current
+        self.sessions, self._current = matched, current
+        if same_place and after is not None and after < self._options_for:
+            self.query_one(SessionList).replace_option_prompt_at_index(
+                after, _label(matched[after], session_id == current))
+        elif same_place:
+            pass  # below the options drawn: nothing on screen changes
+        else:
+            self._draw(self._options_for, keep_highlight=True)
+
+    @property
+    def current(self) -> str | None:
+        """The open session, as the list marks it."""
+        return self._current
+
+    def _index_of(self, session_id: str) -> int | None:
+        return next((i for i, info in enumerate(self.sessions) if info.session_id == session_id), None)
+
+    def _filter(self, *, keep_options: bool) -> None:
+        query = self.query_text
+        self.sessions = [info for info in self.listed if matches(info, query)] if query.strip() else self.listed
+        self._draw(self._options_for if keep_options else 0, keep_highlight=False)
+
+    def _draw(self, at_least: int, *, keep_highlight: bool) -> None:
+        """Redraw the options: for the first ``max(PAGE, at_least)`` sessions, and down to the open one."""
+        sessions, current = self.sessions, self._current
         options = self.query_one(SessionList)
+        highlighted_id = options.get_option_at_index(options.highlighted).id \
+            if keep_highlight and options.highlighted is not None else None
+        index = {info.session_id: i for i, info in enumerate(sessions)}
+        count = min(len(sessions), max(PAGE, at_least, index.get(current or "", -1) + 1))
+        self._options_for = count
         options.clear_options()
         options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
-                             for info in sessions])
-        ids = [info.session_id for info in sessions]
-        if ids:  # the open session if it is listed, else the first match, so enter opens something
-            options.highlighted = ids.index(current) if current in ids else 0
+                             for info in sessions[:count]])
+        self._more_marker(options)
+        if sessions:  # the open session if it is listed, else the first match, so enter opens something
+            wanted = highlighted_id if highlighted_id in index else current
+            options.highlighted = index.get(wanted or "", 0)
         elif self.query_text:
             options.add_option(Option(Text("No session matches the filter: escape clears it.", style="dim"),
                                       disabled=True))
@@ -165,10 +228,26 @@ class SessionsPane(Vertical):
             options.add_option(Option(Text("No sessions yet: write a message and press enter to start one; "
                                            "f1 lists every key.", style="dim"), disabled=True))
 
-    def refresh_ages(self) -> None:
-        """Re-render the listed sessions' ages from what the list holds; highlight and scroll stay."""
+    def _more_marker(self, options: OptionList) -> None:
+        left = len(self.sessions) - self._options_for
+        if left > 0:
+            options.add_option(Option(Text(f"{left:,} more: scroll down", style="dim"), disabled=True))
+
+    def show_more(self) -> None:
+        """Draw options for the next :data:`PAGE` sessions, if some have none yet."""
+        if self._options_for >= len(self.sessions):
+            return
         options = self.query_one(SessionList)
-        for index, info in enumerate(self.sessions):
+        options.remove_option_at_index(options.option_count - 1)  # the "more" marker
+        start, self._options_for = self._options_for, min(len(self.sessions), self._options_for + PAGE)
+        options.add_options([Option(_label(info, info.session_id == self._current), id=info.session_id)
+                             for info in self.sessions[start:self._options_for]])
+        self._more_marker(options)
+
+    def refresh_ages(self) -> None:
+        """Re-render the drawn sessions' ages from what the list holds; highlight and scroll stay."""
+        options = self.query_one(SessionList)
+        for index, info in enumerate(self.sessions[:self._options_for]):
             options.replace_option_prompt_at_index(index, _label(info, info.session_id == self._current))
 
     async def ask_new_title(self, session_id: str) -> None:
@@ -198,16 +277,26 @@ class SessionsPane(Vertical):
         if event.option.id:
             self.post_message(self.Selected(event.option.id))
 
+    @on(OptionList.OptionHighlighted, "#session-list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if event.option_index >= self._options_for - PAGE // 4:
+            self.show_more()
+
     @on(Input.Changed, "#session-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
+        """Filter what the pane holds: no store is asked."""
         event.stop()
-        self.post_message(self.Action("filter", None))
+        self._filter(keep_options=False)
 
     @on(Input.Submitted, "#session-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
         event.stop()
         self.query_one(SessionList).focus()
 
+
+PAGE = 100
+"""How many sessions get options at a time (a few screens' worth)."""
 
 ID_MATCH_CHARS = 4
 """How much of a session id a filter must give for the id to match (the start of it needs one less)."""
@@ -228,6 +317,10 @@ def matches(info: SessionInfo, query: str) -> bool:
     session_id = info.session_id.casefold()
     return needle in session_id and (len(needle) >= ID_MATCH_CHARS or
                                      (len(needle) >= ID_MATCH_CHARS - 1 and session_id.startswith(needle)))
+
+
+def _activity(info: SessionInfo) -> float:
+    return info.activity if isinstance(info, SessionListing) else info.last_activity or 0.0
 
 
 def _title(info: SessionInfo) -> str:

@@ -1,0 +1,138 @@
+"""Many sessions in the running app: first paint with 10,000 sessions against 10, and the store
+queries the lists make after a turn.
+
+- first paint: the stores opened as the ``lovia`` command opens them (``open_stores``), the app
+  started, until its main screen is mounted (the sessions list and the latest session shown) and
+  one frame more; 10,000 sessions against 10, alternated in one process.
+- queries after a turn: the app on 10,000 sessions through stores that count their calls
+  (``tests/tui/counting.py``); one message is sent (a plain answer, then one with a tool call),
+  and the listing calls (``list_sessions``, ``session_info``, ``list_runs``) are counted from the
+  send until the run is over and the next several-windows check (1 s later) has run.
+
+Every tenth session has a title given by rename; the others are titled by their first message.
+Run by ``bench/tui.py``, or alone: ``python bench/tui_sessions.py [--repeat 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _stats import Figure, ratios
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MANY = 10_000
+FEW = 10
+
+
+async def build_sessions(path: Path, count: int) -> None:
+    """``count`` sessions of one run each (a question and its answer), through the store."""
+    from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
+
+    async with SQLiteSession(path, wal=True) as session, SQLiteCheckpointer(path, wal=True):
+        for i in range(count):
+            session_id = f"s-{i:06d}"
+            await session.append(session_id, [UserMessage(text=f"Question {i} about topic {i % 97}"),
+                                              AssistantMessage(text=f"Answer {i}.", agent="assistant")],
+                                 meta={"timing": {"started_at": 1.7e9 + i, "finished_at": 1.7e9 + i + 1.5}})
+            if i % 10 == 0:
+                await session.rename_session(session_id, f"Renamed session {i}")
+
+
+def _app(session, checkpointer):
+    from lovia import BUILTIN_TOOLS, Agent
+    from lovia.models import DemoModel
+    from lovia.tui.app import LoviaApp
+    from lovia.tui.backend import ChatBackend
+
+    agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
+    return LoviaApp(ChatBackend(session, checkpointer, agent), model_label="demo (offline)")
+
+
+async def _until_painted(pilot) -> None:
+    app = pilot.app
+    while app.main_screen is None or not app.main_screen.is_mounted:
+        await asyncio.sleep(0.001)
+    await pilot.pause()
+
+
+async def first_paint(db: Path) -> float:
+    """Seconds from opening the stores to the first paint of the main screen."""
+    from lovia.cli import open_stores
+
+    start = time.perf_counter()
+    session, checkpointer = await open_stores(db)
+    app = _app(session, checkpointer)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _until_painted(pilot)
+        painted = time.perf_counter() - start
+    return painted
+
+
+async def queries_per_turn(db: Path, text: str) -> dict[str, int]:
+    """The listing calls made from sending ``text`` until the run and the next change check are over."""
+    from lovia.tui.screens.main import CHANGE_CHECK_SECONDS
+    from tests.tui.counting import CountingCheckpointer, CountingSession, listing_calls, reset
+
+    session, checkpointer = CountingSession(db, wal=True), CountingCheckpointer(db, wal=True)
+    app = _app(session, checkpointer)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _until_painted(pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause(CHANGE_CHECK_SECONDS * 1.5)  # start-up and its first check are over
+        await app.workers.wait_for_complete()
+        reset(session, checkpointer)
+        app.screen.query_one("#composer").focus()
+        await pilot.pause()
+        await pilot.press(*text)
+        await pilot.press("enter")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause(CHANGE_CHECK_SECONDS * 1.5)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        return listing_calls(session, checkpointer)
+
+
+def _calls(counted: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in counted.items()) or "none"
+
+
+async def rows(repeat: int) -> list[tuple[str, str, str, str]]:
+    """The many-sessions rows of the TUI table: measure, lovia, baseline, ratio."""
+    with tempfile.TemporaryDirectory() as tmp:
+        many, few = Path(tmp) / "many.db", Path(tmp) / "few.db"
+        await build_sessions(many, MANY)
+        await build_sessions(few, FEW)
+        await first_paint(few)  # the first app in a process pays for imports and caches
+        many_times, few_times = [], []
+        for _ in range(repeat):
+            few_times.append(await first_paint(few))
+            many_times.append(await first_paint(many))
+        plain = await queries_per_turn(many, "hello")
+        tool = await queries_per_turn(many, "what time is it?")
+    return [
+        ("first paint, 10,000 sessions (baseline: 10 sessions)", Figure.of(many_times).ms(),
+         Figure.of(few_times).ms(), ratios(many_times, few_times).times()),
+        ("listing calls after a one-turn run, 10,000 sessions", _calls(plain), "target: 1 incremental", "-"),
+        ("listing calls after a tool-call run (2 turns), 10,000 sessions", _calls(tool), "target: 1 a turn", "-"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    for row in asyncio.run(rows(args.repeat)):
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Many sessions: the list draws a page at a time, and the lists read one session after a turn, not all.
+
+Queries are counted by stores that count their calls (``tests/tui/counting.py``), never timed.
+"""
+
+from __future__ import annotations
+
+from lovia import BUILTIN_TOOLS, Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
+from lovia.models import DemoModel
+from lovia.tui.app import LoviaApp
+from lovia.tui.backend import ChatBackend
+from lovia.tui.config import RememberedState
+from lovia.tui.widgets.sessions_pane import PAGE
+from tests.tui.conftest import settle, type_and_send, wait_for
+from tests.tui.counting import CountingCheckpointer, CountingSession, reset
+
+
+async def many_sessions(db, count: int) -> None:
+    """``count`` sessions of one run each; the newest is ``s-{count - 1:04d}``."""
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for i in range(count):
+            await session.append(f"s-{i:04d}", [UserMessage(text=f"question {i}"), AssistantMessage(text="ok")])
+
+
+def counted_app(db):
+    session, checkpointer = CountingSession(db, wal=True), CountingCheckpointer(db, wal=True)
+    agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
+    app = LoviaApp(ChatBackend(session, checkpointer, agent), model_label="demo (offline)",
+                   state=RememberedState(db.parent / "state.json"))
+    return app, session, checkpointer
+
+
+async def test_the_sessions_list_draws_a_page_and_more_as_the_cursor_goes_down(tmp_path):
+    db = tmp_path / "lovia.db"
+    count = 2 * PAGE + 50
+    await many_sessions(db, count)
+    app, session, checkpointer = counted_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one("SessionsPane")
+        options = app.screen.query_one("#session-list")
+        assert app.screen.chat.session_id == f"s-{count - 1:04d}"  # the newest opens
+        assert len(pane.listed) == count  # every session is held (listed after the first paint)...
+        assert options.option_count == PAGE + 1  # ...but options are drawn for a page, and "N more"
+        assert "150 more" in str(options.get_option_at_index(PAGE).prompt)
+
+        options.focus()
+        await pilot.press("end")  # to the last drawn session: the next page is drawn
+        await pilot.pause()
+        assert options.option_count == 2 * PAGE + 1
+        await pilot.press("end", "end")
+        await pilot.pause()
+        assert options.option_count == count  # all drawn, no marker left
+        assert options.get_option_at_index(options.highlighted).id == "s-0000"
+
+        # The filter narrows what the pane holds: no store is asked.
+        reset(session, checkpointer)
+        app.screen.query_one("#session-filter").value = "question 3"
+        await settle(pilot)
+        assert {info.session_id for info in pane.sessions} == {"s-0003", *(f"s-{i:04d}" for i in range(30, 40))}
+        assert session.calls["list_sessions"] == 0
+
+
+async def test_a_turn_reads_its_own_session_not_the_whole_list(tmp_path):
+    db = tmp_path / "lovia.db"
+    await many_sessions(db, 30)
+    app, session, checkpointer = counted_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen._change_timer.pause()  # the several-windows check is counted elsewhere
+        await settle(pilot)
+        await screen.open_session(None)  # a new session: it joins the list with its first run
+        reset(session, checkpointer)
+        await type_and_send(pilot, "what time is it?")  # a tool call, its result, then the answer: two turns
+        await settle(pilot)
+        assert session.calls["list_sessions"] == 0
+        # one session_info a refresh (the run's start, its tool result, each turn, its end), and the
+        # chat's title read once at the end
+        assert session.calls["session_info"] <= 6
+        pane = screen.query_one("SessionsPane")
+        top = pane.sessions[0]
+        assert top.session_id == screen.chat.session_id and top.run_count == 1 and top.title == "what time is it?"
+        assert len(pane.sessions) == 31
+        assert str(screen.query_one("#session-list").get_option_at_index(0).prompt).startswith("▶ what time is it?")
+
+
+async def test_a_session_changed_below_the_drawn_page_moves_to_the_top(tmp_path):
+    db = tmp_path / "lovia.db"
+    await many_sessions(db, PAGE + 20)
+    app, session, checkpointer = counted_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await screen.open_session("s-0000")  # the oldest: below the drawn page until opened
+        await settle(pilot)
+        options = screen.query_one("#session-list")
+        assert options.get_option_at_index(options.highlighted).id == "s-0000"
+        await type_and_send(pilot, "hello again")
+        await settle(pilot)
+        assert options.get_option_at_index(0).id == "s-0000"
+        assert screen.query_one("SessionsPane").sessions[0].run_count == 2
