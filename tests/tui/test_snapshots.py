@@ -28,19 +28,36 @@ def app_on(demo_db, theme):
     return make_app(demo_db, theme=theme)
 
 
+def steady(run_before=None, *, press=()):
+    """A ``run_before`` for ``snap_compare`` that runs ``run_before`` (or presses ``press``), then
+    stops every text cursor on screen from blinking: a blinking cursor is drawn or not depending on
+    the half second the snapshot falls in, so it is held visible (Textual's public ``cursor_blink``)."""
+
+    async def run(pilot):
+        if press:
+            await pilot.press(*press)
+        if run_before is not None:
+            await run_before(pilot)
+        for widget in pilot.app.screen.query("TextArea, Input"):
+            widget.cursor_blink = False
+        await pilot.pause()
+
+    return run
+
+
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("theme", THEMES)
 def test_main_screen(snap_compare, demo_db, theme, size):
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZES[size])
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZES[size], run_before=steady())
 
 
 def test_main_screen_high_contrast(snap_compare, demo_db):
-    assert snap_compare(app_on(demo_db, "lovia-high-contrast"), terminal_size=SIZE)
+    assert snap_compare(app_on(demo_db, "lovia-high-contrast"), terminal_size=SIZE, run_before=steady())
 
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_sessions_over_the_conversation_at_80x24(snap_compare, demo_db, theme):
-    assert snap_compare(app_on(demo_db, theme), press=["ctrl+b"], terminal_size=(80, 24))
+    assert snap_compare(app_on(demo_db, theme), terminal_size=(80, 24), run_before=steady(press=["ctrl+b"]))
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -50,7 +67,7 @@ def test_runs_and_inspector_over_the_conversation_at_80x24(snap_compare, demo_db
         await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-demo-interrupted")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, theme), terminal_size=(80, 24), run_before=show_runs)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=(80, 24), run_before=steady(show_runs))
 
 
 def test_a_maximized_inspector(snap_compare, demo_db):
@@ -59,21 +76,21 @@ def test_a_maximized_inspector(snap_compare, demo_db):
         await pilot.press("f10")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(100, 30), run_before=maximize)
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(100, 30), run_before=steady(maximize))
 
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_the_first_screen_at_80x24(snap_compare, tmp_path, theme):
-    assert snap_compare(make_app(tmp_path / "empty.db", theme=theme), terminal_size=(80, 24))
+    assert snap_compare(make_app(tmp_path / "empty.db", theme=theme), terminal_size=(80, 24), run_before=steady())
 
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_help_screen(snap_compare, demo_db, theme):
-    assert snap_compare(app_on(demo_db, theme), press=["f1"], terminal_size=SIZE)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(press=["f1"]))
 
 
 def test_help_screen_at_80x24(snap_compare, demo_db):
-    assert snap_compare(app_on(demo_db, "lovia-dark"), press=["f1"], terminal_size=(80, 24))
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=steady(press=["f1"]))
 
 
 def test_delete_confirmation_at_80x24(snap_compare, demo_db):
@@ -82,7 +99,7 @@ def test_delete_confirmation_at_80x24(snap_compare, demo_db):
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=ask)
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=steady(ask))
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -92,7 +109,7 @@ def test_runs_list_and_inspector(snap_compare, demo_db, theme):
         await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-demo-interrupted")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=focus_runs)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(focus_runs))
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -104,7 +121,7 @@ def test_transcript_with_an_expanded_tool_call(snap_compare, demo_db, theme):
         await pilot.press("enter")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=expand)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(expand))
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -115,7 +132,7 @@ def test_delete_confirmation(snap_compare, demo_db, theme):
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmScreen")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=ask)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(ask))
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -126,7 +143,7 @@ def test_rename_prompt(snap_compare, demo_db, theme):
         await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "PromptScreen")
         await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=ask)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(ask))
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -136,6 +153,6 @@ def test_editing_a_message(snap_compare, demo_db, theme):
         await wait_for(pilot, lambda: pilot.app.screen.chat.has_class("-editing"))
         # The composer takes focus after the edit's text is in: its cursor line shows only then.
         await wait_for(pilot, lambda: pilot.app.focused is pilot.app.screen.query_one("#composer"))
-        await pilot.pause(0.5)  # every repaint the edit started is done, however slow the machine
+        await pilot.pause()
 
-    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=edit)
+    assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(edit))
