@@ -95,3 +95,35 @@ def test_the_footer_keys_we_pick_from_exist():
 
     key = FooterKey("f1", "f1", "Help", "help")
     assert (key.key_display, key.description, key.action) == ("f1", "Help", "help")
+
+
+def test_the_markdown_block_update_we_override_exists():
+    # lovia.tui.widgets.streaming_markdown.StreamedFence overrides MarkdownBlock._update_from_block, which
+    # Markdown.append calls on the document's last block with the block rebuilt from its source, and
+    # builds itself with MarkdownBlock.__init__ (MarkdownFence.__init__ highlights the whole code).
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownBlock, MarkdownFence
+
+    handler = getattr(MarkdownBlock, "_update_from_block", None)
+    assert handler is not None and inspect.iscoroutinefunction(handler)
+    assert list(inspect.signature(handler).parameters) == ["self", "block"]
+    assert "_update_from_block" in inspect.getsource(Markdown.append)
+    assert list(inspect.signature(MarkdownBlock.__init__).parameters)[:3] == ["self", "markdown", "token"]
+    assert list(inspect.signature(MarkdownFence.__init__).parameters) == ["self", "markdown", "token", "code"]
+
+
+async def test_the_screen_can_be_read_as_the_terminal_gets_it():
+    # tests/tui/test_streaming_speed.py compares what two answers paint with Screen._compositor.render_update,
+    # as App.export_screenshot does.
+    from textual.widgets import Static
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("painted")
+
+    app = One()
+    async with app.run_test(size=(20, 2)) as pilot:
+        await pilot.pause()
+        assert "_compositor.render_update" in inspect.getsource(App.export_screenshot)
+        update = app.screen._compositor.render_update(full=True)
+        assert "painted" in "".join(strip.text for strip in update.strips[0])

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 
 from textual.app import ComposeResult
 from textual.widgets import Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView
+from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
+
+FRAME_SECONDS = 1 / 60
+"""Streamed text is applied at most once a frame: updates faster than the screen are never seen."""
 
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 
 class AssistantMessageView(MessageView):
-    """Markdown with highlighted code blocks; ``write`` appends without re-rendering it all.
+    """Markdown with highlighted code blocks; ``write`` appends at model speed.
+
+    A stored message (``text`` given) is Textual's ``Markdown``. A live one starts empty and is a
+    :class:`StreamingMarkdown`: what arrives is applied at most once a frame, and an update costs
+    what it changes (see :mod:`lovia.tui.widgets.streaming_markdown`), so a 2,000-line code block
+    streams as fast as a short one and keys are answered while it does. Once finished (and its
+    code blocks highlighted whole, in the background), it paints as the stored message does.
 
     A message whose turn ended for an unusual reason says so under it, e.g. "cut off: the
     model hit its token limit".
@@ -31,29 +43,79 @@ class AssistantMessageView(MessageView):
 
     def __init__(self, text: str = "", agent: str | None = None, finish_reason: str | None = None) -> None:
         super().__init__()
-        self.text = text
+        self._fragments = [text] if text else []
         self.agent = agent or "assistant"
         self.finish_reason = finish_reason
-        self._stream: MarkdownStream | None = None
+        self.shown_length = len(text)
+        """How many characters of ``text`` the widgets show; the rest is applied at the next frame."""
+        self._unshown: list[str] = []
+        self._arrived = asyncio.Event()
+        self._finishing = False
+        self._feeder: Worker[None] | None = None
+
+    @property
+    def text(self) -> str:
+        """The message's text so far (fragments are joined when asked, not per fragment)."""
+        if len(self._fragments) > 1:
+            self._fragments = ["".join(self._fragments)]
+        return self._fragments[0] if self._fragments else ""
 
     def compose(self) -> ComposeResult:
         yield Static(self.agent, classes="who")
-        yield Markdown(self.text)
+        yield Markdown(self.text) if self.text else StreamingMarkdown()
         if note := finish_note(self.finish_reason):
             yield Static(note, classes="finish")
 
     async def write(self, fragment: str) -> None:
-        """Append streamed text."""
-        self.text += fragment
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(Markdown))
-        await self._stream.write(fragment)
+        """Append streamed text; it shows at the next frame. Never waits for the screen."""
+        if not fragment:
+            return
+        self._fragments.append(fragment)
+        self._unshown.append(fragment)
+        self._arrived.set()
+        if self._feeder is None:
+            self._feeder = self.run_worker(self._feed(), group="stream")
 
+    async def _feed(self) -> None:
+        """Apply what arrived until ``finish``: at most once a frame, and at most half of the time.
+
+        An update costs Textual a layout of the whole screen, which grows with the number of
+        widgets. The pause after an update is at least what the update and the drawing it caused
+        took (the drawing shows as the pause running late): the model's tokens, keys and
+        everything else always get the other half of the time.
+        """
+        markdown = self.query_one(StreamingMarkdown)
+        late = 0.0  # how late the last pause ended: the time the loop spent drawing
+        while True:
+            await self._arrived.wait()
+            self._arrived.clear()
+            started = time.monotonic()
+            if self._unshown:
+                batch = "".join(self._unshown)
+                self._unshown.clear()
+                await markdown.append(batch)
+                self.shown_length += len(batch)
+            if self._finishing and not self._unshown:
+                return
+            spent = time.monotonic() - started
+            pause = max(FRAME_SECONDS - spent, spent + late)
+            await asyncio.sleep(pause)
+            late = min(time.monotonic() - started - spent - pause, 1.0)
     async def finish(self, message: AssistantMessage | None = None) -> None:
-        """The message is complete: flush what is pending; ``message`` as stored says how its turn ended."""
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
+        """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
+
+        Its code blocks are then highlighted whole in background workers: the call does not wait for them.
+        """
+        if self._feeder is not None:
+            self._finishing = True
+            self._arrived.set()
+            await self._feeder.wait()
+            self._feeder = None
+        for markdown in self.query(StreamingMarkdown):
+            await markdown.flush()
+            for fence in markdown.fences:
+                if not fence.exact:
+                    fence.exact_soon()
         if message is not None and not self.finish_reason and (note := finish_note(message.finish_reason)):
             self.finish_reason = message.finish_reason
             await self.mount(Static(note, classes="finish"))

@@ -1,0 +1,268 @@
+"""Markdown that grows at model speed: an append costs what it changes, not the size of the answer.
+
+Textual's ``Markdown.append`` re-parses the document's last top-level block and rebuilds it.
+For a long fenced code block that is the whole block, on every append: markdown-it parses it,
+``MarkdownFence`` highlights all of it, and its one ``Label`` renders every line again. A
+2,000-line block then streams at a few lines a second and the app answers keys late.
+
+Here a code block is shown as labels of :data:`CHUNK_LINES` lines (:class:`StreamedFence`): a
+growing block re-highlights and re-renders only its last label. While the answer ends inside
+an open top-level fence, :class:`StreamingMarkdown` does not parse at all: new lines go straight
+to the fence, until a closing fence line (or the end of the answer) hands the text to Textual's
+own ``append`` once. Streaming highlights each label on its own, so a construct that spans two
+labels (a long docstring) may be coloured differently for a moment; once a block is complete,
+:meth:`StreamedFence.make_exact` highlights it whole, off the event loop, and updates the labels
+that differ: the finished block paints exactly as Textual's ``MarkdownFence`` paints the same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from markdown_it.token import Token
+from textual.await_complete import AwaitComplete
+from textual.content import Content
+from textual.widgets import Label, Markdown
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
+
+CHUNK_LINES = 32
+"""Lines per label of a code block: a growing block re-renders at most this many lines per update."""
+
+_OPENING_FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n?")  # at column 0: the only openers streamed without parsing
+
+
+def code_chunks(code: str) -> list[str]:
+    """``code`` cut into runs of :data:`CHUNK_LINES` lines; empty code is one empty chunk (an empty label)."""
+    lines = code.splitlines()  # as textual.highlight splits, so a chunk's lines are the highlighted lines
+    if not lines:
+        return [""]
+    return ["\n".join(lines[start:start + CHUNK_LINES]) for start in range(0, len(lines), CHUNK_LINES)]
+
+
+def _same(one: Content, other: Content) -> bool:
+    """Whether two contents paint the same (``Content.__eq__`` compares the text only)."""
+    return one.plain == other.plain and list(one.spans) == list(other.spans)
+
+
+def _highlighted_chunks(code: str, language: str, ansi: bool, dark: bool) -> list[Content]:
+    """``code`` highlighted whole, as ``MarkdownFence`` does, then cut into chunks (run in a thread)."""
+    lines = MarkdownFence.highlight(code, language, ansi=ansi, dark=dark).split("\n", allow_blank=True)
+    newline = Content("\n")
+    return [newline.join(lines[start:start + CHUNK_LINES]) for start in range(0, max(len(lines), 1), CHUNK_LINES)]
+
+
+class StreamedFence(MarkdownFence):
+    """A fenced code block as labels of :data:`CHUNK_LINES` lines.
+
+    Promises: :meth:`show` re-highlights and re-renders only the labels whose lines changed;
+    after :meth:`make_exact`, the block paints exactly as ``MarkdownFence`` paints ``code``.
+    """
+
+    # MarkdownFence pads its label 1 2 (1 0 with ANSI colours): the chunks share that padding, the first
+    # taking the top and the last the bottom. (A padding-top rule sets all four sides in Textual.)
+    DEFAULT_CSS = """
+    StreamedFence {
+        & > Label.code-chunk { padding: 0 2; }
+        & > Label.code-chunk.first-chunk { padding: 1 2 0 2; }
+        & > Label.code-chunk.last-chunk { padding: 0 2 1 2; }
+        & > Label.code-chunk.first-chunk.last-chunk { padding: 1 2; }
+        &:ansi > Label.code-chunk { padding: 0 0; }
+        &:ansi > Label.code-chunk.first-chunk { padding: 1 0 0 0; }
+        &:ansi > Label.code-chunk.last-chunk { padding: 0 0 1 0; }
+        &:ansi > Label.code-chunk.first-chunk.last-chunk { padding: 1 0; }
+    }
+    """
+
+    def __init__(self, markdown: Markdown, token: Token, code: str) -> None:
+        # Not MarkdownFence.__init__: it highlights the whole code, which is what must not happen per append.
+        MarkdownBlock.__init__(self, markdown, token)
+        self.code = code
+        self.lexer = token.info
+        self.auto_links = False  # no links in code, as MarkdownFence
+        self.exact = False
+        """Whether the labels hold ``code`` highlighted whole (else chunk by chunk, as it streamed)."""
+        self._chunks: list[str] = []
+        self._contents: list[Content] = []
+        self._highlighted_with: tuple[bool, bool] | None = None
+
+    @property
+    def labels(self) -> list[Label]:
+        return list(self.query_children(Label))
+
+    def compose(self):
+        self._chunks = code_chunks(self.code)
+        self._contents = [self._highlight_chunk(chunk) for chunk in self._chunks]
+        for index, content in enumerate(self._contents):
+            yield Label(content, expand=True, classes=self._classes_of(index, len(self._contents)))
+
+    @staticmethod
+    def _classes_of(index: int, count: int) -> str:
+        return " ".join(["code-chunk", *(["first-chunk"] if index == 0 else []),
+                         *(["last-chunk"] if index == count - 1 else [])])
+
+    def _highlight_chunk(self, chunk: str) -> Content:
+        # An unlabelled block would be guessed at from each chunk alone, costly and unstable while it
+        # streams: it streams plain, and make_exact guesses once from the whole block, as MarkdownFence does.
+        self._highlighted_with = ansi, dark = self._palette()
+        return self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark)
+
+    async def show(self, code: str) -> None:
+        """Show ``code``: only the chunks whose lines changed are highlighted and rendered again."""
+        self.code = code
+        self.exact = False
+        chunks = code_chunks(code)
+        labels = self.labels
+        count, before = len(chunks), len(labels)
+        added: list[Label] = []
+        for index, chunk in enumerate(chunks):
+            if index < len(self._chunks) and self._chunks[index] == chunk:
+                continue
+            content = self._highlight_chunk(chunk)
+            if index < before:
+                labels[index].update(content)
+                self._contents[index] = content
+            else:
+                added.append(Label(content, expand=True, classes=self._classes_of(index, count)))
+                self._contents.append(content)
+        if count < before:  # the code lost lines (a closing fence line seen at last)
+            await self.remove_children(labels[count:])
+            del self._contents[count:]
+        if count != before:  # only the labels whose place changed (old last, new last) change class
+            for index in {before - 1, count - 1}:
+                if 0 <= index < min(before, count):
+                    labels[index].set_classes(self._classes_of(index, count))
+        if added:
+            await self.mount_all(added)
+        self._chunks = chunks
+
+    async def make_exact(self) -> None:
+        """Highlight the whole block off the event loop and update the labels that differ.
+
+        A no-op if the code changed meanwhile (the change calls for another pass) or the block left.
+        """
+        code = self.code
+        self._highlighted_with = ansi, dark = self._palette()
+        contents = await asyncio.to_thread(_highlighted_chunks, code, self.lexer, ansi, dark)
+        if code != self.code or not self.is_attached:
+            return
+        labels = self.labels
+        if len(contents) != len(labels):  # cannot happen: both cut the same lines; show plainly rather than wrong
+            raise RuntimeError(f"a code block of {len(labels)} labels was highlighted into {len(contents)} chunks")
+        for index, (label, content) in enumerate(zip(labels, contents, strict=True)):
+            if not _same(content, self._contents[index]):
+                label.update(content)
+                self._contents[index] = content
+        self.exact = True
+
+    def exact_soon(self) -> None:
+        """Run :meth:`make_exact` in a worker (the app's ``workers.wait_for_complete`` waits for it)."""
+        if self.is_attached:
+            self.run_worker(self.make_exact(), group="highlight", exclusive=True)
+
+    async def _update_from_block(self, block: MarkdownBlock) -> None:
+        # Markdown.append rebuilt the document's last block from its source: take its code, keep the labels.
+        if isinstance(block, StreamedFence):
+            self.lexer = block.lexer
+            await self.show(block.code)
+        else:
+            await MarkdownBlock._update_from_block(self, block)
+
+    def _palette(self) -> tuple[bool, bool]:
+        """What highlighting depends on besides the code: ANSI colours, a dark theme."""
+        return self.app.native_ansi_color, self.app.current_theme.dark
+
+    def notify_style_update(self) -> None:
+        # MarkdownFence highlights its whole code again on every style update (hover included); the
+        # labels only need it when the palette changed, and get it in make_exact, off the event loop.
+        MarkdownBlock.notify_style_update(self)
+        if self._contents and self._palette() != self._highlighted_with:
+            self.exact = False
+            self.exact_soon()
+
+
+@dataclass
+class _OpenFence:
+    """The answer ends inside this top-level fence opened by ``marker`` at column 0; ``body`` follows that line."""
+
+    fence: StreamedFence
+    marker: str
+    body: str
+
+    def closes(self, text: str) -> bool:
+        """Whether ``text``, appended to the body, holds a closing fence line (even one not ended yet)."""
+        start = self.body.rfind("\n") + 1  # the body's last line may be completed by ``text``
+        lines = (self.body[start:] + text).split("\n")
+        return any(_closes(line, self.marker) for line in lines)
+
+
+def _closes(line: str, marker: str) -> bool:
+    """CommonMark: up to three spaces, at least as many of the opening character, then only blanks."""
+    stripped = line.rstrip(" \t\r")
+    bare = stripped.lstrip(" ")
+    return len(stripped) - len(bare) <= 3 and len(bare) >= len(marker) and bare == marker[0] * len(bare)
+
+
+class StreamingMarkdown(Markdown):
+    """Markdown appended to as an answer streams; code blocks are :class:`StreamedFence`.
+
+    Promise: after :meth:`flush`, the blocks are those Textual's ``append`` builds for the same text.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._held = ""  # appended while the answer ended inside an open fence: not parsed yet
+        self._open: _OpenFence | None = None
+
+    def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
+        if block_name in ("fence", "code_block"):
+            return StreamedFence
+        return super().get_block_class(block_name)
+
+    @property
+    def fences(self) -> Sequence[StreamedFence]:
+        return list(self.query(StreamedFence))
+
+    def append(self, markdown: str) -> AwaitComplete:
+        """Append ``markdown``; inside an open top-level fence, only the fence's last label changes."""
+        return AwaitComplete(self._append(markdown))
+
+    async def _append(self, markdown: str) -> None:
+        opened = self._open
+        if opened is not None and not opened.closes(markdown):
+            opened.body += markdown
+            self._held += markdown
+            await opened.fence.show(opened.body.rstrip())  # what markdown-it and MarkdownFence would make of it
+            return
+        await self._parse(self._held + markdown)
+
+    async def flush(self) -> None:
+        """Parse what was held back: the blocks become exactly those of Textual's ``append``."""
+        if self._held:
+            await self._parse("")
+
+    async def _parse(self, markdown: str) -> None:
+        closing, self._open, self._held = self._open, None, ""
+        if markdown:
+            await super().append(markdown)
+        self._open = self._open_fence()
+        if closing is not None and (self._open is None or self._open.fence is not closing.fence):
+            closing.fence.exact_soon()  # complete now: coloured as a whole, in the background
+
+    def _open_fence(self) -> _OpenFence | None:
+        """The fence the document ends inside, if it is a top-level one opened at column 0."""
+        last = self.children[-1] if self.children else None
+        if not isinstance(last, StreamedFence):
+            return None
+        start = last.source_range[0]
+        lines = self.source.splitlines(keepends=True)[start:]
+        opening = _OPENING_FENCE.fullmatch(lines[0]) if lines else None
+        if opening is None or not lines[0].endswith("\n"):  # an opening line still coming may change its info
+            return None
+        marker = opening.group(1)
+        body = "".join(lines[1:])
+        if any(_closes(line, marker) for line in body.split("\n")):
+            return None
+        return _OpenFence(last, marker, body)
