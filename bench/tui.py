@@ -5,7 +5,8 @@
 Each part lives in its own module and gives rows of one table:
 - ``tui_startup``: first paint of the real CLI path against a bare Textual app;
 - ``tui_history``: long histories (open, move) against a short session;
-- ``tui_sessions``: first paint with 10,000 sessions against 10, and the queries a turn costs.
+- ``tui_sessions``: first paint with 10,000 sessions against 10, and the queries a turn costs;
+- ``tui_stream``: long answers streaming (tokens/s, display lag, escape) against a bare Textual Log.
 Every figure is the median of --repeat repetitions with the lowest and highest in brackets;
 a ratio is taken per repetition (see ``_stats``).
 """
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 import tui_history  # noqa: E402
 import tui_sessions  # noqa: E402
 import tui_startup  # noqa: E402
+import tui_stream  # noqa: E402
 
 
 def main() -> None:
@@ -38,6 +40,7 @@ def main() -> None:
         table = tui_startup.rows(db, args.repeat)
         table += asyncio.run(tui_history.rows(db, args.repeat))
         table += asyncio.run(tui_sessions.rows(args.repeat))
+        table += asyncio.run(tui_stream.rows(args.repeat))
     print(f"lovia TUI benchmark: median of {args.repeat} (lowest-highest)\n")
     print("| measure | lovia | baseline | ratio |")
     print("|---|---|---|---|")
