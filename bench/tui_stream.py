@@ -165,9 +165,12 @@ async def lovia_trace(model: PacedModel, escape_after_chars: int = 0) -> tuple[T
             chat.composer.focus()
             await pilot.press("h", "i")
 
-            def shown() -> int:
-                views = chat.transcript.query(AssistantMessageView)
-                return views.last().shown_length if views else 0
+            found: list[AssistantMessageView] = []
+
+            def shown() -> int:  # the answer's view, looked up once: a query walks the whole transcript
+                if not found:
+                    found.extend(chat.transcript.query(AssistantMessageView))
+                return found[-1].shown_length if found else 0
 
             sampler = asyncio.create_task(sample_refreshes(app, shown, lambda: model.finished and not chat.running))
             send = asyncio.create_task(pilot.press("enter"))  # the pilot waits for an idle app: not while streaming
