@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Hashable, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from lovia._async import shielded
@@ -34,7 +34,7 @@ from lovia.checkpoint import (
     live_claim,
 )
 from lovia.context import ContextPolicy
-from lovia.entries import AssistantMessage, Entry, UserMessage
+from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.errors import AgentResolutionError, LoviaError, RunClaimedError, UserError
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
@@ -42,9 +42,12 @@ from lovia.session import (
     ChangeReportingSession,
     ClosableStore,
     DescribableSession,
+    EntryPage,
     ListableSession,
+    PagedSession,
     RenamableSession,
     RewindableSession,
+    RunSpan,
     Segment,
     Session,
     SessionInfo,
@@ -52,7 +55,7 @@ from lovia.session import (
     TrimPreview,
     TrimPreviewingSession,
 )
-from lovia.stores._common import filter_sessions, rewind_cut, title_from
+from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
 from lovia.transcript import drop_dangling_tool_calls
 
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
@@ -71,6 +74,10 @@ CUT_OFF = "cut_off"
 """The finish reason of an answer whose run stopped while it streamed, kept when the run is finalized."""
 TRIM_KEEP_CHARS = 400
 """How much of each old tool output a trim from the UI keeps."""
+OPEN_PAGE = 24
+"""How many of its newest stored entries a session opens with (a screenful; the rest is read as it is wanted)."""
+LOCATE_PAGE = 256
+"""How many entries from the end an edit target is looked for in, a page at a time, before the whole session is read."""
 Settle = Literal["keep", "discard"]
 """What sending does with a crashed or failed run of the session: keep it as a partial segment, or discard it."""
 PartialEnd = Literal["stopped", "interrupted", "crashed", "failed"]
@@ -181,11 +188,114 @@ class TranscriptRun:
 
 
 @dataclass(frozen=True)
+class PageRun:
+    """One stored run as a page of the transcript has it.
+
+    ``run.entries`` are the run's entries on the page, from position ``first``; the whole run
+    holds ``count`` entries from position ``start`` (before the page when it began on an
+    earlier one). ``later_results`` are the results, stored after the page, of calls on it.
+    """
+
+    run: TranscriptRun
+    first: int
+    start: int
+    count: int
+    later_results: Mapping[str, ToolResult] = field(default_factory=dict)
+
+    @property
+    def begins_here(self) -> bool:
+        """Whether the run's first entry is on this page (its header goes with it)."""
+        return self.first == self.start
+
+    @property
+    def whole(self) -> bool:
+        """Whether every entry of the run is on this page."""
+        return self.begins_here and len(self.run.entries) == self.count
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    """Stored entries ``start`` to ``end`` of a session's transcript, by run; ``total`` as read."""
+
+    start: int
+    end: int
+    runs: tuple[PageRun, ...]
+    total: int
+
+
+class TranscriptPages:
+    """Pages of one session's stored transcript, read when they are wanted.
+
+    A store with :class:`~lovia.session.PagedSession` reads each page on its own, at a cost
+    that grows with the page; any other store's session is loaded whole once, here, and
+    paged from memory. A page whose last run goes on past it carries the results of its calls
+    stored after it (:attr:`PageRun.later_results`), so every page shows its tool calls
+    complete on its own.
+    """
+
+    LOOKAHEAD = 64
+    """How far past a page its calls' results are looked for (a run's results follow its calls closely)."""
+
+    def __init__(self, session: Session, session_id: str) -> None:
+        self.session = session
+        self.session_id = session_id
+        self._whole: list[tuple[RunSpan, Sequence[Entry]]] | None = None
+        self._whole_total = 0
+
+    async def read(self, start: int | None, limit: int) -> TranscriptPage:
+        """Up to ``limit`` entries from ``start`` (``None``: the last ``limit``), with their runs."""
+        page = await self._entry_page(start, limit)
+        runs: list[PageRun] = []
+        offset = 0
+        for span in page.runs:
+            first = max(span.start, page.start)
+            taken = min(span.end, page.end) - first
+            entries = page.entries[offset:offset + taken]
+            offset += taken
+            run = TranscriptRun.of_segment(Segment(span.run_id, entries, span.meta))
+            runs.append(PageRun(run, first, span.start, span.count))
+        if runs and runs[-1].start + runs[-1].count > page.end:
+            runs[-1] = replace(runs[-1], later_results=await self._later_results(runs[-1], page.end))
+        return TranscriptPage(page.start, page.end, tuple(runs), page.total)
+
+    async def _later_results(self, run: PageRun, end: int) -> dict[str, ToolResult]:
+        answered = {e.call_id for e in run.run.entries if isinstance(e, ToolResult)}
+        waiting = {e.call_id for e in run.run.entries if isinstance(e, ToolCall) and e.call_id not in answered}
+        if not waiting:
+            return {}
+        after = await self._entry_page(end, min(run.start + run.count - end, self.LOOKAHEAD))
+        return {e.call_id: e for e in after.entries if isinstance(e, ToolResult) and e.call_id in waiting}
+
+    async def _entry_page(self, start: int | None, limit: int) -> EntryPage:
+        session = self.session
+        if isinstance(session, PagedSession):
+            return await session.read_page(self.session_id, start=start, limit=limit)
+        if self._whole is None:
+            spans: list[tuple[RunSpan, Sequence[Entry]]] = []
+            for segment in await session.segments(self.session_id):
+                spans.append((RunSpan(segment.run_id, self._whole_total, len(segment.entries), segment.meta),
+                              segment.entries))
+                self._whole_total += len(segment.entries)
+            self._whole = spans
+        return page_of(self._whole, self._whole_total, start, limit)
+
+
+@dataclass(frozen=True)
 class Transcript:
-    """A session's completed runs (in order), then its in-flight runs (oldest first)."""
+    """How a session opens: its newest stored page, then its in-flight runs (oldest first).
+
+    ``pages`` reads the rest of what is stored, a page at a time.
+    """
 
     session_id: str
-    runs: tuple[TranscriptRun, ...]
+    last_page: TranscriptPage
+    in_flight: tuple[TranscriptRun, ...]
+    pages: TranscriptPages
+
+    @property
+    def runs(self) -> tuple[TranscriptRun, ...]:
+        """The runs shown at first: those of the newest page (as much of them as it holds), then in-flight ones."""
+        return (*(run.run for run in self.last_page.runs), *self.in_flight)
 
 
 def cut_off_message(head: RunHead) -> AssistantMessage | None:
@@ -416,29 +526,48 @@ class ChatBackend:
                 await self.checkpointer.delete(summary.run_id)
         await self.session.clear(session_id)
 
-    async def transcript(self, session_id: str) -> Transcript:
-        """The full transcript: the session's completed runs plus its in-flight ones."""
-        runs = [TranscriptRun.of_segment(s) for s in await self.session.segments(session_id)]
+    async def transcript(self, session_id: str, *, page: int = OPEN_PAGE) -> Transcript:
+        """The session as it opens: its newest ``page`` stored entries, its in-flight runs, and a reader for the rest.
+
+        Its cost grows with the page, not with the session, when the store offers
+        :class:`~lovia.session.PagedSession`; any other store's session is loaded whole.
+        """
+        pages = TranscriptPages(self.session, session_id)
+        last_page = await pages.read(None, page)
+        in_flight = []
         for summary in reversed(await self.runs(session_id=session_id)):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None:
-                runs.append(TranscriptRun.of_snapshot(snapshot))
-        return Transcript(session_id, tuple(runs))
+                in_flight.append(TranscriptRun.of_snapshot(snapshot))
+        return Transcript(session_id, last_page, tuple(in_flight), pages)
 
     async def transcript_run(self, session_id: str | None, run_id: str) -> TranscriptRun | None:
         """``run_id`` as a reopened transcript shows it: its segment once in ``session_id``, else its checkpoint.
 
         What a live run's header and tool lines are rebuilt from, so they read as they will
-        when the session is opened again.
+        when the session is opened again. A run that just completed is the session's last:
+        with a paged store it is read on its own, not with the whole session.
         """
         snapshot = await self.checkpointer.load(run_id)
         if snapshot is not None and snapshot.head.status != "completed":
             return TranscriptRun.of_snapshot(snapshot)
         if session_id is not None:
+            session = self.session
+            if isinstance(session, PagedSession):
+                [last] = (await TranscriptPages(session, session_id).read(None, 1)).runs or [None]
+                if last is not None and last.run.run_id == run_id:
+                    return await self.stored_run(session_id, last)
             for segment in reversed(await self.session.segments(session_id)):
                 if segment.run_id == run_id:
                     return TranscriptRun.of_segment(segment)
         return TranscriptRun.of_snapshot(snapshot) if snapshot is not None else None
+
+    async def stored_run(self, session_id: str, run: PageRun) -> TranscriptRun:
+        """``run`` with all its entries, when a page holds only part of it."""
+        if run.whole:
+            return run.run
+        page = await TranscriptPages(self.session, session_id).read(run.start, max(1, run.count))
+        return next((r.run for r in page.runs if r.run.run_id == run.run.run_id), run.run)
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -722,7 +851,8 @@ class ChatBackend:
 
         When the session's newest run is not in it yet (stopped, crashed or failed, not
         finalized), that run's first user message, from its checkpoint: what the user sees
-        last. Otherwise the session's last stored user message.
+        last. Otherwise the session's last stored user message, found from the end a page at a
+        time.
         """
         in_flight = await self._in_flight(session_id)
         for later, summary in enumerate(reversed(in_flight)):
@@ -730,23 +860,38 @@ class ChatBackend:
             first = next((e for e in snapshot.entries if isinstance(e, UserMessage)), None) if snapshot else None
             if first is not None:
                 return EditTarget(first, None, summary.run_id, later)
-        entries = await self.session.load(session_id)
-        last = next((e for e in reversed(entries) if isinstance(e, UserMessage)), None)
-        return await self.locate(session_id, last) if last is not None else None
+        pages = TranscriptPages(self.session, session_id)
+        page = await pages.read(None, LOCATE_PAGE)
+        while True:
+            entries = [(run.first + i, e) for run in page.runs for i, e in enumerate(run.run.entries)]
+            last = next(((p, e) for p, e in reversed(entries) if isinstance(e, UserMessage)), None)
+            if last is not None:
+                return await self.locate(session_id, last[1], position=last[0])
+            if page.start == 0:
+                return None
+            page = await pages.read(max(0, page.start - LOCATE_PAGE), page.start - max(0, page.start - LOCATE_PAGE))
 
-    async def locate(self, session_id: str, message: UserMessage) -> EditTarget | None:
+    async def locate(self, session_id: str, message: UserMessage, *, position: int | None = None) -> EditTarget | None:
         """Where ``message`` is: in a run of ``session_id`` not stored yet, or in its stored transcript.
 
         ``None`` when it is in neither (rewound, or its run was discarded meanwhile). The
         later runs counted are the runs after the message's own run: stored ones (as a rewind
         cuts, see :func:`~lovia.stores._common.rewind_cut`) and the unstored ones, which all
-        come after what is stored.
+        come after what is stored. ``position`` is where the caller saw it stored: with a paged
+        store, a message that near the end is checked there without reading the whole session.
         """
         in_flight = await self._in_flight(session_id)
         for index, summary in enumerate(in_flight):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None and message in snapshot.entries:
                 return EditTarget(message, None, summary.run_id, len(in_flight) - index - 1)
+        session = self.session
+        if position is not None and isinstance(session, PagedSession):
+            probe = await session.read_page(session_id, start=position, limit=1)
+            if probe.entries[:1] == (message,) and probe.total - position <= LOCATE_PAGE:
+                rest = await session.read_page(session_id, start=position, limit=probe.total - position)
+                if rest.entries[:1] == (message,):
+                    return EditTarget(message, position, None, len(rest.runs) - 1 + len(in_flight))
         segments = await self.session.segments(session_id)
         entries = [entry for segment in segments for entry in segment.entries]
         position = next((i for i in range(len(entries) - 1, -1, -1) if entries[i] == message), None)
@@ -760,19 +905,21 @@ class ChatBackend:
         last = await self.last_message(session_id)
         if last is None:
             raise UserError("nothing to regenerate: this session has no message yet")
-        return await self.resend_edited(session_id, last.message, last.message.text, settle=settle)
+        return await self.resend_edited(session_id, last.message, last.message.text, settle=settle,
+                                        position=last.position)
 
     async def resend_edited(self, session_id: str, original: UserMessage, text: str, *,
-                            settle: Settle | None = None) -> StartedRun:
+                            settle: Settle | None = None, position: int | None = None) -> StartedRun:
         """Edit-and-resend: drop ``original`` and everything after it, then send ``text``.
 
         A stored message is rewound to (its later runs go, stored or not); a message of a run
         not stored yet discards that run and the later ones. Runs before it that are not
         stored yet are settled as :meth:`send` does (``settle``). Everything that refuses
         (a run executing elsewhere, a decision needed) is checked before anything changes.
+        ``position`` is where the caller found it stored (see :meth:`locate`).
         """
         _check_text(text)
-        target = await self.locate(session_id, original)
+        target = await self.locate(session_id, original, position=position)
         in_flight = await self._in_flight(session_id)
         ids = [r.run_id for r in in_flight]
         if target is None or (target.run_id is not None and target.run_id not in ids):

@@ -302,6 +302,7 @@ class MainScreen(Screen):
         # Content shorter than the view cannot be scrolled away from its end (the anchor may leave
         # scroll_y below 0 then, so is_vertical_scroll_end is no help).
         scrolled_up = transcript.max_scroll_y > 0 and transcript.scroll_y < transcript.max_scroll_y - 1
+        scrolled_up = scrolled_up or not transcript.at_end  # an earlier page of a long session is shown
         return scrolled_up or (transcript.has_focus and transcript.selected >= 0 and not transcript.at_last_message)
 
     async def open_session(self, session_id: str | None, *, sessions: Sequence[SessionInfo] | None = None) -> None:

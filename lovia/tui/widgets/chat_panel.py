@@ -158,7 +158,8 @@ class ChatPanel(Vertical):
         session_id, text, editing = self.session_id, event.text, self._editing
         if editing is not None:
             self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text,
-                                                                      settle=settle), composer="draft")
+                                                                      settle=settle, position=editing.position),
+                            composer="draft")
         else:
             self._start_run(lambda settle: self.backend.send(session_id, text, settle=settle), composer="clear")
 
@@ -369,7 +370,8 @@ class ChatPanel(Vertical):
     async def _edit_requested(self, event: Transcript.EditRequested) -> None:
         event.stop()
         try:
-            target = await self.backend.locate(self.session_id, event.message) if self.session_id else None
+            target = await self.backend.locate(self.session_id, event.message, position=event.position) \
+                if self.session_id else None
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             return

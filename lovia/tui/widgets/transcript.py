@@ -1,14 +1,19 @@
-"""Transcript: the conversation, rendered lazily, with a message cursor.
+"""Transcript: the conversation, read and mounted a page at a time, with a message cursor.
 
-Only the newest ``PAGE`` items are mounted when a session opens; older ones are mounted a
-page at a time when the view is scrolled (or the cursor moves) to the top, so a 10,000-entry
-session opens at once. Streaming appends to the last message; nothing above it re-renders.
+A session opens with its newest page of stored entries (see :class:`TranscriptPages`);
+older pages are read and mounted as the view or the cursor nears the top, newer ones as it
+nears the bottom, and ``home`` and ``end`` jump to the first and last page. At most
+``MOUNTED_PAGES`` pages are mounted: the ones farthest from the view go, so scrolling through
+a 100,000-entry session holds a few hundred widgets, not the session. The session's in-flight
+runs, and what a live run adds, follow the last page; they are hidden while the view is on
+an earlier one. Streaming appends to the last message; nothing above it re-renders.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -17,9 +22,17 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
+from textual.worker import Worker
 
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
-from lovia.tui.backend import RunState, Transcript as TranscriptData, TranscriptRun
+from lovia.tui.backend import (
+    PageRun,
+    RunState,
+    Transcript as TranscriptData,
+    TranscriptPage,
+    TranscriptPages,
+    TranscriptRun,
+)
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
@@ -34,17 +47,34 @@ from lovia.tui.widgets.tool_call_view import (
 )
 from lovia.tui.widgets.user_message import UserMessageView
 
-PAGE = 25  # enough to fill a tall terminal; older pages mount as the reader scrolls up
+PAGE = 24
+"""Stored entries read and mounted at a time: about a screenful at 45 lines, so a page mounts within a frame or two."""
+MOUNTED_PAGES = 6
+"""Pages kept mounted; farther ones are unmounted (the window a reader scrolls through without waiting)."""
 
 
 @dataclass(frozen=True)
 class _Item:
-    """One thing to show: a run header, or an entry of ``of_run`` (a tool call carries its result)."""
+    """One thing to show: a run header, or an entry of ``of_run`` (a tool call carries its result).
+
+    ``position`` is a stored entry's place in the session's transcript (``None`` for a header
+    or an in-flight run's entry).
+    """
 
     run: TranscriptRun | None = None
     entry: Entry | None = None
     result: ToolResult | None = None
     of_run: TranscriptRun | None = None
+    position: int | None = None
+
+
+@dataclass
+class _Page:
+    """A mounted page: stored entries ``start`` to ``end`` and the widgets that show them."""
+
+    start: int
+    end: int
+    widgets: list[Widget]
 
 
 class Transcript(VerticalScroll, can_focus=True):
@@ -54,7 +84,7 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("up,k", "cursor(-1)", "Previous", show=False),
         Binding("down,j", "cursor(1)", "Next", show=False),
         Binding("home", "cursor_home", "First", show=False),
-        Binding("end", "cursor_end", "Last", show=False),
+        Binding("end", "to_end", "Last", show=False),
         Binding("enter", "expand", "Expand"),
         Binding("c", "copy", "Copy"),
         Binding("y", "copy_code", "Copy code"),
@@ -70,11 +100,12 @@ class Transcript(VerticalScroll, can_focus=True):
     selected: reactive[int] = reactive(-1, init=False)
 
     class EditRequested(Message):
-        """The user wants to edit ``message`` and resend it."""
+        """The user wants to edit ``message`` and resend it; ``position`` is where it is stored, if known."""
 
-        def __init__(self, message: UserMessage) -> None:
+        def __init__(self, message: UserMessage, position: int | None = None) -> None:
             super().__init__()
             self.message = message
+            self.position = position
 
     class TrimRequested(Message):
         """The user asked to trim old tool outputs of this session."""
@@ -94,67 +125,246 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._items: list[_Item] = []
-        self._first_mounted = 0
-        self._loading_older = False
+        self._pages: TranscriptPages | None = None  # the open session's stored transcript
+        self._total = 0  # stored entries when it opened; what a live run adds is shown after them
+        self._window: list[_Page] = []  # the mounted pages, in order, contiguous
+        self._tail_shown = True  # the in-flight runs and live widgets after the last page
+        self._paging = asyncio.Lock()
+        self._shown = 0  # counts show() calls: a page read for what was shown before is dropped
+        self._edge_load: Worker[None] | None = None  # the page being read because the view neared an edge
+        self._item_of: dict[Widget, _Item] = {}  # what each mounted stored widget shows
+        self._parts: dict[str, PageRun] = {}  # runs only part of which a page read holds, by id
+        self._seen_runs: set[str] = set()
+        self._selected_view: MessageView | None = None
         self._live_message: AssistantMessageView | None = None
         self._live_header: RunHeader | None = None
         self._tool_views: dict[str, ToolCallView] = {}
-        self._selected_header: RunHeader | None = None  # the run of the selected message, as last reported
+        self._selected_run: str | None = None  # the run of the selected message, as last reported
         self.can_edit = True  # the session store can rewind
         self.can_trim = True  # the session store can trim tool outputs
 
     # -- showing a session -----------------------------------------------------------------
 
     async def show(self, transcript: TranscriptData | None) -> None:
-        """Replace what is shown with ``transcript`` (``None``: an empty new session)."""
+        """Show ``transcript`` (``None``: an empty new session): its newest page, then its in-flight runs."""
+        self._shown += 1
+        if self._edge_load is not None:
+            self._edge_load.cancel()
+            self._edge_load = None
+        async with self._paging:  # a page being mounted for what was shown before is done first
+            await self._show(transcript)
+        self.call_after_refresh(self._check_edges)
+
+    async def _show(self, transcript: TranscriptData | None) -> None:
         await self.remove_children()
-        self._items = list(_items(transcript.runs)) if transcript else []
         self._tool_views.clear()
-        self._live_message = self._live_header = self._selected_header = None
-        self._first_mounted = max(0, len(self._items) - PAGE)
-        await self.mount_all([self._widget(item) for item in self._items[self._first_mounted:]])
-        self.selected = -1
+        self._item_of.clear()
+        self._parts.clear()
+        self._seen_runs.clear()
+        self._window = []
+        self._tail_shown = True
+        self._live_message = self._live_header = None
+        self._selected_run = None
+        self._set_selected(None)
+        self._pages = transcript.pages if transcript else None
+        self._total = transcript.last_page.total if transcript else 0
+        widgets: list[Widget] = []
+        if transcript is not None:
+            page = transcript.last_page
+            self._window = [_Page(page.start, page.end, self._page_widgets(page))]
+            widgets = [*self._window[0].widgets, *(self._widget(item) for item in _items(transcript.in_flight))]
+            self._seen_runs.update(run.run_id for run in transcript.in_flight)
+        await self.mount_all(widgets)
         self.anchor()  # stays at the bottom while markdown lays out and new content streams in
 
     @property
     def run_ids(self) -> set[str]:
-        """The runs shown (mounted or not yet, and those started here since it opened), by id."""
-        opened = {item.run.run_id for item in self._items if item.run is not None}
-        return opened | {header.run_id for header in self.query(RunHeader)}
+        """The runs shown, by id: those of every page read since it opened, in-flight ones and those started here."""
+        return self._seen_runs | {header.run_id for header in self.query(RunHeader)}
 
     @property
     def older_hidden(self) -> int:
-        """How many items are not mounted yet."""
-        return self._first_mounted
+        """How many stored entries lie above the mounted ones."""
+        return self._window[0].start if self._window else 0
+
+    @property
+    def newer_hidden(self) -> int:
+        """How many stored entries lie below the mounted ones (the live part is hidden while any do)."""
+        return self._total - self._window[-1].end if self._window else 0
+
+    @property
+    def at_end(self) -> bool:
+        """Whether the last page is mounted (and with it the in-flight runs and live part)."""
+        return self.newer_hidden == 0
+
+    @property
+    def mounted_entries(self) -> int:
+        """How many stored entries are mounted now (bounded by ``MOUNTED_PAGES`` pages)."""
+        return sum(page.end - page.start for page in self._window)
+
+    def _page_widgets(self, page: TranscriptPage) -> list[Widget]:
+        widgets = []
+        for part in page.runs:
+            self._seen_runs.add(part.run.run_id)
+            if not part.whole:
+                self._parts[part.run.run_id] = part
+        for item in _page_items(page):
+            widget = self._widget(item)
+            self._item_of[widget] = item
+            widgets.append(widget)
+        return widgets
+
+    async def _read(self, start: int, end: int) -> TranscriptPage | None:
+        """Stored entries ``start`` to ``end`` (never past what was stored when the session opened).
+
+        ``None`` when there are none, or when another session (or this one again) was shown
+        while they were read.
+        """
+        end = min(end, self._total)
+        if self._pages is None or start >= end:
+            return None
+        shown = self._shown
+        page = await self._pages.read(start, end - start)
+        return page if page.end > page.start and shown == self._shown else None
+
+    def _tail(self) -> list[Widget]:
+        mounted = {widget for page in self._window for widget in page.widgets}
+        return [child for child in self.children if child not in mounted]
+
+    def _show_tail(self, shown: bool) -> None:
+        if shown != self._tail_shown:
+            self._tail_shown = shown
+            for widget in self._tail():
+                widget.display = shown
 
     async def load_older(self) -> bool:
-        """Mount the page of items before the first mounted one; False if none are left."""
-        if self._first_mounted == 0 or self._loading_older:
+        """Mount the page before the first mounted one; False if none is left (or one is being read)."""
+        if self._paging.locked() or not self.older_hidden:
             return False
-        self._loading_older = True
-        self.release_anchor()  # content goes in above: keep the reader's place instead
-        try:
-            start = max(0, self._first_mounted - PAGE)
-            widgets = [self._widget(item) for item in self._items[start:self._first_mounted]]
-            first = self.children[0] if self.children else None
-            height_before = self.virtual_size.height
-            await self.mount_all(widgets, before=first) if first else await self.mount_all(widgets)
-            self._first_mounted = start
-            if self.selected >= 0:
-                self.selected += len([w for w in widgets if isinstance(w, MessageView)])
-            self.call_after_refresh(self._keep_place, height_before)
+        async with self._paging:
+            first = self._window[0]
+            page = await self._read(max(0, first.start - PAGE), first.start)
+            if page is None:
+                return False
+            following = self._after_refresh_place()
+            widgets = self._page_widgets(page)
+            anchor = next((w for p in self._window for w in p.widgets), None) or next(iter(self._tail()), None)
+            if widgets:
+                await (self.mount_all(widgets, before=anchor) if anchor is not None else self.mount_all(widgets))
+            self._window.insert(0, _Page(page.start, page.end, widgets))
+            await self._unmount_far(keep_first=True)
+            self._reselect()
+            following()
             return True
-        finally:
-            self._loading_older = False
 
-    def _keep_place(self, height_before: int) -> None:
-        self.scroll_to(y=self.scroll_y + self.virtual_size.height - height_before, animate=False)
+    async def load_newer(self) -> bool:
+        """Mount the page after the last mounted one; False if none is left (or one is being read)."""
+        if self._paging.locked() or self.at_end:
+            return False
+        async with self._paging:
+            last = self._window[-1]
+            page = await self._read(last.end, last.end + PAGE)
+            if page is None:
+                return False
+            widgets = self._page_widgets(page)
+            tail = next(iter(self._tail()), None)
+            if widgets:
+                await (self.mount_all(widgets, before=tail) if tail is not None else self.mount_all(widgets))
+            self._window.append(_Page(page.start, page.end, widgets))
+            following = self._after_refresh_place()
+            await self._unmount_far(keep_first=False)
+            if self.at_end:
+                self._show_tail(True)
+            self._reselect()
+            following()
+            return True
+
+    def _after_refresh_place(self):
+        """Note where the first widget shown now is; the returned call keeps it there once the layout changed."""
+        anchored_at_end = self.is_anchored and self.scroll_y >= self.max_scroll_y
+        keep = next((w for w in self.children if w.display and w.virtual_region.bottom > self.scroll_y), None)
+        if anchored_at_end or keep is None:
+            return lambda: None  # the anchor keeps the end in view
+        y_before = keep.virtual_region.y
+
+        def keep_place() -> None:
+            if keep.is_attached:
+                self.scroll_to(y=self.scroll_y + keep.virtual_region.y - y_before, animate=False)
+
+        self.release_anchor()
+        return lambda: self.call_after_refresh(keep_place)
+
+    async def _unmount_far(self, *, keep_first: bool) -> None:
+        """Unmount the pages past ``MOUNTED_PAGES``: the last ones after reading older, the first after newer."""
+        while len(self._window) > MOUNTED_PAGES:
+            page = self._window.pop(-1 if keep_first else 0)
+            if keep_first:
+                self._show_tail(False)
+                self.anchor(False)  # the end is not here any more: nothing to follow
+            for widget in page.widgets:
+                self._item_of.pop(widget, None)
+                if isinstance(widget, ToolCallView) and self._tool_views.get(widget.call.call_id) is widget:
+                    del self._tool_views[widget.call.call_id]
+            await self.remove_children(page.widgets)
+
+    async def _jump(self, to_first: bool) -> None:
+        """Show the first page (or the last, with what follows it) in place of what is mounted."""
+        async with self._paging:
+            start = 0 if to_first else max(0, self._total - PAGE)
+            shown = self._shown
+            page = await self._read(start, start + PAGE)
+            if shown != self._shown:
+                return
+            old = [widget for mounted in self._window for widget in mounted.widgets]
+            for widget in old:
+                self._item_of.pop(widget, None)
+                if isinstance(widget, ToolCallView) and self._tool_views.get(widget.call.call_id) is widget:
+                    del self._tool_views[widget.call.call_id]
+            self._window = []
+            self._set_selected(None)
+            await self.remove_children(old)
+            if page is not None:
+                widgets = self._page_widgets(page)
+                tail = next(iter(self._tail()), None)
+                if widgets:
+                    await (self.mount_all(widgets, before=tail) if tail is not None else self.mount_all(widgets))
+                self._window = [_Page(page.start, page.end, widgets)]
+            self._show_tail(self.at_end)
+            if not self.at_end:
+                self.anchor(False)
+
+    async def _to_end(self) -> None:
+        """Make the last page (and the live part after it) shown, if the view is on an earlier one."""
+        if not self.at_end:
+            await self._jump(to_first=False)
+
+    def _check_edges(self) -> None:
+        """Read the next page before the reader gets to the edge of what is mounted (within a screenful)."""
+        if self._pages is None or self._paging.locked() or self._edge_load is not None or not self.is_attached:
+            return
+        margin = max(self.size.height, 1)
+        if self.older_hidden and self.scroll_y < margin:
+            self._edge_load = self.run_worker(self._load_at_edge(self.load_older), group="transcript-pages")
+        elif not self.at_end and self.scroll_y > self.max_scroll_y - margin:
+            self._edge_load = self.run_worker(self._load_at_edge(self.load_newer), group="transcript-pages")
+
+    async def _load_at_edge(self, load: Callable[[], Awaitable[bool]]) -> None:
+        try:
+            loaded = await load()
+        finally:
+            self._edge_load = None
+        if loaded:
+            self.call_after_refresh(self._check_edges)  # a short page may not have filled the screen
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if new <= 0 < old and self._first_mounted:
-            self.run_worker(self.load_older(), exclusive=True, group="older")
+        if self.at_end and not self.is_anchored and new >= self.max_scroll_y > 0:
+            self.anchor()  # back at the very end: follow new content again
+        if round(old) != round(new):
+            self._check_edges()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._check_edges)
 
     def _widget(self, item: _Item) -> Widget:
         if item.run is not None:
@@ -185,6 +395,7 @@ class Transcript(VerticalScroll, can_focus=True):
         notice under it) goes, so nothing shows twice when the resumed turn streams again.
         """
         self._live_message = None
+        await self._to_end()  # a run of this window starts: its answer is followed at the end
         run = replace(stored or TranscriptRun(run_id, (), "running", time.time(), None), state="running")
         header = self._header_of(run_id) if resumed else None
         if header is None:
@@ -238,6 +449,7 @@ class Transcript(VerticalScroll, can_focus=True):
 
     async def add_user(self, message: UserMessage) -> None:
         """The user sent ``message``: show it and follow the answer as it streams."""
+        await self._to_end()
         self.selected = -1
         self.anchor()
         await self._append(UserMessageView(message))
@@ -296,35 +508,76 @@ class Transcript(VerticalScroll, can_focus=True):
         self._live_header = None
 
     async def _append(self, widget: Widget) -> None:
+        widget.display = self._tail_shown  # the live part is hidden while an earlier page is shown
         await self.mount(widget)  # the anchor, unless released by the reader, keeps it in view
 
     # -- the cursor ------------------------------------------------------------------------
 
     @property
     def views(self) -> list[MessageView]:
-        return list(self.query(MessageView))
+        """The selectable messages shown, in order (the mounted pages', then the live part's while shown)."""
+        return [child for child in self.children if isinstance(child, MessageView) and child.display]
 
     @property
     def selected_view(self) -> MessageView | None:
-        views = self.views
-        return views[self.selected] if 0 <= self.selected < len(views) else None
+        view = self._selected_view
+        return view if view is not None and view.is_attached and view.display else None
+
+    def _set_selected(self, view: MessageView | None) -> None:
+        """Select ``view`` (``None``: nothing) without scrolling to it: what changing the pages needs."""
+        if self._selected_view is not None and self._selected_view is not view:
+            self._selected_view.remove_class("-selected")
+        views = self.views if view is not None else []
+        if view not in views:
+            view = None
+        self._selected_view = view
+        if view is None:
+            self._selected_run = None
+        self.set_reactive(Transcript.selected, views.index(view) if view is not None else -1)
+
+    def _reselect(self) -> None:
+        """Pages came or went: the selection stays on its message (or goes, with its page)."""
+        self._set_selected(self.selected_view)
 
     def watch_selected(self, old: int, new: int) -> None:
         views = self.views
-        if 0 <= old < len(views):
-            views[old].remove_class("-selected")
+        if self._selected_view is not None:
+            self._selected_view.remove_class("-selected")
         if 0 <= new < len(views):
-            views[new].add_class("-selected")
-            self.scroll_to_widget(views[new], animate=False)
-            header = self.header_above(views[new])
-            if header is not None and header is not self._selected_header:
-                self._selected_header = header
-                self.post_message(self.RunSelected(header.run))
+            view = self._selected_view = views[new]
+            view.add_class("-selected")
+            self.scroll_to_widget(view, animate=False)
+            run = self._run_of(view)
+            if run is not None and run.run_id != self._selected_run:
+                self._selected_run = run.run_id
+                self._report_run(run)
         else:
-            self._selected_header = None
+            self._selected_view = None
+            self._selected_run = None
+
+    def _run_of(self, view: Widget) -> TranscriptRun | None:
+        """The run ``view`` belongs to, as its header shows it (stored on a page, or live)."""
+        item = self._item_of.get(view)
+        if item is not None and item.of_run is not None:
+            return item.of_run
+        header = self.header_above(view)
+        return header.run if header is not None else None
+
+    def _report_run(self, run: TranscriptRun) -> None:
+        part = self._parts.get(run.run_id)
+        if part is None or self._pages is None:
+            self.post_message(self.RunSelected(run))
+        else:  # only part of it was read with its page: the inspector gets all of it
+            self.run_worker(self._report_whole_run(part, self._pages), exclusive=True, group="transcript-run")
+
+    async def _report_whole_run(self, part: PageRun, pages: TranscriptPages) -> None:
+        page = await pages.read(part.start, max(1, part.count))
+        whole = next((p.run for p in page.runs if p.run.run_id == part.run.run_id), part.run)
+        if self._selected_run == whole.run_id:
+            self.post_message(self.RunSelected(whole))
 
     def header_above(self, view: Widget) -> RunHeader | None:
-        """The header of the run ``view`` belongs to."""
+        """The header of the run ``view`` belongs to, when mounted."""
         header = None
         for widget in self.children:
             if widget is view:
@@ -333,8 +586,14 @@ class Transcript(VerticalScroll, can_focus=True):
                 header = widget
         return None
 
+    async def _settled(self) -> None:
+        """Wait for a page being read to be mounted, so a key acts on what is shown."""
+        async with self._paging:
+            pass
+
     async def action_cursor(self, step: int) -> None:
         self.release_anchor()
+        await self._settled()
         views = self.views
         if not views:
             return
@@ -346,23 +605,44 @@ class Transcript(VerticalScroll, can_focus=True):
             if await self.load_older():
                 self.selected = max(0, self.selected - 1)
             return
-        self.selected = min(target, len(views) - 1)
+        if target >= len(views):
+            if await self.load_newer():
+                self.selected = min(self.selected + 1, len(self.views) - 1)
+            return
+        self.selected = target
 
     async def action_cursor_home(self) -> None:
+        """The cursor to the first message of the session: its first page replaces what is mounted."""
         self.release_anchor()
-        while await self.load_older():
-            pass
-        self.selected = 0
+        await self._settled()
+        if self.older_hidden:
+            await self._jump(to_first=True)
+        self.selected = 0 if self.views else -1
+        self.scroll_home(animate=False)
+        self.call_after_refresh(self._check_edges)
 
     @property
     def at_last_message(self) -> bool:
-        """Whether the message cursor is on the last message shown."""
-        return self.selected >= 0 and self.selected == len(self.views) - 1
+        """Whether the message cursor is on the last message of the session as shown (live part included)."""
+        return self.at_end and self.selected >= 0 and self.selected == len(self.views) - 1
+
+    async def action_to_end(self) -> None:
+        """``end``: the last page (if an earlier one is shown), then the cursor to the last message."""
+        await self._settled()
+        await self._to_end()
+        self.action_cursor_end()
 
     def action_cursor_end(self) -> None:
-        """The cursor to the last message, and the view to the very end (following new content again)."""
+        """The cursor to the last message, and the view to the very end (following new content again).
+
+        With an earlier page shown, the last one is read first, in a worker.
+        """
+        if not self.at_end:
+            self.run_worker(self.action_to_end(), exclusive=True, group="transcript-jump")
+            return
         self.selected = len(self.views) - 1
         self.anchor()
+        self.call_after_refresh(self._check_edges)
 
     def action_expand(self) -> None:
         view = self.selected_view
@@ -387,7 +667,8 @@ class Transcript(VerticalScroll, can_focus=True):
         if not isinstance(view, UserMessageView):
             self.notify("Select one of your messages to edit it (↑/↓).", severity="warning")
         else:
-            self.post_message(self.EditRequested(view.message))
+            item = self._item_of.get(view)
+            self.post_message(self.EditRequested(view.message, item.position if item is not None else None))
 
     def action_trim(self) -> None:
         self.post_message(self.TrimRequested())
@@ -401,12 +682,31 @@ class Transcript(VerticalScroll, can_focus=True):
 
 
 def _items(runs: Iterable[TranscriptRun]) -> Iterable[_Item]:
+    """What whole runs show: each one's header, then its entries."""
     for run in runs:
         yield _Item(run=run)
-        results = {e.call_id: e for e in run.entries if isinstance(e, ToolResult)}
-        called = {e.call_id for e in run.entries if isinstance(e, ToolCall)}
-        for entry in run.entries:
-            if isinstance(entry, ToolResult) and entry.call_id in called:
-                continue  # shown inside its call
-            yield _Item(entry=entry, result=results.get(entry.call_id) if isinstance(entry, ToolCall) else None,
-                        of_run=run)
+        yield from _entry_items(run, None, {}, continued=False)
+
+
+def _page_items(page: TranscriptPage) -> Iterable[_Item]:
+    """What a page of stored runs shows: a run's header goes with its first entry, so a run begun earlier has none."""
+    for part in page.runs:
+        if part.begins_here:
+            yield _Item(run=part.run)
+        yield from _entry_items(part.run, part.first, part.later_results, continued=not part.begins_here)
+
+
+def _entry_items(run: TranscriptRun, first: int | None, later_results: Mapping[str, ToolResult], *,
+                 continued: bool) -> Iterable[_Item]:
+    """``run``'s entries, the stored ones numbered from ``first``; a tool call carries its result.
+
+    A result is shown inside its call; one whose call is on an earlier page (``continued``:
+    the run began there) was shown with it, as the page it was read with looked ahead for it.
+    """
+    results = {e.call_id: e for e in run.entries if isinstance(e, ToolResult)} | dict(later_results)
+    called = {e.call_id for e in run.entries if isinstance(e, ToolCall)}
+    for offset, entry in enumerate(run.entries):
+        if isinstance(entry, ToolResult) and (entry.call_id in called or continued):
+            continue  # shown inside its call
+        yield _Item(entry=entry, result=results.get(entry.call_id) if isinstance(entry, ToolCall) else None,
+                    of_run=run, position=None if first is None else first + offset)

@@ -1,0 +1,278 @@
+"""Long histories: a session of thousands of entries opens on its newest page and moves by pages.
+
+Real SQLite files, the real app through its pilot, at 80x24 and 160x45. The long session is the
+one ``screenshots/demo_data.py`` writes (runs of 200 question/answer entries); another one starts
+with a tool call, so an entry of its first page can be expanded, copied and edited from the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lovia import InMemorySession, SQLiteSession
+from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.notice import NoticeView
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.tui.widgets.transcript import MOUNTED_PAGES, PAGE
+from lovia.tui.widgets.user_message import UserMessageView
+from screenshots.demo_data import LONG_SESSION, build
+
+from .conftest import make_app, settle, wait_for
+
+ENTRIES = 3_000
+SIZES = [(80, 24), (160, 45)]
+TOOLS_FIRST = "s-tools-first"
+BOUND = MOUNTED_PAGES * PAGE  # stored entries mounted at most
+# Entries of the tools-first session: a call whose result lies on the next page of a read from 0.
+CALL_AT = PAGE - 1
+
+
+@pytest.fixture(scope="module")
+def long_db(tmp_path_factory) -> Path:
+    """One database for the module: building thousands of entries once keeps the tests quick."""
+    import asyncio
+
+    db = tmp_path_factory.mktemp("long") / "lovia.db"
+    asyncio.run(build(db, long_entries=ENTRIES))
+    return db
+
+
+def copy_of(db: Path, tmp_path: Path) -> Path:
+    """A test's own copy of the module's database (the app writes to it)."""
+    import sqlite3
+
+    target = tmp_path / "lovia.db"
+    with sqlite3.connect(db) as source, sqlite3.connect(target) as copy:
+        source.backup(copy)
+    return target
+
+
+async def tools_first(db: Path, runs: int = 10) -> None:
+    """A session whose first run has a tool call across the first page's edge, then ``runs`` runs of 200."""
+    async with SQLiteSession(db, wal=True) as session:
+        first = [UserMessage(text="first question, on the first page")]
+        first += [AssistantMessage(text=f"warming up {i}") for i in range(CALL_AT - 1)]
+        first += [ToolCall(call_id="call-edge", name="calculate", arguments='{"expression": "6*7"}'),
+                  ToolResult(call_id="call-edge", output="6*7 = 42", name="calculate"),
+                  AssistantMessage(text="It is **42**.")]
+        await session.append(TOOLS_FIRST, first, run_id="run-first", meta={"timing": {"started_at": 1.0,
+                                                                                      "finished_at": 2.0}})
+        for run in range(runs):
+            batch = []
+            for i in range(100):
+                batch += [UserMessage(text=f"q{run}-{i}"), AssistantMessage(text=f"a{run}-{i}")]
+            await session.append(TOOLS_FIRST, batch, run_id=f"run-{run}")
+
+
+async def open_long(pilot, session_id: str = LONG_SESSION):
+    app = pilot.app
+    await settle(pilot)
+    await app.screen.open_session(session_id)
+    await settle(pilot)
+    transcript = app.screen.chat.transcript
+    transcript.focus()
+    await settle(pilot)
+    return transcript
+
+
+def texts(transcript) -> list[str]:
+    return [view.copy_text() for view in transcript.views]
+
+
+def visible(transcript, view) -> bool:
+    """Whether ``view`` is within the transcript's visible region."""
+    top, bottom = transcript.scroll_y, transcript.scroll_y + transcript.scrollable_content_region.height
+    region = view.virtual_region
+    return region.y < bottom and region.bottom > top
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_long_session_opens_at_its_end_with_a_page_mounted(long_db, tmp_path, size):
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        last = f"Step {ENTRIES // 2 - 1} changed"
+        assert texts(transcript)[-1].startswith(last)
+        assert visible(transcript, transcript.views[-1])
+        assert 0 < transcript.mounted_entries <= BOUND
+        assert transcript.older_hidden == ENTRIES - transcript.mounted_entries
+        assert transcript.at_end
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_home_shows_the_first_entry_and_end_the_last(long_db, tmp_path, size):
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        assert transcript.older_hidden == 0
+        first = transcript.selected_view
+        assert isinstance(first, UserMessageView) and first.message.text.startswith("Question number 0:")
+        assert transcript.selected == 0 and visible(transcript, first)
+        assert not transcript.at_end and transcript.mounted_entries <= BOUND
+
+        await pilot.press("end")
+        await settle(pilot)
+        assert transcript.at_end and transcript.at_last_message
+        last = transcript.selected_view
+        assert isinstance(last, AssistantMessageView) and last.text.startswith(f"Step {ENTRIES // 2 - 1} ")
+        assert visible(transcript, last)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_page_keys_move_through_pages(long_db, tmp_path, size):
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        shown = transcript.older_hidden + transcript.mounted_entries
+        for _ in range(8):
+            await pilot.press("pagedown")
+            await settle(pilot)
+        assert transcript.scroll_y > 0
+        assert transcript.older_hidden + transcript.mounted_entries > shown  # newer pages were read
+        top = transcript.scroll_y
+        await pilot.press("pageup")
+        await settle(pilot)
+        assert transcript.scroll_y < top
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_scrolling_through_keeps_the_mounted_widgets_bounded(long_db, tmp_path, size):
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        most = 0
+        while transcript.older_hidden < 600:
+            await pilot.press("pagedown")
+            await settle(pilot)
+            most = max(most, len(transcript.children))
+            assert transcript.mounted_entries <= BOUND
+        assert most <= BOUND + BOUND // 100 + 2  # the entries and their few run headers, never the session
+        # And back up: older pages come back as the view nears the top, the newest ones go.
+        hidden, newer = transcript.older_hidden, transcript.newer_hidden
+        for _ in range(3 * BOUND):
+            if transcript.older_hidden < hidden - BOUND:
+                break
+            await pilot.press("pageup")
+            await settle(pilot)
+            assert transcript.mounted_entries <= BOUND
+        assert transcript.older_hidden < hidden - BOUND and transcript.newer_hidden > newer
+
+
+async def test_a_call_on_a_far_page_expands_copies_and_keeps_its_result(tmp_path):
+    db = tmp_path / "lovia.db"
+    await tools_first(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot, TOOLS_FIRST)
+        assert transcript.older_hidden > 1_000
+        await pilot.press("home")
+        await settle(pilot)
+        call = transcript.query_one(ToolCallView)
+        assert call.result is not None and call.result.output == "6*7 = 42"  # its result is on the next page
+        transcript.selected = transcript.views.index(call)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not call.query_one("Collapsible").collapsed
+        await pilot.press("c")
+        await settle(pilot)
+        assert any("Copied the message" in n.message for n in app._notifications)
+        # The next page's result is not shown again on its own.
+        await pilot.press("end")
+        await settle(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        for _ in range(PAGE + 4):
+            await pilot.press("down")
+        await settle(pilot)
+        assert not [n for n in transcript.query(NoticeView) if "result of" in str(n.render())]
+        assert len(transcript.query(ToolCallView)) == 1
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_edit_on_a_far_page_counts_the_runs_it_drops(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await tools_first(db, runs=8)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot, TOOLS_FIRST)
+        await pilot.press("home")
+        await settle(pilot)
+        assert transcript.selected_view.message.text == "first question, on the first page"
+        await pilot.press("e")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        assert "8 later runs" in app.screen.question
+        await pilot.press("y")  # Edit
+        await settle(pilot)
+        composer = app.screen.query_one("#composer")
+        assert composer.text == "first question, on the first page"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert composer.text == ""
+
+
+async def test_a_message_sent_from_an_earlier_page_is_followed_at_the_end(long_db, tmp_path):
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        assert not transcript.at_end
+        app.screen.query_one("#composer").focus()
+        await pilot.press(*"hello")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert transcript.at_end
+        assert [v.copy_text() for v in transcript.views][-2] == "hello"
+        assert visible(transcript, transcript.views[-1])
+
+
+async def test_quit_answers_at_once_after_home(long_db, tmp_path):
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_long(pilot)
+        await pilot.press("home", "ctrl+q")
+        await wait_for(pilot, lambda: not app.is_running, give_up_after=5)
+
+
+async def test_a_store_without_paged_reads_still_pages_the_transcript(tmp_path):
+    class PlainSession:
+        """Only the four protocol methods: the session is loaded whole, then paged from memory."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        async def segments(self, session_id):
+            return await self.inner.segments(session_id)
+
+        async def load(self, session_id):
+            return await self.inner.load(session_id)
+
+        async def append(self, session_id, entries, *, run_id=None, meta=None):
+            return await self.inner.append(session_id, entries, run_id=run_id, meta=meta)
+
+        async def clear(self, session_id):
+            await self.inner.clear(session_id)
+
+    inner = InMemorySession()
+    for run in range(5):
+        await inner.append("s-plain", [e for i in range(100) for e in (UserMessage(text=f"q{run}-{i}"),
+                                                                       AssistantMessage(text=f"a{run}-{i}"))])
+    app = make_app(tmp_path / "lovia.db", session=PlainSession(inner))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot, "s-plain")
+        assert texts(transcript)[-1] == "a4-99" and transcript.older_hidden > 0
+        await pilot.press("home")
+        await settle(pilot)
+        assert transcript.selected_view.copy_text() == "q0-0"
+        await pilot.press("end")
+        await settle(pilot)
+        assert transcript.selected_view.copy_text() == "a4-99"
