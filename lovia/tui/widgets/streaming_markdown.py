@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from markdown_it.token import Token
+from rich.cells import cell_len
 from textual.await_complete import AwaitComplete
 from textual.content import Content
 from textual.widgets import Label, Markdown
@@ -40,6 +41,12 @@ def code_chunks(code: str) -> list[str]:
     if not lines:
         return [""]
     return ["\n".join(lines[start:start + CHUNK_LINES]) for start in range(0, len(lines), CHUNK_LINES)]
+
+
+def _extent(content: Content) -> tuple[int, int]:
+    """The lines and columns ``content`` takes in a label."""
+    lines = content.plain.split("\n")
+    return len(lines), max(cell_len(line) for line in lines)
 
 
 def _same(one: Content, other: Content) -> bool:
@@ -122,7 +129,9 @@ class StreamedFence(MarkdownFence):
                 continue
             content = self._highlight_chunk(chunk)
             if index < before:
-                labels[index].update(content)
+                # A longer last line within the label's width and height changes no size: no layout,
+                # so the screen repaints this label alone (the usual update while a line streams).
+                labels[index].update(content, layout=_extent(content) != _extent(self._contents[index]))
                 self._contents[index] = content
             else:
                 added.append(Label(content, expand=True, classes=self._classes_of(index, count)))
