@@ -508,7 +508,8 @@ class SQLiteSession(_SQLiteStore):
 
     async def list_sessions(self, *, query: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Sessions, most recently active first; ``query`` filters by id or title (any case)."""
-        infos = await self._db.read(lambda conn: _session_infos(conn, None), "listing sessions")
+        page = None if query else limit  # a query filters titles made here, so its limit comes after it
+        infos = await self._db.read(lambda conn: _session_infos(conn, None, page), "listing sessions")
         return filter_sessions(infos, query, limit)
 
     async def session_info(self, session_id: str) -> SessionInfo | None:
@@ -579,8 +580,12 @@ _FIRST_USER_TEXT = f"""
     WHERE json_extract(item.value, '$.type') = '{UserMessage.type}' ORDER BY item.key LIMIT 1"""
 
 
-def _session_infos(conn: sqlite3.Connection, only: str | None) -> list[SessionInfo]:
+def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None = None) -> list[SessionInfo]:
+    """``only`` that session, or the ``limit`` most recently active (all when ``None``), newest first."""
     where, args = ("WHERE i.session_id = ?", (only,)) if only is not None else ("", ())
+    # A page reads (and titles) only its sessions: the terminal UI's first paint lists the newest.
+    sessions = "lovia_session_info" if limit is None else \
+        f"(SELECT * FROM lovia_session_info ORDER BY last_activity DESC LIMIT {int(limit)})"
     rows = conn.execute(
         f"""SELECT i.session_id, i.title, i.created_at, i.last_activity,
                    COALESCE(SUM(g.entry_count), 0), COUNT(g.seq),
@@ -589,7 +594,7 @@ def _session_infos(conn: sqlite3.Connection, only: str | None) -> list[SessionIn
                        WHEN 'integer' THEN json_extract(g.meta, '$.active_seconds')
                        ELSE MAX(0, json_extract(g.meta, '$.timing.finished_at')
                                    - json_extract(g.meta, '$.timing.started_at')) END), 0)
-            FROM lovia_session_info AS i LEFT JOIN lovia_segments AS g USING (session_id)
+            FROM {sessions} AS i LEFT JOIN lovia_segments AS g USING (session_id)
             {where}
             GROUP BY i.session_id ORDER BY i.last_activity DESC""",
         args,

@@ -100,3 +100,16 @@ async def test_a_session_changed_below_the_drawn_page_moves_to_the_top(tmp_path)
         await settle(pilot)
         assert options.get_option_at_index(0).id == "s-0000"
         assert screen.query_one("SessionsPane").sessions[0].run_count == 2
+
+
+async def test_the_store_lists_a_page_as_the_start_of_the_whole_list(tmp_path):
+    # The first paint asks for a page only; the SQLite store reads (and titles) that page alone.
+    db = tmp_path / "lovia.db"
+    await many_sessions(db, 40)
+    async with SQLiteSession(db, wal=True) as session:
+        await session.rename_session("s-0005", "a title of its own")
+        await session.append("s-0003", [UserMessage(text="back again")])  # now the most recent
+        every = await session.list_sessions()
+        assert await session.list_sessions(limit=10) == every[:10]
+        assert every[0].session_id == "s-0003" and every[0].run_count == 2
+        assert await session.list_sessions(query="title of", limit=1) == [await session.session_info("s-0005")]

@@ -128,16 +128,23 @@ class MainScreen(Screen):
         self._change_check_error: str | None = None
         self._listed_run_states: dict[str, RunState] | None = None  # as the runs pane listed them at the last check
         self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
+        self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
+        self._chat_panel: ChatPanel | None = None
 
     def compose(self) -> ComposeResult:
+        # Kept: check_action reads them for the footer many times a key press, faster than a query.
+        sessions = SessionsPane(can_rename=self.backend.can_rename) if self.backend.can_list_sessions else None
+        side = Vertical(id="side")
+        self._panes = {"sessions": sessions, "runs": side}
+        self._chat_panel = ChatPanel(self.backend)
         yield Header()
         with Horizontal(id="panes"):
-            if self.backend.can_list_sessions:
-                yield SessionsPane(can_rename=self.backend.can_rename)
+            if sessions is not None:
+                yield sessions
             with Vertical(id="conversation"):
                 yield Static(WELCOME, id="welcome")
-                yield ChatPanel(self.backend)
-            with Vertical(id="side"):
+                yield self._chat_panel
+            with side:
                 if self.backend.can_list_runs:
                     yield RunsPane()
                 yield CheckpointInspector()
@@ -146,15 +153,20 @@ class MainScreen(Screen):
     async def on_mount(self) -> None:
         """First paint: the newest :data:`~lovia.tui.widgets.sessions_pane.PAGE` sessions and the newest one open;
         every other session is listed by a worker after it."""
+        footer = self.query_one(LoviaFooter)
+        footer.hold()  # the load changes what the keys can do many times: the footer is made once, after it
         await self._follow_other_windows()
         first_page: list[SessionListing] = []
         with told_on(self, "list the sessions"):
             first_page = await self.backend.sessions(limit=PAGE)
-        await self.open_session(first_page[0].session_id if first_page else None, sessions=first_page)
-        self.query_one("#composer").focus()
+        try:
+            await self.open_session(first_page[0].session_id if first_page else None, sessions=first_page)
+            self.query_one("#composer").focus()
+        finally:
+            footer.release()
         if len(first_page) >= PAGE:
-            self._list_every_session()
-        self._record_finished_runs()
+            self.call_after_refresh(self._list_every_session)  # after the first paint, not competing with it
+        self.call_after_refresh(self._record_finished_runs)
 
     @work(exclusive=True, group="lists")
     async def _list_every_session(self) -> None:
@@ -226,8 +238,9 @@ class MainScreen(Screen):
         dies writes nothing: so the same happens when a listed run held elsewhere is held no
         more (its owner on this machine is gone, or its lease lapsed). The two stores
         of this app have a connection each, so this window's own runs count as changes too:
-        while one runs, the lists are reloaded at each check, and its transcript is left to the
-        run; once nobody writes, checks reload nothing. A transcript reload waits while a run
+        while one runs, each check reads its session and the runs again (every session waits
+        for the check after the run, which lists them all once), and its transcript is left to
+        the run; once nobody writes, checks reload nothing. A transcript reload waits while a run
         of this window goes, a message is being edited, a dialog or another action is under way,
         or the reader has scrolled up or has the message cursor in use; it happens at a later
         check once none of that holds.
@@ -241,7 +254,12 @@ class MainScreen(Screen):
         if self._listed_run_states is None:
             self._listed_run_states = listed_now  # the first check: as the first load listed them
         if changed or listed_now != self._listed_run_states:
-            await self.refresh_lists()
+            if self.chat.running and self.chat.session_id is not None:
+                # This window's run writes at every turn: its session and the runs are read again
+                # now, every session once it ends (a change elsewhere meanwhile is listed then).
+                await self.refresh_session(self.chat.session_id)
+            else:
+                await self.refresh_lists()
             self._listed_run_states = self._listed_runs_now()
             mark = await self._mark_open_session()
             if own_run or self.chat.running:
@@ -414,10 +432,9 @@ class MainScreen(Screen):
     # -- folding and maximizing --------------------------------------------------------
 
     def pane(self, name: str) -> Widget | None:
-        """The side pane ``name`` ("sessions" or "runs"), if this backend has it."""
-        if name == "sessions" and not self.backend.can_list_sessions:
-            return None
-        return next(iter(self.query(SIDE_PANES[name])), None)
+        """The side pane ``name`` ("sessions" or "runs"), if this backend has it (and it is mounted)."""
+        pane = self._panes.get(name)
+        return pane if pane is not None and pane.is_attached else None
 
     def folded(self, name: str) -> bool:
         """Is the pane ``name`` folded away at this width (shown only as an overlay)?"""
@@ -486,8 +503,8 @@ class MainScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop_run":  # asked for the footer at any time, also while the app closes
-            chats = self.query(ChatPanel)
-            return bool(chats) and chats.first().running
+            chat = self._chat_panel
+            return chat is not None and chat.is_attached and chat.running
         if action == "toggle_pane":
             return self.pane(str(parameters[0])) is not None
         if action == "maximize":

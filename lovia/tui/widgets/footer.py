@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual import events
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
@@ -40,6 +41,31 @@ class LoviaFooter(Footer):
     _composed_for: int | None = None  # the width the entries were picked for
     _composed_from: tuple[object, ...] | None = None  # what the entries shown were made from
 
+    _recompose_waiting = False  # a recompose is asked for and has not run yet
+    _held = False  # changes wait for release() (while the screen's first load changes them many times)
+    _changed_while_held = False
+
+    def hold(self) -> None:
+        """Let binding changes wait until :meth:`release`: the entries are then made once."""
+        self._held = True
+
+    def release(self) -> None:
+        """Make the entries for the bindings as they are now, if they changed while held."""
+        self._held = False
+        if self._changed_while_held and self.is_attached:
+            self._changed_while_held = False
+            self.bindings_changed(self.screen)
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """Ask for one recompose however many changes come before it runs (Textual asks once a change)."""
+        if self._held:
+            self._changed_while_held = True
+            return
+        if self._recompose_waiting:
+            return
+        super().bindings_changed(screen)  # asks for the recompose when the screen is ours and the app focused
+        self._recompose_waiting = screen.app.app_focus and self.is_attached and screen is self.screen
+
     async def recompose(self) -> None:
         """Make the entries again only when what they show changed.
 
@@ -48,6 +74,7 @@ class LoviaFooter(Footer):
         nothing. What the entries are made from is compared instead: the width, whether the
         bindings are known yet, and each active binding with its state.
         """
+        self._recompose_waiting = False
         made_from = self._made_from()
         if made_from == self._composed_from:
             return
