@@ -16,7 +16,7 @@ from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.notice import NoticeView
 from lovia.tui.widgets.tool_call_view import ToolCallView
-from lovia.tui.widgets.transcript import MOUNTED_PAGES, PAGE
+from lovia.tui.widgets.transcript import MIN_PAGE, MOUNTED_PAGES, PAGE
 from lovia.tui.widgets.user_message import UserMessageView
 from screenshots.demo_data import LONG_SESSION, build
 
@@ -26,8 +26,8 @@ ENTRIES = 3_000
 SIZES = [(80, 24), (160, 45)]
 TOOLS_FIRST = "s-tools-first"
 BOUND = MOUNTED_PAGES * PAGE  # stored entries mounted at most
-# Entries of the tools-first session: a call whose result lies on the next page of a read from 0.
-CALL_AT = PAGE - 1
+# Where the tools-first session has a call whose result lies on the next page (pages of MIN_PAGE from 0).
+CALL_AT = 3 * MIN_PAGE - 1
 
 
 @pytest.fixture(scope="module")
@@ -174,11 +174,18 @@ async def test_a_call_on_a_far_page_expands_copies_and_keeps_its_result(tmp_path
     async with app.run_test(size=(80, 24)) as pilot:
         transcript = await open_long(pilot, TOOLS_FIRST)
         assert transcript.older_hidden > 1_000
+        assert transcript.page_size == MIN_PAGE  # 80x24: the call ends a page, its result begins the next
         await pilot.press("home")
         await settle(pilot)
-        call = transcript.query_one(ToolCallView)
+        while not isinstance(transcript.selected_view, ToolCallView):
+            await pilot.press("down")  # newer pages are read as the cursor goes
+            assert transcript.selected < 2 * CALL_AT
+        await settle(pilot)
+        call = transcript.selected_view
         assert call.result is not None and call.result.output == "6*7 = 42"  # its result is on the next page
-        transcript.selected = transcript.views.index(call)
+        # The inspector shows the whole run, not the part of it the first page holds.
+        await wait_for(pilot, lambda: app.screen.inspected == "run-first" and app.screen._inspected_run is not None
+                       and len(app.screen._inspected_run.entries) == CALL_AT + 3)
         await pilot.press("enter")
         await settle(pilot)
         assert not call.query_one("Collapsible").collapsed

@@ -126,7 +126,7 @@ class ChatPanel(Vertical):
             return
         self._end_edit()
         self.session_id = session_id or self.backend.new_session_id()
-        data = await self.backend.transcript(self.session_id) if session_id else None
+        data = await self.backend.transcript(self.session_id, page=self.transcript.page_size) if session_id else None
         await self.transcript.show(data)
         await self.refresh_title()
         self.refresh_bindings()  # what the footer offers depends on what the session holds
@@ -221,7 +221,7 @@ class ChatPanel(Vertical):
     async def _show_session(self) -> None:
         """Show the open session again, as stored now."""
         if self.session_id is not None:
-            await self.transcript.show(await self.backend.transcript(self.session_id))
+            await self.transcript.show(await self.backend.transcript(self.session_id, page=self.transcript.page_size))
             await self.refresh_title()
 
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:

@@ -26,7 +26,6 @@ from textual.worker import Worker
 
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.tui.backend import (
-    PageRun,
     RunState,
     Transcript as TranscriptData,
     TranscriptPage,
@@ -48,7 +47,9 @@ from lovia.tui.widgets.tool_call_view import (
 from lovia.tui.widgets.user_message import UserMessageView
 
 PAGE = 24
-"""Stored entries read and mounted at a time: about a screenful at 45 lines, so a page mounts within a frame or two."""
+"""The most stored entries read and mounted at a time (see :attr:`Transcript.page_size`)."""
+MIN_PAGE = 8
+"""The fewest: what a page holds before the transcript has a size."""
 MOUNTED_PAGES = 6
 """Pages kept mounted; farther ones are unmounted (the window a reader scrolls through without waiting)."""
 
@@ -133,7 +134,8 @@ class Transcript(VerticalScroll, can_focus=True):
         self._shown = 0  # counts show() calls: a page read for what was shown before is dropped
         self._edge_load: Worker[None] | None = None  # the page being read because the view neared an edge
         self._item_of: dict[Widget, _Item] = {}  # what each mounted stored widget shows
-        self._parts: dict[str, PageRun] = {}  # runs only part of which a page read holds, by id
+        # Where the runs lie that a page read held only part of, by id (no entries: it stays small).
+        self._parts: dict[str, tuple[int, int]] = {}
         self._seen_runs: set[str] = set()
         self._selected_view: MessageView | None = None
         self._live_message: AssistantMessageView | None = None
@@ -198,6 +200,15 @@ class Transcript(VerticalScroll, can_focus=True):
         return self.newer_hidden == 0
 
     @property
+    def page_size(self) -> int:
+        """Stored entries read and mounted at a time: about a screenful (a message takes three lines or more).
+
+        Mounting is what a page costs (markdown is parsed and laid out), so a jump mounts no more
+        than fills the screen; the pages around it are read after it is drawn.
+        """
+        return max(MIN_PAGE, min(PAGE, self.size.height // 3))
+
+    @property
     def mounted_entries(self) -> int:
         """How many stored entries are mounted now (bounded by ``MOUNTED_PAGES`` pages)."""
         return sum(page.end - page.start for page in self._window)
@@ -207,7 +218,7 @@ class Transcript(VerticalScroll, can_focus=True):
         for part in page.runs:
             self._seen_runs.add(part.run.run_id)
             if not part.whole:
-                self._parts[part.run.run_id] = part
+                self._parts[part.run.run_id] = (part.start, part.count)
         for item in _page_items(page):
             widget = self._widget(item)
             self._item_of[widget] = item
@@ -243,7 +254,7 @@ class Transcript(VerticalScroll, can_focus=True):
             return False
         async with self._paging:
             first = self._window[0]
-            page = await self._read(max(0, first.start - PAGE), first.start)
+            page = await self._read(max(0, first.start - self.page_size), first.start)
             if page is None:
                 return False
             following = self._after_refresh_place()
@@ -263,7 +274,7 @@ class Transcript(VerticalScroll, can_focus=True):
             return False
         async with self._paging:
             last = self._window[-1]
-            page = await self._read(last.end, last.end + PAGE)
+            page = await self._read(last.end, last.end + self.page_size)
             if page is None:
                 return False
             widgets = self._page_widgets(page)
@@ -310,9 +321,9 @@ class Transcript(VerticalScroll, can_focus=True):
     async def _jump(self, to_first: bool) -> None:
         """Show the first page (or the last, with what follows it) in place of what is mounted."""
         async with self._paging:
-            start = 0 if to_first else max(0, self._total - PAGE)
+            start = 0 if to_first else max(0, self._total - self.page_size)
             shown = self._shown
-            page = await self._read(start, start + PAGE)
+            page = await self._read(start, start + self.page_size)
             if shown != self._shown:
                 return
             old = [widget for mounted in self._window for widget in mounted.widgets]
@@ -361,7 +372,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if self.at_end and not self.is_anchored and new >= self.max_scroll_y > 0:
             self.anchor()  # back at the very end: follow new content again
         if round(old) != round(new):
-            self._check_edges()
+            self.call_after_refresh(self._check_edges)  # after the view is drawn where it moved
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._check_edges)
@@ -564,15 +575,16 @@ class Transcript(VerticalScroll, can_focus=True):
         return header.run if header is not None else None
 
     def _report_run(self, run: TranscriptRun) -> None:
-        part = self._parts.get(run.run_id)
-        if part is None or self._pages is None:
+        span = self._parts.get(run.run_id)
+        if span is None or self._pages is None:
             self.post_message(self.RunSelected(run))
         else:  # only part of it was read with its page: the inspector gets all of it
-            self.run_worker(self._report_whole_run(part, self._pages), exclusive=True, group="transcript-run")
+            self.run_worker(self._report_whole_run(run, span, self._pages), exclusive=True, group="transcript-run")
 
-    async def _report_whole_run(self, part: PageRun, pages: TranscriptPages) -> None:
-        page = await pages.read(part.start, max(1, part.count))
-        whole = next((p.run for p in page.runs if p.run.run_id == part.run.run_id), part.run)
+    async def _report_whole_run(self, run: TranscriptRun, span: tuple[int, int], pages: TranscriptPages) -> None:
+        start, count = span
+        page = await pages.read(start, max(1, count))
+        whole = next((part.run for part in page.runs if part.run.run_id == run.run_id), run)
         if self._selected_run == whole.run_id:
             self.post_message(self.RunSelected(whole))
 
