@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 
@@ -50,7 +51,7 @@ class AssistantMessageView(MessageView):
         """How many characters of ``text`` the widgets show; the rest is applied at the next frame."""
         self._unshown: list[str] = []
         self._arrived = asyncio.Event()
-        self._finishing = False
+        self._finishing = asyncio.Event()  # set by finish: the feeder's pause ends at once
         self._feeder: Worker[None] | None = None
 
     @property
@@ -97,11 +98,12 @@ class AssistantMessageView(MessageView):
                 self._unshown.clear()
                 await markdown.append(batch)
                 self.shown_length += len(batch)
-            if self._finishing and not self._unshown:
+            if self._finishing.is_set() and not self._unshown:
                 return
             spent = time.monotonic() - started
             pause = max(FRAME_SECONDS - spent, (spent + late) / 2)
-            await asyncio.sleep(pause)
+            with contextlib.suppress(TimeoutError):  # a stopped answer shows its end without waiting
+                await asyncio.wait_for(self._finishing.wait(), pause)
             late = min(time.monotonic() - started - spent - pause, 1.0)
     async def finish(self, message: AssistantMessage | None = None) -> None:
         """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
@@ -109,7 +111,7 @@ class AssistantMessageView(MessageView):
         Its code blocks are then highlighted whole in background workers: the call does not wait for them.
         """
         if self._feeder is not None:
-            self._finishing = True
+            self._finishing.set()
             self._arrived.set()
             await self._feeder.wait()
             self._feeder = None
