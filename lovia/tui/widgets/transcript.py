@@ -561,7 +561,8 @@ class Transcript(VerticalScroll, can_focus=True):
             run = self._run_of(view)
             if run is not None and run.run_id != self._selected_run:
                 self._selected_run = run.run_id
-                self._report_run(run)
+                # Once the cursor is drawn: the inspector's update (a table of the run) must not delay it.
+                self.call_after_refresh(self._report_run, run)
         else:
             self._selected_view = None
             self._selected_run = None
@@ -575,6 +576,8 @@ class Transcript(VerticalScroll, can_focus=True):
         return header.run if header is not None else None
 
     def _report_run(self, run: TranscriptRun) -> None:
+        if self._selected_run != run.run_id:
+            return  # the cursor moved on before it was drawn
         span = self._parts.get(run.run_id)
         if span is None or self._pages is None:
             self.post_message(self.RunSelected(run))
