@@ -2,8 +2,8 @@
 queries the lists make after a turn.
 
 - first paint: the stores opened as the ``lovia`` command opens them (``open_stores``), the app
-  started, until its main screen is mounted (the sessions list and the latest session shown) and
-  one frame more; 10,000 sessions against 10, alternated in one process.
+  started, until the first refresh of its main screen once mounted (the sessions list and the
+  latest session loaded) is over; 10,000 sessions against 10, alternated in one process.
 - queries during and after a run: the app on 10,000 sessions through stores that count their
   calls (``tests/tui/counting.py``); one message is sent (a plain answer, then one with a tool
   call), and the listing calls (``list_sessions``, ``session_info``, ``list_runs``) are counted
@@ -58,10 +58,13 @@ def _app(session, checkpointer):
 
 
 async def _until_painted(pilot) -> None:
+    """Until the first refresh of the main screen once it is mounted (its first load done) is over."""
     app = pilot.app
     while app.main_screen is None or not app.main_screen.is_mounted:
         await asyncio.sleep(0.001)
-    await pilot.pause()
+    painted = asyncio.Event()
+    app.main_screen.call_after_refresh(painted.set)
+    await painted.wait()
 
 
 async def first_paint(db: Path) -> float:

@@ -6,9 +6,9 @@ checking both stores, the tool-output archive, the remembered state) with ``LOVI
 ``LOVIA_DATA_DIR`` in a temporary directory holding the demo database as ``lovia.db``; then
 the app runs headless. The baseline is a bare Textual app (one Static) started the same way.
 
-- first paint: from just before the process is spawned to the first frame of the app's screen
-  (lovia: its main screen mounted, with the sessions listed and the newest session open, then
-  one frame; bare: one frame), so interpreter start-up and imports count, exit does not;
+- first paint: from just before the process is spawned to the end of the first refresh of the
+  app's screen once it is mounted (lovia: its main screen, with the sessions listed and the
+  newest session open; bare: its Static), so interpreter start-up and imports count, exit does not;
 - idle memory: the process's resident set (VmRSS) once the app is idle after start-up (its
   start-up workers done, then half a second).
 
@@ -60,7 +60,9 @@ else:
 async def paint_then_exit(pilot):
     while not ready(pilot.app):
         await asyncio.sleep(0.001)
-    await pilot.pause()
+    refreshed = asyncio.Event()
+    pilot.app.screen.call_after_refresh(refreshed.set)
+    await refreshed.wait()
     painted = time.time()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause(0.5)

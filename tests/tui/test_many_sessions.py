@@ -42,15 +42,17 @@ async def test_the_sessions_list_draws_a_page_and_more_as_the_cursor_goes_down(t
         assert app.screen.chat.session_id == f"s-{count - 1:04d}"  # the newest opens
         assert len(pane.listed) == count  # every session is held (listed after the first paint)...
         assert options.option_count == PAGE + 1  # ...but options are drawn for a page, and "N more"
-        assert "150 more" in str(options.get_option_at_index(PAGE).prompt)
+        assert f"{PAGE + 50:,} more" in str(options.get_option_at_index(PAGE).prompt)
 
         options.focus()
         await pilot.press("end")  # to the last drawn session: the next page is drawn
         await pilot.pause()
         assert options.option_count == 2 * PAGE + 1
-        await pilot.press("end", "end")
+        await pilot.press("end", "end")  # a page, then the last 50
         await pilot.pause()
         assert options.option_count == count  # all drawn, no marker left
+        await pilot.press("end")
+        await pilot.pause()
         assert options.get_option_at_index(options.highlighted).id == "s-0000"
 
         # The filter narrows what the pane holds: no store is asked.

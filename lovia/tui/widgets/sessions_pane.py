@@ -295,8 +295,9 @@ class SessionsPane(Vertical):
         self.query_one(SessionList).focus()
 
 
-PAGE = 100
-"""How many sessions get options at a time (a few screens' worth)."""
+PAGE = 30
+"""How many sessions get options at a time: three screens of them at 45 rows (each option wraps
+its lines, so a hundred cost a first paint a tenth more)."""
 
 ID_MATCH_CHARS = 4
 """How much of a session id a filter must give for the id to match (the start of it needs one less)."""
