@@ -233,9 +233,6 @@ class TranscriptPages:
     complete on its own.
     """
 
-    LOOKAHEAD = 64
-    """How far past a page its calls' results are looked for (a run's results follow its calls closely)."""
-
     def __init__(self, session: Session, session_id: str) -> None:
         self.session = session
         self.session_id = session_id
@@ -263,7 +260,9 @@ class TranscriptPages:
         waiting = {e.call_id for e in run.run.entries if isinstance(e, ToolCall) and e.call_id not in answered}
         if not waiting:
             return {}
-        after = await self._entry_page(end, min(run.start + run.count - end, self.LOOKAHEAD))
+        # To the run's end: parallel calls store their results after all of them, so a result can
+        # lie any distance on; a page of a store decodes the whole runs it touches in any case.
+        after = await self._entry_page(end, run.start + run.count - end)
         return {e.call_id: e for e in after.entries if isinstance(e, ToolResult) and e.call_id in waiting}
 
     async def _entry_page(self, start: int | None, limit: int) -> EntryPage:

@@ -283,3 +283,24 @@ async def test_a_store_without_paged_reads_still_pages_the_transcript(tmp_path):
         await pilot.press("end")
         await settle(pilot)
         assert transcript.selected_view.copy_text() == "a4-99"
+
+
+@pytest.mark.parametrize("store", ["sqlite", "memory"])
+async def test_a_page_finds_its_calls_results_however_far_on_in_the_run_they_are(tmp_path, store):
+    """Parallel calls store their results after all the calls: 70 calls put the first results
+    70 entries past a page that ends among the calls. A stored run is tool-consistent, so none of
+    its calls may read "will run again on resume"."""
+    from lovia.tui.backend import TranscriptPages
+
+    calls = [ToolCall(call_id=f"c{i}", name="calculate", arguments="{}") for i in range(70)]
+    results = [ToolResult(call_id=f"c{i}", output=f"result {i}", name="calculate") for i in range(70)]
+    entries = [UserMessage(text="seventy sums at once"), *calls, *results, AssistantMessage(text="done")]
+    session = SQLiteSession(tmp_path / "lovia.db", wal=True) if store == "sqlite" else InMemorySession()
+    async with session:
+        await session.append("s", entries, run_id="r-parallel")
+        page = await TranscriptPages(session, "s").read(0, 10)  # the question and the first nine calls
+        (run,) = page.runs
+        on_page = [e.call_id for e in run.run.entries if isinstance(e, ToolCall)]
+        assert on_page == [f"c{i}" for i in range(9)]
+        assert {call_id: result.output for call_id, result in run.later_results.items()} == {
+            f"c{i}": f"result {i}" for i in range(9)}
