@@ -401,7 +401,7 @@ async def test_a_stop_mid_answer_keeps_the_text_that_streamed_when_the_next_mess
         assert "cut off" in plain(views[0].query_one(".finish").render())
 
 
-async def test_a_stopped_answer_shows_cut_off_when_reopened_and_a_resume_shows_only_the_new_answer(tmp_path):
+async def test_a_stopped_answer_shows_cut_off_live_and_reopened_and_a_resume_shows_only_the_new_answer(tmp_path):
     answer = "The first words of a long answer that the user stops before it ends, for good."
     model = ScriptedModel([ScriptedTurn(text=answer, chunk_chars=6, delay=0.1), "Whole answer."])
     db = tmp_path / "lovia.db"
@@ -414,7 +414,10 @@ async def test_a_stopped_answer_shows_cut_off_when_reopened_and_a_resume_shows_o
         await wait_for(pilot, lambda: any(len(v.text) >= 12 for v in chat.transcript.query(AssistantMessageView)))
         await pilot.press("escape")
         await settle(pilot)
-        [shown] = [v.text for v in chat.transcript.query(AssistantMessageView)]
+        [live] = chat.transcript.query(AssistantMessageView)
+        shown = live.text
+        assert live.finish_reason == "cut_off"  # said at once, as the reopened transcript says it
+        assert "cut off" in plain(live.query_one(".finish").render())
         await chat.open_session(chat.session_id)  # reopened: the stopped run comes from its checkpoint
         await settle(pilot)
         views = list(chat.transcript.query(AssistantMessageView))

@@ -26,6 +26,7 @@ from textual.worker import Worker
 
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.tui.backend import (
+    CUT_OFF,
     RunState,
     Transcript as TranscriptData,
     TranscriptPage,
@@ -505,9 +506,10 @@ class Transcript(VerticalScroll, can_focus=True):
         """The live run ended as ``state``; ``stored`` is it as the stores now have it (``None``: unknown).
 
         Its header then shows the stored figures, the same a reopened transcript shows; its
-        calls left without a result say they were stopped and will run again.
+        calls left without a result say they were stopped and will run again; an answer it was
+        streaming is marked cut off, as the stores keep it.
         """
-        await self.end_message()
+        await self.end_message(_cut_off(stored) if self._live_message is not None and state != "completed" else None)
         if state != "completed":
             self.follow_dangling_calls(STOPPED if state == "interrupted" else WILL_RUN_AGAIN)
         header = self._live_header
@@ -701,6 +703,12 @@ def _items(runs: Iterable[TranscriptRun]) -> Iterable[_Item]:
     for run in runs:
         yield _Item(run=run)
         yield from _entry_items(run, None, {}, continued=False)
+
+
+def _cut_off(run: TranscriptRun | None) -> AssistantMessage | None:
+    """The message the stores keep of the answer ``run`` was streaming when it stopped, if any."""
+    last = run.entries[-1] if run is not None and run.entries else None
+    return last if isinstance(last, AssistantMessage) and last.finish_reason == CUT_OFF else None
 
 
 def _page_items(page: TranscriptPage) -> Iterable[_Item]:
