@@ -97,6 +97,21 @@ def test_the_footer_keys_we_pick_from_exist():
     assert (key.key_display, key.description, key.action) == ("f1", "Help", "help")
 
 
+async def test_the_footers_bindings_ready_flag_exists():
+    # LoviaFooter recomposes only when what its entries are made from changed, and that includes
+    # Footer._bindings_ready (the footer shows nothing until the screen's bindings are known).
+    from textual.widgets import Footer
+
+    class FooterApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Footer()
+
+    app = FooterApp()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.query_one(Footer)._bindings_ready is True
+
+
 def test_the_markdown_block_update_we_override_exists():
     # lovia.tui.widgets.streaming_markdown.StreamedFence overrides MarkdownBlock._update_from_block, which
     # Markdown.append calls on the document's last block with the block rebuilt from its source, and
