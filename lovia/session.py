@@ -271,7 +271,7 @@ class PagedSession(Session, Protocol):
 
         A ``start`` at or past the end gives an empty page at the end; an unknown session an
         empty page at 0. Its cost grows with the page, not with the session. A negative
-        ``start`` or a ``limit`` below 1 is a ``ValueError``.
+        ``start`` or a ``limit`` below 1 is a ``UserError``.
         """
         ...
 
