@@ -69,7 +69,7 @@ from lovia.runtime.events import (
 )
 from lovia.runtime.result import RunResult
 from lovia.session import Segment, Session
-from lovia.stores._common import new_run_id
+from lovia.stores._common import clean_meta, new_run_id
 from lovia.tools import RunContext, Tool, ToolArgumentsError, ToolContext
 from lovia.transcript import dangling_tool_calls
 from lovia.usage import Usage
@@ -658,7 +658,8 @@ class _Run:
             result = await self.policy.process_result(result, run_id=self.run_id, run_state=self.run_state)
             self.conversation_state.setdefault("archived", {}).update(self.run_state.get("archived", {}))
             assert self.head is not None
-            self.head.context_state = dict(self.run_state)
+            # Checked where the policy made it: a store would refuse it, or give back other types, later.
+            self.head.context_state = clean_meta(self.run_state, what="a context policy's run state")
         return result
 
     def _handoff_result(self, call: ToolCall, target: Agent[Any]) -> ToolResult:

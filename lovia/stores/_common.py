@@ -49,16 +49,19 @@ def page_of(spans: Sequence[tuple[RunSpan, Sequence[Entry]]], total: int, start:
     return EntryPage(first, tuple(entries), tuple(runs), total)
 
 
-def clean_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
-    """A private copy of ``meta`` that is known to survive JSON, as every store needs."""
+def clean_meta(meta: dict[str, Any] | None, *, what: str = "segment meta") -> dict[str, Any]:
+    """A private copy of ``meta`` that is known to survive JSON, as every store needs.
+
+    ``what`` names the dict in the error a value JSON cannot hold raises (a set, a date, NaN).
+    """
     if meta is None:
         return {}
     if not isinstance(meta, dict):
-        raise UserError(f"segment meta must be a dict, got {type(meta).__name__}")
+        raise UserError(f"{what} must be a dict, got {type(meta).__name__}")
     try:
-        return json.loads(json.dumps(meta))
+        return json.loads(json.dumps(meta, allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise UserError(f"segment meta must be JSON-serializable: {exc}") from None
+        raise UserError(f"{what} must be JSON-serializable: {exc}") from None
 
 
 def check_keep(name: str, value: int) -> None:

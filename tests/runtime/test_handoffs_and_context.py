@@ -176,3 +176,28 @@ async def test_carried_state_lives_in_the_head_while_in_flight(tmp_path):
                          checkpoint=CheckpointOptions(checkpointer, "r1"), context_policy=policy)
     head = (await checkpointer.load("r1")).head
     assert list(head.context_state["archived"]) == ["c1"]
+
+
+class RemembersASet(ContextPolicy):
+    """A policy whose run state holds a set, which no store can keep as it is."""
+
+    async def process_result(self, result, *, run_id, run_state):
+        run_state["seen"] = {result.call_id}
+        return result
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_context_state_that_cannot_survive_json_is_refused_when_made_in_every_store(tmp_path, store):
+    # A set came back from the SQLite store as a list (and a date as a string), while memory kept
+    # it: a resumed run saw other state than it left. It is refused where the policy makes it.
+    from lovia import SQLiteCheckpointer, UserError
+
+    checkpointer = InMemoryCheckpointer() if store == "memory" else SQLiteCheckpointer(tmp_path / "c.db")
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("big_report", {"size": 10}, call_id="c1")]), "done"])
+    with pytest.raises(UserError, match="context policy's run state must be JSON-serializable"):
+        await Runner.run(Agent(name="bot", model=model, tools=[big_report]), "x",
+                         checkpoint=CheckpointOptions(checkpointer, "r1"), context_policy=RemembersASet())
+    head = (await checkpointer.load("r1")).head
+    assert head.status == "failed" and "seen" not in head.context_state
+    if store == "sqlite":
+        await checkpointer.close()
