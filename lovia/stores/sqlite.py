@@ -620,25 +620,42 @@ class SQLiteCheckpointer(_SQLiteStore):
 
     _schema = CHECKPOINT_SCHEMA
 
+    def __init__(self, path: str | os.PathLike[str], *, wal: bool = False) -> None:
+        super().__init__(path, wal=wal)
+        self._stored_counts = _StoredCounts()
+
     async def save(self, snapshot: RunSnapshot) -> None:
         run_id, entries = snapshot.run_id, snapshot.entries
         # Read now: the runner goes on changing its head while this runs on the worker thread.
         claim, head_row = snapshot.head.claim, _head_row(snapshot.head)
         total = len(entries)
+        counts = self._stored_counts
 
         def write(conn: sqlite3.Connection) -> None:
-            row = conn.execute(
-                "SELECT entry_count, json_extract(head, '$.claim') FROM lovia_runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            have = check_save(run_id, claim, total, (row[0], row[1]) if row else None,
-                              lambda: self._stored_head(conn, run_id))
+            have = counts.get(run_id)
+            # The usual save, by the execution that stored the run last: the check is folded into
+            # the head's write, which changes the row only if it still holds this claim and the
+            # entries this store last saw stored; anything else (another claim, another count, no
+            # run) takes the full check below, within the same transaction.
+            if (
+                claim is None
+                or have is None
+                or have > total
+                or conn.execute(_UPDATE_OWN_HEAD, (*head_row, total, run_id, have, claim)).rowcount != 1
+            ):
+                row = conn.execute(
+                    "SELECT entry_count, json_extract(head, '$.claim') FROM lovia_runs WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                have = check_save(run_id, claim, total, (row[0], row[1]) if row else None,
+                                  lambda: self._stored_head(conn, run_id))
+                _write_head(conn, run_id, head_row, total)
             # Bounded by ``total``: the runner may append more while this runs on the worker thread.
             fresh = _encode(entries[have:total])
             conn.executemany(
                 "INSERT INTO lovia_run_entries (run_id, position, type, data) VALUES (?, ?, ?, ?)",
                 [(run_id, have + i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
             )
-            _write_head(conn, run_id, head_row, total)
+            counts.remember(run_id, total)  # a guess until the commit: a failed one only costs the full check
 
         await self._db.write(write, f"saving the checkpoint of run {run_id!r}")
 
@@ -655,6 +672,7 @@ class SQLiteCheckpointer(_SQLiteStore):
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
         start = RunSnapshot(run_id, RunHead.from_dict(start.head.to_dict()), start.entries) if start else None
         fresh = _encode(start.entries) if start is not None else []
+        counts = self._stored_counts
 
         def write(conn: sqlite3.Connection) -> tuple[RunHead, list[str], RunHead | None] | None:
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -669,6 +687,7 @@ class SQLiteCheckpointer(_SQLiteStore):
                     [(run_id, i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
                 )
                 _write_head(conn, run_id, _head_row(start.head), len(fresh))
+                counts.remember(run_id, len(fresh))
             if stored is None or step == "store_start":
                 return None
             if step == "update":
@@ -730,6 +749,34 @@ class SQLiteCheckpointer(_SQLiteStore):
 
 
 _HeadRow = tuple[str, str | None, float, str]
+
+# A save's head write with its claim check: it changes the row only while the stored run holds
+# the saving claim and the entry count this store last stored (``_StoredCounts``).
+_UPDATE_OWN_HEAD = (
+    "UPDATE lovia_runs SET status = ?, session_id = ?, updated_at = ?, head = ?, entry_count = ? "
+    "WHERE run_id = ? AND entry_count = ? AND json_extract(head, '$.claim') = ?"
+)
+
+
+class _StoredCounts:
+    """How many entries this store last stored for recent runs; used on the worker thread only.
+
+    Only a hint: a save's write checks it against the stored row in its own transaction, and
+    a stale or missing count (another process wrote, a commit failed) costs the full check.
+    """
+
+    _LIMIT = 256  # runs remembered: a store saves a few runs at a time
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def get(self, run_id: str) -> int | None:
+        return self._counts.get(run_id)
+
+    def remember(self, run_id: str, count: int) -> None:
+        if len(self._counts) >= self._LIMIT and run_id not in self._counts:
+            self._counts.clear()
+        self._counts[run_id] = count
 
 
 def _head_row(head: RunHead) -> _HeadRow:
