@@ -3,10 +3,15 @@
 A session opens with its newest page of stored entries (see :class:`TranscriptPages`);
 older pages are read and mounted as the view or the cursor nears the top, newer ones as it
 nears the bottom, and ``home`` and ``end`` jump to the first and last page. At most
-``MOUNTED_PAGES`` pages are mounted: the ones farthest from the view go, so scrolling through
+``MOUNTED_PAGES`` pages are shown: the ones farthest from the view go, so scrolling through
 a 100,000-entry session holds a few hundred widgets, not the session. The session's in-flight
 runs, and what a live run adds, follow the last page; they are hidden while the view is on
 an earlier one. Streaming appends to the last message; nothing above it re-renders.
+
+The session's first and last pages stay mounted, hidden, while the view is elsewhere (the
+first is read in the background once a session opened): ``home`` and ``end`` then show a page
+Textual has composed already instead of mounting a new one, which is most of what a jump
+costs (see README "## Performance"). That is two pages more than the window, never more.
 """
 
 from __future__ import annotations
@@ -72,7 +77,10 @@ class _Item:
 
 @dataclass
 class _Page:
-    """A mounted page: stored entries ``start`` to ``end`` and the widgets that show them."""
+    """A mounted page: stored entries ``start`` to ``end`` and the widgets that show them.
+
+    It is either in the window (shown) or kept hidden as the session's first or last page.
+    """
 
     start: int
     end: int
@@ -129,12 +137,18 @@ class Transcript(VerticalScroll, can_focus=True):
         super().__init__(**kwargs)
         self._pages: TranscriptPages | None = None  # the open session's stored transcript
         self._total = 0  # stored entries when it opened; what a live run adds is shown after them
-        self._window: list[_Page] = []  # the mounted pages, in order, contiguous
+        self._window: list[_Page] = []  # the pages shown, in order, contiguous
+        # The session's first and last pages while the window does not hold them: mounted, hidden,
+        # above and below the window's widgets (children stay in the order of the entries).
+        self._first: _Page | None = None
+        self._last: _Page | None = None
+        self._dropping: list[Widget] = []  # hidden already; removed once the screen is drawn
         self._tail_shown = True  # the in-flight runs and live widgets after the last page
         self._paging = asyncio.Lock()
         self._shown = 0  # counts show() calls: a page read for what was shown before is dropped
         self._edge_load: Worker[None] | None = None  # the page being read because the view neared an edge
-        self._item_of: dict[Widget, _Item] = {}  # what each mounted stored widget shows
+        self._first_load: Worker[None] | None = None  # the first page, read after a session opened
+        self._item_of: dict[Widget, _Item] = {}  # what each mounted stored widget shows (the rest: the live part)
         # Where the runs lie that a page read held only part of, by id (no entries: it stays small).
         self._parts: dict[str, tuple[int, int]] = {}
         self._seen_runs: set[str] = set()
@@ -151,12 +165,14 @@ class Transcript(VerticalScroll, can_focus=True):
     async def show(self, transcript: TranscriptData | None) -> None:
         """Show ``transcript`` (``None``: an empty new session): its newest page, then its in-flight runs."""
         self._shown += 1
-        if self._edge_load is not None:
-            self._edge_load.cancel()
-            self._edge_load = None
+        for worker in (self._edge_load, self._first_load):
+            if worker is not None:
+                worker.cancel()
+        self._edge_load = self._first_load = None
         async with self._paging:  # a page being mounted for what was shown before is done first
             await self._show(transcript)
         self.call_after_refresh(self._check_edges)
+        self.call_after_refresh(self._read_first_page)
 
     async def _show(self, transcript: TranscriptData | None) -> None:
         await self.remove_children()
@@ -165,6 +181,8 @@ class Transcript(VerticalScroll, can_focus=True):
         self._parts.clear()
         self._seen_runs.clear()
         self._window = []
+        self._first = self._last = None
+        self._dropping = []
         self._tail_shown = True
         self._live_message = self._live_header = None
         self._selected_run = None
@@ -240,8 +258,8 @@ class Transcript(VerticalScroll, can_focus=True):
         return page if page.end > page.start and shown == self._shown else None
 
     def _tail(self) -> list[Widget]:
-        mounted = {widget for page in self._window for widget in page.widgets}
-        return [child for child in self.children if child not in mounted]
+        """The live part: what follows the stored pages (in-flight runs, what a live run adds)."""
+        return [child for child in self.children if child not in self._item_of]
 
     def _show_tail(self, shown: bool) -> None:
         if shown != self._tail_shown:
@@ -254,15 +272,21 @@ class Transcript(VerticalScroll, can_focus=True):
         if self._paging.locked() or not self.older_hidden:
             return False
         async with self._paging:
-            first = self._window[0]
-            page = await self._read(max(0, first.start - self.page_size), first.start)
+            first, kept = self._window[0], self._first
+            if kept is not None and kept.end == first.start:  # the first page is next: show it
+                following = self._after_refresh_place()
+                self._first = None
+                await self._join(kept, to_first=True)
+                following()
+                return True
+            page = await self._read(max(kept.end if kept else 0, first.start - self.page_size), first.start)
             if page is None:
                 return False
             following = self._after_refresh_place()
             widgets = self._page_widgets(page)
-            anchor = next((w for p in self._window for w in p.widgets), None) or next(iter(self._tail()), None)
             if widgets:
-                await (self.mount_all(widgets, before=anchor) if anchor is not None else self.mount_all(widgets))
+                await self.mount_all(widgets, before=next((w for p in self._window for w in p.widgets), None)
+                                     or self._after_window())
             self._window.insert(0, _Page(page.start, page.end, widgets))
             await self._unmount_far(keep_first=True)
             self._reselect()
@@ -274,14 +298,19 @@ class Transcript(VerticalScroll, can_focus=True):
         if self._paging.locked() or self.at_end:
             return False
         async with self._paging:
-            last = self._window[-1]
-            page = await self._read(last.end, last.end + self.page_size)
+            last, kept = self._window[-1], self._last
+            if kept is not None and kept.start == last.end:  # the last page is next: show it
+                self._last = None
+                following = self._after_refresh_place()
+                await self._join(kept, to_first=False)
+                following()
+                return True
+            page = await self._read(last.end, min(last.end + self.page_size, kept.start if kept else self._total))
             if page is None:
                 return False
             widgets = self._page_widgets(page)
-            tail = next(iter(self._tail()), None)
             if widgets:
-                await (self.mount_all(widgets, before=tail) if tail is not None else self.mount_all(widgets))
+                await self.mount_all(widgets, before=self._after_window())
             self._window.append(_Page(page.start, page.end, widgets))
             following = self._after_refresh_place()
             await self._unmount_far(keep_first=False)
@@ -306,49 +335,140 @@ class Transcript(VerticalScroll, can_focus=True):
         self.release_anchor()
         return lambda: self.call_after_refresh(keep_place)
 
+    def _after_window(self) -> Widget | None:
+        """The first widget after the window's: the hidden last page's, or the live part's."""
+        if self._last is not None and self._last.widgets:
+            return self._last.widgets[0]
+        return next(iter(self._tail()), None)
+
+    def _show_page(self, page: _Page, shown: bool) -> None:
+        for widget in page.widgets:
+            widget.display = shown
+
     async def _unmount_far(self, *, keep_first: bool) -> None:
-        """Unmount the pages past ``MOUNTED_PAGES``: the last ones after reading older, the first after newer."""
+        """Take the pages past ``MOUNTED_PAGES`` out of the window: the last after reading older, the first after newer.
+
+        The session's first and last pages are kept, hidden; the others are unmounted.
+        """
         while len(self._window) > MOUNTED_PAGES:
             page = self._window.pop(-1 if keep_first else 0)
             if keep_first:
                 self._show_tail(False)
                 self.anchor(False)  # the end is not here any more: nothing to follow
-            for widget in page.widgets:
-                self._item_of.pop(widget, None)
-                if isinstance(widget, ToolCallView) and self._tool_views.get(widget.call.call_id) is widget:
-                    del self._tool_views[widget.call.call_id]
-            await self.remove_children(page.widgets)
+            if not self._keep(page):
+                self._forget(page.widgets)
+                await self.remove_children(page.widgets)
+
+    def _keep(self, page: _Page) -> bool:
+        """Hide ``page``, out of the window now; keep it if it is the session's first or last page."""
+        if page.start == 0 and self._first is None:
+            self._first = page
+        elif page.end >= self._total and self._last is None:
+            self._last = page
+        else:
+            return False
+        self._show_page(page, False)
+        return True
+
+    def _forget(self, widgets: list[Widget]) -> None:
+        for widget in widgets:
+            self._item_of.pop(widget, None)
+            if isinstance(widget, ToolCallView) and self._tool_views.get(widget.call.call_id) is widget:
+                del self._tool_views[widget.call.call_id]
 
     async def _jump(self, to_first: bool) -> None:
-        """Show the first page (or the last, with what follows it) in place of what is mounted."""
+        """Show the first page (or the last, with what follows it) in place of the window.
+
+        A kept page is shown as it is; otherwise it is read and mounted. What the window showed
+        is hidden at once and unmounted once the screen is drawn (the session's first and last
+        pages are kept, hidden).
+        """
         async with self._paging:
-            start = 0 if to_first else max(0, self._total - self.page_size)
-            shown = self._shown
-            page = await self._read(start, start + self.page_size)
-            if shown != self._shown:
-                return
-            old = [widget for mounted in self._window for widget in mounted.widgets]
-            for widget in old:
-                self._item_of.pop(widget, None)
-                if isinstance(widget, ToolCallView) and self._tool_views.get(widget.call.call_id) is widget:
-                    del self._tool_views[widget.call.call_id]
-            self._window = []
+            kept = self._first if to_first else self._last
+            page = None
+            if kept is None:
+                if to_first:
+                    start, end = 0, min(self.page_size, self._last.start if self._last else self._total)
+                else:
+                    start, end = max(self._first.end if self._first else 0, self._total - self.page_size), self._total
+                shown = self._shown
+                page = await self._read(start, end)
+                if shown != self._shown:
+                    return
+            if kept is not None:
+                if to_first:
+                    self._first = None
+                else:
+                    self._last = None
+                if kept.end == self._window[0].start if to_first else kept.start == self._window[-1].end:
+                    await self._join(kept, to_first)  # next to what is shown: nothing else changes
+                    return
+            old, self._window = self._window, []
             self._set_selected(None)
-            await self.remove_children(old)
-            if page is not None:
+            dropped: list[Widget] = []
+            for mounted in old:
+                if not self._keep(mounted):
+                    self._show_page(mounted, False)
+                    dropped += mounted.widgets
+            if kept is not None:
+                self._show_page(kept, True)
+                self._window = [kept]
+            elif page is not None:
+                # At the very top for the first page; for the last, after the hidden ones, before the live part.
+                before = next(iter(self.children), None) if to_first else next(iter(self._tail()), None)
                 widgets = self._page_widgets(page)
-                tail = next(iter(self._tail()), None)
                 if widgets:
-                    await (self.mount_all(widgets, before=tail) if tail is not None else self.mount_all(widgets))
+                    await self.mount_all(widgets, before=before)
                 self._window = [_Page(page.start, page.end, widgets)]
             self._show_tail(self.at_end)
             if not self.at_end:
                 self.anchor(False)
+            if dropped:
+                self._dropping += dropped
+                self.call_after_refresh(self._drop_hidden)
+
+    async def _join(self, kept: _Page, to_first: bool) -> None:
+        """Show ``kept`` (the hidden first or last page) at its end of the window, which it adjoins."""
+        self._show_page(kept, True)
+        if to_first:
+            self._window.insert(0, kept)
+        else:
+            self._window.append(kept)
+        await self._unmount_far(keep_first=to_first)
+        self._show_tail(self.at_end)
+        self._reselect()
+
+    async def _drop_hidden(self) -> None:
+        """Unmount what a jump hid (after the screen showed the jump: the user does not wait for it)."""
+        dropping, self._dropping = self._dropping, []
+        dropping = [widget for widget in dropping if widget.parent is self]
+        self._forget(dropping)
+        if dropping:
+            await self.remove_children(dropping)
 
     async def _to_end(self) -> None:
         """Make the last page (and the live part after it) shown, if the view is on an earlier one."""
         if not self.at_end:
             await self._jump(to_first=False)
+
+    def _read_first_page(self) -> None:
+        """Read and mount the session's first page, hidden, so ``home`` shows it at once."""
+        if self._pages is not None and self._first is None and self.older_hidden and self.is_attached:
+            self._first_load = self.run_worker(self._mount_first_page(self._shown), group="transcript-first")
+
+    async def _mount_first_page(self, shown: int) -> None:
+        async with self._paging:
+            if shown != self._shown or self._first is not None or not self.older_hidden:
+                return
+            page = await self._read(0, min(self.page_size, self.older_hidden))
+            if page is None or shown != self._shown:
+                return
+            widgets = self._page_widgets(page)
+            for widget in widgets:
+                widget.display = False
+            if widgets:
+                await self.mount_all(widgets, before=self.children[0] if self.children else None)
+            self._first = _Page(page.start, page.end, widgets)
 
     def _check_edges(self) -> None:
         """Read the next page before the reader gets to the edge of what is mounted (within a screenful)."""
@@ -422,7 +542,7 @@ class Transcript(VerticalScroll, can_focus=True):
         await self._rebuild_after(header, run)
 
     def _header_of(self, run_id: str) -> RunHeader | None:
-        return next((h for h in self.query(RunHeader) if h.run_id == run_id), None)
+        return next((h for h in self.query(RunHeader) if h.run_id == run_id and h.display), None)
 
     async def _rebuild_after(self, header: RunHeader, run: TranscriptRun) -> None:
         """Replace what is shown under ``header`` (up to the next run's) by ``run``'s entries."""
@@ -599,7 +719,7 @@ class Transcript(VerticalScroll, can_focus=True):
         for widget in self.children:
             if widget is view:
                 return header
-            if isinstance(widget, RunHeader):
+            if isinstance(widget, RunHeader) and widget.display:  # not a hidden page's
                 header = widget
         return None
 
