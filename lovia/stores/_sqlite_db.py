@@ -7,7 +7,7 @@ transaction: once queued, it runs to ``COMMIT`` or ``ROLLBACK``, and the caller 
 outcome (however often it is cancelled meanwhile) before its cancellation propagates.
 
 The worker is a small class of our own over the standard library (a daemon thread, a queue
-of calls, results handed back with ``loop.call_soon_threadsafe``) rather than aiosqlite:
+of calls, results handed back through a pipe the event loop watches) rather than aiosqlite:
 lovia needs exactly "run this function on the connection's thread", which aiosqlite offers
 only through private names (``Connection._execute``, ``_connection``, ``_thread``), and
 aiosqlite's thread is not a daemon, so a store left open kept the interpreter from exiting
@@ -39,6 +39,25 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   1.47x and 1.60x its WAL floor, so the loop's own work between commits weighs about as much
   as the hop does; with the transactions inline a tool-call turn was 1.6-1.8x, on the thread
   1.9-2.8x (idle machine at the top).
+- A second pass (issue 9, item 5), per save of a WAL tool-call run against the floor's commit
+  (three runs of 15 pairs, 2026-12-03): lovia's save, as the loop awaits it, 330-410 us against
+  212-259 us; ``BEGIN IMMEDIATE`` 10-14 us against 8-10, the statements 24-36 against 14-19,
+  ``COMMIT`` 212-238 against 190-231, and 84-122 us of round trip and store Python on the loop
+  around them; the loop's own work between two saves 64-86 us, where the same loop warm, with
+  no store, takes about 31 (62 us a turn; 93-99 with the in-memory checkpointer, whose save
+  copies the snapshot). Everything on the worker runs a little slower than the floor's
+  back-to-back commits on one busy thread, and the loop runs slower on a CPU that just woke.
+  What was tried: the claim check folded into the head write (``SQLiteCheckpointer.save``)
+  took its statements from 14.9 to 7.5 us (3,000 pairs), a save 1.5-2.5% faster in both modes (interleaved, three runs),
+  kept. Encoding is not where the time goes: the head and only the new entries are encoded
+  with msgspec, 3.5 and 4 us a save. The worker woken by an ``eventfd`` instead of the queue,
+  or handing back with ``set_result`` directly: round trips within 4 us of this one (348 and
+  355 against 352 and 360 us for a 200-us call), below the noise, not taken. The lease
+  renewal does not touch the store per turn (a 20-turn run makes 42 saves, the spec's count).
+  The whole process pinned to one CPU measured 1.72x against 2.20x unpinned, as its wake-ups
+  stay on one CPU; a library does not pin its caller's threads. What is left of the WAL
+  tool-call turn (1.9-2.1x its floor in these runs) is two round trips a turn and the loop's
+  work on a cold CPU, against commits of 0.2-0.25 ms.
 
 For a fresh run the runner makes no more commits than the spec asks for, and no read before
 its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and its
@@ -73,6 +92,7 @@ was doing, SQLite's error code and what to do.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -122,14 +142,80 @@ class _Call(Generic[T]):
 
     ``future`` carries the outcome to the caller. A cancelled caller's future is cancelled,
     so the worker also signals ``ended`` and sets ``waiter``, the future such a caller awaits
-    instead until the call has really run. All three are touched on the loop's thread only.
+    instead until the call has really run. Those three are touched on the loop's thread only;
+    the worker hands the outcome to ``waker`` (or, for a loop without one, to the loop itself).
     """
 
     fn: Callable[[], T]
     future: asyncio.Future[T]
-    loop: asyncio.AbstractEventLoop
+    loop: asyncio.AbstractEventLoop  # also keeps the loop, and so its waker's pipe, alive until handed back
+    waker: _Waker | None
     ended: bool = False
     waiter: asyncio.Future[None] | None = None
+
+
+class _Waker:
+    """How worker threads hand finished calls back to one event loop: a queue and a pipe it reads.
+
+    The worker appends the call's outcome and writes a byte; the loop's reader on the pipe settles
+    every finished call it finds. One per loop, shared by every store used in it. It replaces
+    ``loop.call_soon_threadsafe``, which wakes the loop through its own socket pair and then takes a
+    loop turn to read it empty (two ``recv`` calls, the second raising): a round trip for a 200 us
+    call took 325-333 us this way against 345-354 us (1,500 interleaved calls each, two runs), 23
+    against 29 us for an empty one.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._finished: collections.deque[tuple[_Call[Any], Any, BaseException | None]] = collections.deque()
+        self._read_fd, self._write_fd = os.pipe()
+        try:
+            os.set_blocking(self._read_fd, False)
+            os.set_blocking(self._write_fd, False)  # a full pipe holds wake-ups enough: never block the worker
+            loop.add_reader(self._read_fd, self._settle_finished)
+        except BaseException:
+            _close_pipe(self._read_fd, self._write_fd)
+            raise
+        # Closed with the loop: a call in flight holds its loop, so no worker writes to it after.
+        weakref.finalize(loop, _close_pipe, self._read_fd, self._write_fd)
+
+    def hand_back(self, call: _Call[Any], result: Any, error: BaseException | None) -> None:
+        """On a worker thread: queue the outcome, then wake the loop."""
+        self._finished.append((call, result, error))
+        with contextlib.suppress(BlockingIOError):  # unread wake-ups are pending: the loop will come
+            os.write(self._write_fd, b"\0")
+
+    def _settle_finished(self) -> None:
+        # The pipe is read before the queue: a call queued after this read writes a fresh wake-up.
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._read_fd, 4096)
+        finished = self._finished
+        while finished:
+            _settle(*finished.popleft())
+
+
+def _close_pipe(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+_wakers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waker | None] = weakref.WeakKeyDictionary()
+_wakers_lock = threading.Lock()
+
+
+def _waker_for(loop: asyncio.AbstractEventLoop) -> _Waker | None:
+    """The running ``loop``'s waker; ``None`` for a loop that cannot watch a pipe (Windows' proactor)."""
+    with _wakers_lock:  # loops of several threads may ask at once
+        try:
+            return _wakers[loop]
+        except KeyError:
+            pass
+        try:
+            waker: _Waker | None = _Waker(loop)
+        except NotImplementedError:
+            waker = None
+        _wakers[loop] = waker
+        return waker
 
 
 class _Worker:
@@ -143,6 +229,7 @@ class _Worker:
 
     def __init__(self, name: str) -> None:
         self._calls: queue.SimpleQueue[_Call[Any] | None] = queue.SimpleQueue()
+        self._waker: tuple[weakref.ref[asyncio.AbstractEventLoop], _Waker | None] | None = None
         thread = threading.Thread(target=_serve, args=(self._calls,), name=name, daemon=True)
         thread.start()
 
@@ -155,7 +242,9 @@ class _Worker:
         :func:`lovia._async.shielded` without its extra future and loop turn per call.
         """
         loop = asyncio.get_running_loop()
-        call: _Call[T] = _Call(fn, loop.create_future(), loop)
+        if self._waker is None or self._waker[0]() is not loop:  # looked up once per loop
+            self._waker = (weakref.ref(loop), _waker_for(loop))
+        call: _Call[T] = _Call(fn, loop.create_future(), loop, self._waker[1])
         self._calls.put(call)
         try:
             return await call.future
@@ -178,8 +267,11 @@ def _serve(calls: queue.SimpleQueue[_Call[Any] | None]) -> None:
             outcome: tuple[Any, BaseException | None] = (call.fn(), None)
         except BaseException as exc:  # handed to the caller, whatever it is
             outcome = (None, exc)
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to tell
-            call.loop.call_soon_threadsafe(_settle, call, *outcome)
+        if call.waker is not None:
+            call.waker.hand_back(call, *outcome)
+        else:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to tell
+                call.loop.call_soon_threadsafe(_settle, call, *outcome)
         del call, outcome
 
 
