@@ -31,7 +31,7 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   against 41.3 us with the process pinned to one CPU. Now the caller awaits the call's own
   future, and only a cancelled caller waits on a second one (``_Call.waiter``) until the call
   has ended. What remains per call is about three futex wake-ups, two epoll waits and a
-  self-pipe write; the spread is this VM waking an idle CPU (pinned to one CPU the round trip
+  pipe write (see the second pass below); the spread is this VM waking an idle CPU (pinned to one CPU the round trip
   is 30-40 us; across two, on an idle machine, other runs measured up to 190 us), which shows
   next to a 0.2-0.3 ms WAL commit and not next to a 1-2 ms rollback-journal one.
 - And the hop is not all of what is left: the same run loop with raw ``sqlite3`` commits made
@@ -39,25 +39,31 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   1.47x and 1.60x its WAL floor, so the loop's own work between commits weighs about as much
   as the hop does; with the transactions inline a tool-call turn was 1.6-1.8x, on the thread
   1.9-2.8x (idle machine at the top).
-- A second pass (issue 9, item 5), per save of a WAL tool-call run against the floor's commit
-  (three runs of 15 pairs, 2026-12-03): lovia's save, as the loop awaits it, 330-410 us against
-  212-259 us; ``BEGIN IMMEDIATE`` 10-14 us against 8-10, the statements 24-36 against 14-19,
-  ``COMMIT`` 212-238 against 190-231, and 84-122 us of round trip and store Python on the loop
-  around them; the loop's own work between two saves 64-86 us, where the same loop warm, with
-  no store, takes about 31 (62 us a turn; 93-99 with the in-memory checkpointer, whose save
-  copies the snapshot). Everything on the worker runs a little slower than the floor's
-  back-to-back commits on one busy thread, and the loop runs slower on a CPU that just woke.
-  What was tried: the claim check folded into the head write (``SQLiteCheckpointer.save``)
-  took its statements from 14.9 to 7.5 us (3,000 pairs), a save 1.5-2.5% faster in both modes (interleaved, three runs),
-  kept. Encoding is not where the time goes: the head and only the new entries are encoded
-  with msgspec, 3.5 and 4 us a save. The worker woken by an ``eventfd`` instead of the queue,
-  or handing back with ``set_result`` directly: round trips within 4 us of this one (348 and
-  355 against 352 and 360 us for a 200-us call), below the noise, not taken. The lease
-  renewal does not touch the store per turn (a 20-turn run makes 42 saves, the spec's count).
-  The whole process pinned to one CPU measured 1.72x against 2.20x unpinned, as its wake-ups
-  stay on one CPU; a library does not pin its caller's threads. What is left of the WAL
-  tool-call turn (1.9-2.1x its floor in these runs) is two round trips a turn and the loop's
-  work on a cold CPU, against commits of 0.2-0.25 ms.
+- A second pass (issue 9, item 5). Per save of a WAL tool-call run against the floor's commit
+  (``bench/runner.py``'s run, three runs of 15 pairs, before the two changes below): lovia's
+  save, as the loop awaits it, 330-410 us against 212-259; ``BEGIN IMMEDIATE`` 10-14 us against
+  8-10, the statements 24-36 against 14-19, ``COMMIT`` 212-238 against 190-231, and 84-122 us of
+  round trip and store Python around them; the loop's own work between two saves 64-86 us,
+  where the same loop warm, with no store, takes about 31 (62 us a turn). Everything runs a
+  little slower on threads that sleep between calls than the floor's commits back to back on
+  one busy thread. A round trip for a 200-us call, taken apart: 21-27 us from the caller to
+  the call starting (13 of them the loop's own work before it sleeps; the worker wakes, then
+  may wait for the GIL), 20-29 us from its end until the loop wakes, then 20-35 us until the
+  caller resumed: ``call_soon_threadsafe`` had woken the loop through its socket pair while the
+  worker was still in ``send``, and the loop's reads of it waited for the worker. Two changes
+  were kept, each measured interleaved with the code before it: the results come back through
+  :class:`_Waker`'s pipe (that last part 10 us; a tool-call turn 3.6-6.4% faster with WAL,
+  three runs of 30 pairs, 2-5% in rollback-journal mode), and the checkpointer's claim check
+  is folded into its head write (those statements 14.9 against 7.5 us, 3,000 pairs; a save
+  1.5-2.5% faster). Looked at and left: encoding (the head and only the new entries, with
+  msgspec: 3.5 and 4 us a save); the worker woken through an ``eventfd`` instead of its queue
+  (within 4 us, below the noise); the lease renewal (it does not touch the store per turn: a
+  20-turn run makes 42 saves, the spec's count). The whole process pinned to one CPU measured
+  1.72x against 2.20x unpinned, as its wake-ups then stay on one CPU; a library does not pin
+  its caller's threads. What is left of the WAL tool-call turn (see the README's figures) is
+  two round trips a turn, about 60 us each, and the loop's work on a CPU that just woke,
+  against commits of 0.2-0.25 ms: the 1.3x target needs the hop gone, and inline commits
+  (above) block the loop on the disk and still measured 1.6-1.8x.
 
 For a fresh run the runner makes no more commits than the spec asks for, and no read before
 its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and its
@@ -159,10 +165,11 @@ class _Waker:
 
     The worker appends the call's outcome and writes a byte; the loop's reader on the pipe settles
     every finished call it finds. One per loop, shared by every store used in it. It replaces
-    ``loop.call_soon_threadsafe``, which wakes the loop through its own socket pair and then takes a
-    loop turn to read it empty (two ``recv`` calls, the second raising): a round trip for a 200 us
-    call took 325-333 us this way against 345-354 us (1,500 interleaved calls each, two runs), 23
-    against 29 us for an empty one.
+    ``loop.call_soon_threadsafe``, which wakes the loop through its own socket pair (a lock, a
+    handle, and two ``recv`` calls to read it empty, the second raising; measured, the loop's
+    reads waited for the worker still in its ``send``): a round trip for a 200 us call took
+    325-333 us this way against 345-354 us (1,500 interleaved calls each, two runs), 23 against
+    29 us for an empty one.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:

@@ -612,7 +612,10 @@ class SQLiteCheckpointer(_SQLiteStore):
     """A :class:`~lovia.checkpoint.ClaimingCheckpointer` in a SQLite file.
 
     Each ``save`` appends only the entries past those already stored and replaces the
-    head, in one transaction, so its cost does not grow with the run's length. ``claim``
+    head, in one transaction, so its cost does not grow with the run's length. Its claim check
+    is the head's write itself when the run is as this store last stored it (one ``UPDATE``
+    whose ``WHERE`` names the claim and the entry count; half the statement time of a read
+    then a write), and a full read of the stored run otherwise. ``claim``
     checks and takes a run in one ``BEGIN IMMEDIATE`` transaction, so of several processes
     claiming a run on one file exactly one gets it. ``outside_change_token`` tells of other
     connections' writes (:class:`~lovia.checkpoint.ChangeReportingCheckpointer`).
