@@ -81,3 +81,21 @@ async def test_many_calls_in_flight_at_once_all_come_back(tmp_path):
         await asyncio.gather(*(session.append(f"s{i % 7}", [UserMessage(text=str(i))]) for i in range(300)))
         counts = [len(await session.load(f"s{i}")) for i in range(7)]
     assert sum(counts) == 300
+
+
+async def test_a_result_finished_while_the_wake_up_pipe_is_full_still_comes_back(tmp_path):
+    """Wake-ups the loop has not read yet can fill the pipe; a result finished then still comes back."""
+    from lovia.stores._sqlite_db import _waker_for
+
+    waker = _waker_for(asyncio.get_running_loop())
+    assert waker is not None
+    written = 0
+    try:
+        while True:
+            written += os.write(waker._write_fd, b"\0" * 4096)
+    except BlockingIOError:
+        pass  # full: the worker's own write for the next result fails the same way
+    assert written > 0
+    async with SQLiteSession(tmp_path / "s.db") as session:
+        await asyncio.wait_for(session.append("s1", [UserMessage(text="through")]), timeout=10)
+        assert [e.text for e in await session.load("s1")] == ["through"]
