@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import re
 import time
 
@@ -18,6 +19,43 @@ from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 
 FRAME_SECONDS = 1 / 60
 """Streamed text is applied at most once a frame: updates faster than the screen are never seen."""
+
+FREEZE_SECONDS = 1.0
+"""While an answer streams, what survived this long is left out of the garbage collector's full passes."""
+
+
+class _StreamingHeap:
+    """Keeps the cyclic garbage collector's full passes short while answers stream.
+
+    A full pass scans every object alive, and the app holds hundreds of thousands (each widget is
+    hundreds): on this project's machine a pass took 200-500 ms with a long answer mounted, and
+    Python runs one each time the objects alive grew by a quarter, which a streaming answer does
+    every second or two. While any answer streams, the objects alive are frozen (``gc.freeze``)
+    at most every :data:`FREEZE_SECONDS`, so a pass scans only what was made since; when the last
+    answer ends they are thawed, and cycles that became garbage meanwhile are collected then.
+    """
+
+    def __init__(self) -> None:
+        self.streams = 0
+        self.frozen_at = 0.0
+
+    def hold(self) -> None:
+        self.streams += 1
+        self.refreeze()
+
+    def refreeze(self) -> None:
+        if self.streams and time.monotonic() - self.frozen_at >= FREEZE_SECONDS:
+            gc.freeze()
+            self.frozen_at = time.monotonic()
+
+    def release(self) -> None:
+        self.streams -= 1
+        if not self.streams:
+            gc.unfreeze()
+            self.frozen_at = 0.0
+
+
+STREAMING_HEAP = _StreamingHeap()
 
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
@@ -89,26 +127,32 @@ class AssistantMessageView(MessageView):
         """
         markdown = self.query_one(StreamingMarkdown)
         late = 0.0  # how late the last pause ended: the time the loop spent drawing
-        while True:
-            await self._arrived.wait()
-            self._arrived.clear()
-            started = time.monotonic()
-            if self._unshown:
-                batch = "".join(self._unshown)
-                self._unshown.clear()
-                await markdown.append(batch)
-                self.shown_length += len(batch)
-            if self._finishing.is_set() and not self._unshown:
-                return
-            spent = time.monotonic() - started
-            pause = max(FRAME_SECONDS - spent, (spent + late) / 2)
-            with contextlib.suppress(TimeoutError):  # a stopped answer shows its end without waiting
-                await asyncio.wait_for(self._finishing.wait(), pause)
-            late = min(time.monotonic() - started - spent - pause, 1.0)
+        STREAMING_HEAP.hold()
+        try:
+            while True:
+                await self._arrived.wait()
+                self._arrived.clear()
+                started = time.monotonic()
+                if self._unshown:
+                    batch = "".join(self._unshown)
+                    self._unshown.clear()
+                    await markdown.append(batch)
+                    self.shown_length += len(batch)
+                    STREAMING_HEAP.refreeze()
+                if self._finishing.is_set() and not self._unshown:
+                    return
+                spent = time.monotonic() - started
+                pause = max(FRAME_SECONDS - spent, (spent + late) / 2)
+                with contextlib.suppress(TimeoutError):  # a stopped answer shows its end without waiting
+                    await asyncio.wait_for(self._finishing.wait(), pause)
+                late = min(time.monotonic() - started - spent - pause, 1.0)
+        finally:
+            STREAMING_HEAP.release()
     async def finish(self, message: AssistantMessage | None = None) -> None:
         """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
 
-        Its code blocks are then highlighted whole in background workers: the call does not wait for them.
+        Then, in a background worker the call does not wait for, its blocks are unfolded (shown as Textual
+        shows a stored message) and its code blocks highlighted whole.
         """
         if self._feeder is not None:
             self._finishing.set()
@@ -117,12 +161,19 @@ class AssistantMessageView(MessageView):
             self._feeder = None
         for markdown in self.query(StreamingMarkdown):
             await markdown.flush()
-            for fence in markdown.fences:
-                if not fence.exact:
-                    fence.exact_soon()
+            self.run_worker(self._show_as_stored(markdown), group="highlight")
         if message is not None and not self.finish_reason and (note := finish_note(message.finish_reason)):
             self.finish_reason = message.finish_reason
             await self.mount(Static(note, classes="finish"))
+
+    async def _show_as_stored(self, markdown: StreamingMarkdown) -> None:
+        """Once its end is drawn, show every block as Textual does (the mouse selects and follows
+        links in them again) and highlight its code blocks whole."""
+        await self.wait_for_refresh()  # the unfold lays out the whole answer: its last text shows first
+        markdown.unfold_all()
+        for fence in markdown.fences:
+            if not fence.exact:
+                await fence.make_exact()
 
     def copy_text(self) -> str:
         return self.text

@@ -29,6 +29,8 @@ from textual.content import Content
 from textual.widgets import Label, Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
+from lovia.tui.widgets.settled_lines import FoldsSettled
+
 CHUNK_LINES = 32
 """Lines per label of a code block: a growing block re-renders at most this many lines per update."""
 
@@ -61,11 +63,12 @@ def _highlighted_chunks(code: str, language: str, ansi: bool, dark: bool) -> lis
     return [newline.join(lines[start:start + CHUNK_LINES]) for start in range(0, max(len(lines), 1), CHUNK_LINES)]
 
 
-class StreamedFence(MarkdownFence):
+class StreamedFence(MarkdownFence, FoldsSettled):
     """A fenced code block as labels of :data:`CHUNK_LINES` lines.
 
     Promises: :meth:`show` re-highlights and re-renders only the labels whose lines changed;
     after :meth:`make_exact`, the block paints exactly as ``MarkdownFence`` paints ``code``.
+    While the block grows, its labels but the last are folded (see :mod:`lovia.tui.widgets.settled_lines`).
     """
 
     # MarkdownFence pads its label 1 2 (1 0 with ANSI colours): the chunks share that padding, the first
@@ -94,6 +97,7 @@ class StreamedFence(MarkdownFence):
         self._chunks: list[str] = []
         self._contents: list[Content] = []
         self._highlighted_with: tuple[bool, bool] | None = None
+        self.init_folding()
 
     @property
     def labels(self) -> list[Label]:
@@ -102,6 +106,7 @@ class StreamedFence(MarkdownFence):
     def compose(self):
         self._chunks = code_chunks(self.code)
         self._contents = [self._highlight_chunk(chunk) for chunk in self._chunks]
+        yield self.settled
         for index, content in enumerate(self._contents):
             yield Label(content, expand=True, classes=self._classes_of(index, len(self._contents)))
 
@@ -116,12 +121,23 @@ class StreamedFence(MarkdownFence):
         self._highlighted_with = ansi, dark = self._palette()
         return self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark)
 
+    def can_fold(self) -> bool:
+        return self.max_scroll_x == 0  # folded lines would not scroll sideways with the labels
+
     async def show(self, code: str) -> None:
-        """Show ``code``: only the chunks whose lines changed are highlighted and rendered again."""
+        """Show ``code``: only the chunks whose lines changed are highlighted and rendered again.
+
+        The labels but the last, laid out since they last changed, are folded first: a growing
+        block changes only its last label, and lays out only the labels not folded.
+        """
         self.code = code
         self.exact = False
         chunks = code_chunks(code)
         labels = self.labels
+        folded = len(self.folded)
+        if folded and (len(chunks) < folded or chunks[:folded] != self._chunks[:folded]):
+            self.unfold()  # a folded label changes (cannot happen as code grows; then shown plainly)
+        self.fold_settled(labels[len(self.folded):len(chunks) - 1])
         count, before = len(chunks), len(labels)
         added: list[Label] = []
         for index, chunk in enumerate(chunks):
@@ -160,6 +176,8 @@ class StreamedFence(MarkdownFence):
         labels = self.labels
         if len(contents) != len(labels):  # cannot happen: both cut the same lines; show plainly rather than wrong
             raise RuntimeError(f"a code block of {len(labels)} labels was highlighted into {len(contents)} chunks")
+        if any(not _same(content, self._contents[index]) for index, content in enumerate(contents[:len(self.folded)])):
+            self.unfold()
         for index, (label, content) in enumerate(zip(labels, contents, strict=True)):
             if not _same(content, self._contents[index]):
                 label.update(content)
@@ -214,16 +232,35 @@ def _closes(line: str, marker: str) -> bool:
     return len(stripped) - len(bare) <= 3 and len(bare) >= len(marker) and bare == marker[0] * len(bare)
 
 
-class StreamingMarkdown(Markdown):
+class StreamingMarkdown(Markdown, FoldsSettled):
     """Markdown appended to as an answer streams; code blocks are :class:`StreamedFence`.
 
-    Promise: after :meth:`flush`, the blocks are those Textual's ``append`` builds for the same text.
+    Textual's ``append`` changes only the document's last block: the blocks before it, once laid
+    out, are folded (see :mod:`lovia.tui.widgets.settled_lines`), so an update lays out the last
+    block alone however long the answer is.
+
+    Promise: after :meth:`flush`, the blocks are those Textual's ``append`` builds for the same
+    text, and after :meth:`unfold_all` they are all shown as Textual shows them.
     """
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._held = ""  # appended while the answer ended inside an open fence: not parsed yet
         self._open: _OpenFence | None = None
+        self.init_folding()
+
+    def compose(self):
+        yield self.settled
+
+    @property
+    def blocks(self) -> list[MarkdownBlock]:
+        return [child for child in self.children if isinstance(child, MarkdownBlock)]
+
+    def unfold_all(self) -> None:
+        """Show every block (and every code block's labels) as Textual lays them out and paints them."""
+        self.unfold()
+        for fence in self.fences:
+            fence.unfold()
 
     def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
         if block_name in ("fence", "code_block"):
@@ -239,6 +276,8 @@ class StreamingMarkdown(Markdown):
         return AwaitComplete(self._append(markdown))
 
     async def _append(self, markdown: str) -> None:
+        blocks = self.blocks
+        self.fold_settled(blocks[len(self.folded):-1])  # only the last block changes: Textual rebuilds it
         opened = self._open
         if opened is not None and not opened.closes(markdown):
             opened.body += markdown

@@ -1,0 +1,170 @@
+"""A long answer streams with few widgets laid out (issue 9, item 3), and paints as it is stored.
+
+Blocks a streaming answer has finished are folded into one widget holding the lines they painted
+(lovia/tui/widgets/settled_lines.py). These tests hold its promises with the real widgets in a
+real Textual app: the folded answer paints exactly as the same text loaded as a stored message,
+the widgets laid out stay few however long the answer grows, a change of width or selection
+unfolds it (painted by Textual again), and the end of the answer shows every block as stored.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Markdown
+
+from lovia.models import ScriptedModel, ScriptedTurn
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.settled_lines import FOLD_AT, SettledLines
+from lovia.tui.widgets.streaming_markdown import StreamedFence, StreamingMarkdown
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_streaming_speed import painted
+
+
+def mixed(sections: int) -> str:
+    """Headings, wrapped paragraphs with inline styles and links, lists, code and quotes."""
+    return "".join(
+        f"## Part {i}\n\nThis is **bold** and *italic* text with `inline code` and a [link](https://example.com/{i})."
+        " It goes on for a while, so that the paragraph wraps across a couple of lines in the view.\n\n"
+        f"- first point {i}\n- second point with `code`\n  1. nested\n\n"
+        f"```python\ndef part_{i}(x):\n    return x + {i}  # a comment\n```\n\n> a quote in part {i}\n\n"
+        for i in range(sections))
+
+
+def code(lines: int) -> str:
+    body = "".join(f"    total += step({i})  # step {i}\n" for i in range(lines))
+    return f"Here:\n\n```python\ndef run(step):\n    total = 0\n{body}    return total\n```\n"
+
+
+class TwoAnswers(App[None]):
+    """A streaming answer above the same text as a stored message, as the transcript shows them."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.live = AssistantMessageView("", "assistant")
+        self.stored = AssistantMessageView(text, "assistant")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield self.live
+            yield self.stored
+
+
+def laid_out_in(app: App, view: AssistantMessageView) -> int:
+    """How many widgets of ``view`` the screen lays out (hidden ones are not)."""
+    return sum(1 for widget in app.screen._compositor.full_map if view in widget.ancestors_with_self)
+
+
+async def stream(pilot, view: AssistantMessageView, text: str, pieces: int) -> int:
+    """Write ``text`` in ``pieces``, letting the screen draw each; returns the most widgets laid out meanwhile."""
+    most = 0
+    step = -(-len(text) // pieces)
+    for start in range(0, len(text), step):
+        piece = text[start:start + step]
+        shown = view.shown_length + len(piece)
+        await view.write(piece)
+        await wait_for(pilot, lambda shown=shown: view.shown_length == shown)
+        await pilot.pause()
+        most = max(most, laid_out_in(pilot.app, view))
+    return most
+
+
+def markdown_rows(app: App, view: AssistantMessageView):
+    return painted(app, view.query_one(Markdown).region)
+
+
+async def test_a_folded_answer_paints_as_the_stored_message():
+    text = mixed(12)
+    app = TwoAnswers(text)
+    async with app.run_test(size=(90, 500)) as pilot:
+        await pilot.pause()
+        most = await stream(pilot, app.live, text, pieces=40)
+        markdown = app.live.query_one(StreamingMarkdown)
+        assert len(markdown.folded) >= 3 * FOLD_AT  # most blocks folded while it streamed
+        assert app.live.query_one(SettledLines).display
+        assert most < laid_out_in(app, app.stored) / 2
+        assert markdown_rows(app, app.live) == markdown_rows(app, app.stored)
+
+
+async def test_the_widgets_laid_out_stay_few_however_long_the_answer():
+    short, long = mixed(6), mixed(30)
+    counts = []
+    for text in (short, long):
+        app = TwoAnswers(text)
+        async with app.run_test(size=(90, 60)) as pilot:
+            await pilot.pause()
+            counts.append(await stream(pilot, app.live, text, pieces=60))
+            everything = laid_out_in(app, app.stored)
+    assert everything > 300
+    assert counts[1] <= counts[0] + 10  # five times the answer, about the same widgets laid out
+
+
+async def test_a_growing_code_block_folds_its_settled_lines():
+    text = code(400)
+    app = TwoAnswers(text)
+    async with app.run_test(size=(90, 900)) as pilot:
+        await pilot.pause()
+        open_part = text.index("    return total")
+        most = await stream(pilot, app.live, text[:open_part], pieces=50)
+        fence = app.live.query_one(StreamedFence)
+        assert len(fence.folded) >= FOLD_AT and most < 20
+        await stream(pilot, app.live, text[open_part:], pieces=1)  # closed: highlighted whole, then unfolded
+        await app.live.finish()
+        await settle(pilot)
+        assert not fence.folded and fence.exact
+        assert markdown_rows(app, app.live) == markdown_rows(app, app.stored)
+
+
+async def test_a_change_of_width_or_selection_unfolds_and_paints_as_stored():
+    text = mixed(10)
+    app = TwoAnswers(text)
+    async with app.run_test(size=(90, 500)) as pilot:
+        await pilot.pause()
+        await stream(pilot, app.live, text, pieces=30)
+        markdown = app.live.query_one(StreamingMarkdown)
+        assert markdown.folded
+        app.live.add_class("-selected")
+        app.stored.add_class("-selected")  # another background: the captured lines would be stale
+        await pilot.pause()
+        await pilot.pause()
+        assert not markdown.folded
+        assert markdown_rows(app, app.live) == markdown_rows(app, app.stored)
+
+        await stream(pilot, app.live, "\n\nMore.\n\n" + mixed(3), pieces=10)
+        assert markdown.folded
+        await pilot.resize_terminal(70, 500)
+        await pilot.pause()
+        await pilot.pause()
+        assert not markdown.folded
+
+
+async def test_the_finished_answer_shows_every_block_as_stored(tmp_path):
+    text = mixed(15)
+    model = ScriptedModel([ScriptedTurn(text=text, chunk_chars=40, delay=0.004)])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(160, 600)) as pilot:
+        await pilot.pause()
+        chat = app.main.chat
+        app.screen.query_one("#composer").focus()
+        await pilot.press(*"hi")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: chat.transcript.query(AssistantMessageView))
+        view = chat.transcript.query(AssistantMessageView).last()
+        markdown = view.query_one(StreamingMarkdown)
+        await wait_for(pilot, lambda: bool(markdown.folded) or not chat.running)
+        assert markdown.folded, "the answer folded while it streamed"
+        assert gc.get_freeze_count(), "objects alive are left out of full collections while it streams"
+        await settle(pilot)
+        assert not chat.running
+        assert not markdown.folded and not markdown.settled.display
+        assert all(block.display for block in markdown.blocks)
+        assert gc.get_freeze_count() == 0, "thawed once no answer streams"
+        as_streamed = painted(app, markdown.region)
+        await app.main.open_session(chat.session_id)
+        await settle(pilot)
+        loaded = chat.transcript.query(AssistantMessageView).last()
+        assert loaded is not view and loaded.text == text
+        assert painted(app, loaded.query_one(Markdown).region) == as_streamed
