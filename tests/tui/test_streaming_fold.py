@@ -18,7 +18,7 @@ from textual.widgets import Markdown
 from lovia.models import ScriptedModel, ScriptedTurn
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.settled_lines import FOLD_AT, SettledLines
-from lovia.tui.widgets.streaming_markdown import StreamedFence, StreamingMarkdown
+from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 from tests.tui.conftest import make_app, settle, wait_for
 from tests.tui.test_streaming_speed import painted
 
@@ -31,11 +31,6 @@ def mixed(sections: int) -> str:
         f"- first point {i}\n- second point with `code`\n  1. nested\n\n"
         f"```python\ndef part_{i}(x):\n    return x + {i}  # a comment\n```\n\n> a quote in part {i}\n\n"
         for i in range(sections))
-
-
-def code(lines: int) -> str:
-    body = "".join(f"    total += step({i})  # step {i}\n" for i in range(lines))
-    return f"Here:\n\n```python\ndef run(step):\n    total = 0\n{body}    return total\n```\n"
 
 
 class TwoAnswers(App[None]):
@@ -100,22 +95,6 @@ async def test_the_widgets_laid_out_stay_few_however_long_the_answer():
             everything = laid_out_in(app, app.stored)
     assert everything > 300
     assert counts[1] <= counts[0] + 10  # five times the answer, about the same widgets laid out
-
-
-async def test_a_growing_code_block_folds_its_settled_lines():
-    text = code(400)
-    app = TwoAnswers(text)
-    async with app.run_test(size=(90, 900)) as pilot:
-        await pilot.pause()
-        open_part = text.index("    return total")
-        most = await stream(pilot, app.live, text[:open_part], pieces=50)
-        fence = app.live.query_one(StreamedFence)
-        assert len(fence.folded) >= FOLD_AT and most < 20
-        await stream(pilot, app.live, text[open_part:], pieces=1)  # closed: highlighted whole, then unfolded
-        await app.live.finish()
-        await settle(pilot)
-        assert not fence.folded and fence.exact
-        assert markdown_rows(app, app.live) == markdown_rows(app, app.stored)
 
 
 async def test_a_change_of_width_or_selection_unfolds_and_paints_as_stored():

@@ -169,6 +169,7 @@ class AssistantMessageView(MessageView):
     async def _show_as_stored(self, markdown: StreamingMarkdown) -> None:
         """Once its end is drawn, show every block as Textual does (the mouse selects and follows
         links in them again) and highlight its code blocks whole."""
+        self.refresh()  # a refresh to wait for, even when the end changed nothing on screen
         await self.wait_for_refresh()  # the unfold lays out the whole answer: its last text shows first
         markdown.unfold_all()
         for fence in markdown.fences:

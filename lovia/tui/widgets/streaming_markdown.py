@@ -63,12 +63,16 @@ def _highlighted_chunks(code: str, language: str, ansi: bool, dark: bool) -> lis
     return [newline.join(lines[start:start + CHUNK_LINES]) for start in range(0, max(len(lines), 1), CHUNK_LINES)]
 
 
-class StreamedFence(MarkdownFence, FoldsSettled):
+class StreamedFence(MarkdownFence):
     """A fenced code block as labels of :data:`CHUNK_LINES` lines.
 
     Promises: :meth:`show` re-highlights and re-renders only the labels whose lines changed;
     after :meth:`make_exact`, the block paints exactly as ``MarkdownFence`` paints ``code``.
-    While the block grows, its labels but the last are folded (see :mod:`lovia.tui.widgets.settled_lines`).
+
+    Its labels are not folded (:mod:`lovia.tui.widgets.settled_lines`) while it grows: a label is
+    one widget for 32 lines, cheap to lay out, and capturing what it paints is not (bench/tui_stream.py,
+    the 2,000-line block: folding them measured a lag p95 of 710 and 1,108 ms against 278 and 289 ms
+    without, the first part streamed as fast as it goes arriving as one batch of ~1,400 lines to capture).
     """
 
     # MarkdownFence pads its label 1 2 (1 0 with ANSI colours): the chunks share that padding, the first
@@ -97,7 +101,6 @@ class StreamedFence(MarkdownFence, FoldsSettled):
         self._chunks: list[str] = []
         self._contents: list[Content] = []
         self._highlighted_with: tuple[bool, bool] | None = None
-        self.init_folding()
 
     @property
     def labels(self) -> list[Label]:
@@ -106,7 +109,6 @@ class StreamedFence(MarkdownFence, FoldsSettled):
     def compose(self):
         self._chunks = code_chunks(self.code)
         self._contents = [self._highlight_chunk(chunk) for chunk in self._chunks]
-        yield self.settled
         for index, content in enumerate(self._contents):
             yield Label(content, expand=True, classes=self._classes_of(index, len(self._contents)))
 
@@ -121,23 +123,12 @@ class StreamedFence(MarkdownFence, FoldsSettled):
         self._highlighted_with = ansi, dark = self._palette()
         return self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark)
 
-    def can_fold(self) -> bool:
-        return self.max_scroll_x == 0  # folded lines would not scroll sideways with the labels
-
     async def show(self, code: str) -> None:
-        """Show ``code``: only the chunks whose lines changed are highlighted and rendered again.
-
-        The labels but the last, laid out since they last changed, are folded first: a growing
-        block changes only its last label, and lays out only the labels not folded.
-        """
+        """Show ``code``: only the chunks whose lines changed are highlighted and rendered again."""
         self.code = code
         self.exact = False
         chunks = code_chunks(code)
         labels = self.labels
-        folded = len(self.folded)
-        if folded and (len(chunks) < folded or chunks[:folded] != self._chunks[:folded]):
-            self.unfold()  # a folded label changes (cannot happen as code grows; then shown plainly)
-        self.fold_settled(labels[len(self.folded):len(chunks) - 1])
         count, before = len(chunks), len(labels)
         added: list[Label] = []
         for index, chunk in enumerate(chunks):
@@ -174,10 +165,10 @@ class StreamedFence(MarkdownFence, FoldsSettled):
         if code != self.code or not self.is_attached:
             return
         labels = self.labels
+        if not labels:  # not composed yet: its compose highlights it, chunk by chunk
+            return
         if len(contents) != len(labels):  # cannot happen: both cut the same lines; show plainly rather than wrong
             raise RuntimeError(f"a code block of {len(labels)} labels was highlighted into {len(contents)} chunks")
-        if any(not _same(content, self._contents[index]) for index, content in enumerate(contents[:len(self.folded)])):
-            self.unfold()
         for index, (label, content) in enumerate(zip(labels, contents, strict=True)):
             if not _same(content, self._contents[index]):
                 label.update(content)
@@ -257,10 +248,8 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         return [child for child in self.children if isinstance(child, MarkdownBlock)]
 
     def unfold_all(self) -> None:
-        """Show every block (and every code block's labels) as Textual lays them out and paints them."""
+        """Show every block as Textual lays them out and paints them."""
         self.unfold()
-        for fence in self.fences:
-            fence.unfold()
 
     def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
         if block_name in ("fence", "code_block"):
