@@ -137,7 +137,8 @@ def build_app(args: argparse.Namespace):
     )
     state = RememberedState(data_dir() / "state.json")
     # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's
-    return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state)
+    return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state,
+                    tune_collector_for_startup=True)
 
 
 def check_api_key(model: object) -> None:

@@ -113,6 +113,10 @@ class MainScreen(Screen):
     """
 
     ALLOW_IN_MAXIMIZED_VIEW: ClassVar[str | None] = "Header, Footer"
+    # The composer has focus from the start, as on_mount leaves it: Textual's default focuses the
+    # first focusable widget (the sessions filter), and moving focus on from it restyled both and
+    # rebuilt the footer while the app started.
+    AUTO_FOCUS: ClassVar[str | None] = "#composer"
 
     def __init__(self, backend: ChatBackend) -> None:
         super().__init__()
@@ -132,6 +136,11 @@ class MainScreen(Screen):
         self._chat_panel: ChatPanel | None = None
 
     def compose(self) -> ComposeResult:
+        # The width's class from the start: set by Textual's first resize, it restyled and laid
+        # out every widget again before the first paint.
+        width = self.app.size.width
+        self.set_class(True, next(name for floor, name in sorted(self.HORIZONTAL_BREAKPOINTS, reverse=True)
+                                  if width >= floor), update=False)
         # Kept: check_action reads them for the footer many times a key press, faster than a query.
         sessions = SessionsPane(can_rename=self.backend.can_rename) if self.backend.can_list_sessions else None
         side = Vertical(id="side")
@@ -163,10 +172,13 @@ class MainScreen(Screen):
             await self.open_session(first_page[0].session_id if first_page else None, sessions=first_page)
             self.query_one("#composer").focus()
         finally:
-            footer.release()
+            await footer.release()
         if len(first_page) >= PAGE:
             self.call_after_refresh(self._list_every_session)  # after the first paint, not competing with it
         self.call_after_refresh(self._record_finished_runs)
+        first_paint_done = getattr(self.app, "first_paint_done", None)  # LoviaApp's (it imports this module)
+        if first_paint_done is not None:
+            self.call_after_refresh(first_paint_done)
 
     @work(exclusive=True, group="lists")
     async def _list_every_session(self) -> None:

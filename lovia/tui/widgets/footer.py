@@ -49,12 +49,21 @@ class LoviaFooter(Footer):
         """Let binding changes wait until :meth:`release`: the entries are then made once."""
         self._held = True
 
-    def release(self) -> None:
-        """Make the entries for the bindings as they are now, if they changed while held."""
+    async def release(self) -> None:
+        """Make the entries for the bindings as they are now, if they changed while held, before returning.
+
+        At once rather than after the next refresh (as a binding change asks): released at the
+        end of the screen's first load, the entries are then in its first layout and paint, not
+        added by a second one.
+        """
         self._held = False
         if self._changed_while_held and self.is_attached:
             self._changed_while_held = False
-            self.bindings_changed(self.screen)
+            self._bindings_ready = True  # the screen said its bindings changed: they are known
+            # As the footer: Textual binds each entry to the message pump that is running (private
+            # API, guarded by tests/tui/test_startup.py and the pinned Textual range).
+            with self._context():
+                await self.recompose()
 
     def bindings_changed(self, screen: Screen) -> None:
         """Ask for one recompose however many changes come before it runs (Textual asks once a change)."""

@@ -1,0 +1,105 @@
+"""Start-up of the ``lovia`` command: what the first paint shows, and the collector paused while it starts."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import shutil
+
+import pytest
+from textual.widgets._footer import FooterKey
+
+from lovia import AssistantMessage, SQLiteSession, UserMessage
+from lovia.cli import build_app, build_parser
+from lovia.tui.widgets.footer import LoviaFooter
+from tests.tui.conftest import make_app, settle, wait_for
+
+
+@pytest.fixture
+def lovia_command(tmp_path, monkeypatch):
+    """The app the ``lovia`` command builds, on a data directory holding one stored session."""
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    monkeypatch.delenv("LOVIA_BASE_URL", raising=False)
+    (tmp_path / "data").mkdir(mode=0o700)
+
+    async def one_session() -> None:
+        async with SQLiteSession(tmp_path / "data" / "lovia.db", wal=True) as session:
+            await session.append("s-atlas", [UserMessage(text="My project is called Atlas."),
+                                             AssistantMessage(text="Noted: **Atlas**.")])
+
+    asyncio.run(one_session())
+    yield build_app(build_parser().parse_args([]))  # opens the stores in a loop of its own, as the command does
+    gc.enable()  # whatever the test did, the rest of the test run collects as usual
+    gc.unfreeze()
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)
+
+
+async def test_the_first_paint_shows_the_composers_keys_in_the_footer(lovia_command):
+    # The footer was made for the sessions filter, which Textual focused first, and made again for
+    # the composer only after the first paint: that paint offered `esc Clear filter`, `f2 Rename`.
+    app = lovia_command
+    painted = asyncio.Event()
+    keys_at_first_paint: list[str] = []
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        # What the pilot sees first: the main screen mounted (its first load done), then its next refresh.
+        assert app.main_screen is not None and app.main_screen.is_mounted
+
+        def record() -> None:
+            keys_at_first_paint.extend(key.action for key in app.main.query_one(LoviaFooter).query(FooterKey))
+            painted.set()
+
+        app.main.call_after_refresh(record)
+        await painted.wait()
+        assert app.focused is app.main.query_one("#composer")
+        assert "submit" in keys_at_first_paint and "help" in keys_at_first_paint, keys_at_first_paint
+        assert not any("filter" in action or "rename" in action for action in keys_at_first_paint)
+        await pilot.pause()
+        # and it stays so once the app settles
+        assert [key.action for key in app.main.query_one(LoviaFooter).query(FooterKey)] == keys_at_first_paint
+
+
+async def test_the_collector_paused_while_the_app_starts_runs_again_after_the_first_paint(lovia_command):
+    app = lovia_command
+    async with app.run_test(size=(160, 45)) as pilot:
+        assert app.main_screen is not None and app.main_screen.is_mounted
+        await wait_for(pilot, gc.isenabled)  # once the main screen was painted (a timer after it)
+        assert app.main.chat.session_id == "s-atlas"
+
+
+async def test_the_collector_runs_again_when_the_app_closes_before_it_resumed(lovia_command):
+    app = lovia_command
+    async with app.run_test(size=(160, 45)):
+        pass  # closed at once: the collector was paused from the start until shortly after the first paint
+    assert gc.isenabled()
+
+
+def test_the_message_pump_context_the_footer_composes_in_exists():
+    # LoviaFooter.release makes its entries during the main screen's first load, in the footer's
+    # context (MessagePump._context), as Footer.compose binds each entry to the pump running it.
+    import inspect
+
+    from textual.message_pump import MessagePump
+    from textual.widgets import Footer
+
+    assert inspect.isfunction(inspect.unwrap(MessagePump._context))
+    assert "data_bind" in inspect.getsource(Footer.compose)
+
+
+async def test_the_theme_read_at_start_is_not_written_back(tmp_path):
+    # The theme signal comes for the theme set at start too: the state file was rewritten (and
+    # synced to disk) with what it held, on the way to the first paint.
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"theme": "lovia-light"}), encoding="utf-8")
+    before = state.stat().st_ino, state.stat().st_mtime_ns
+    app = make_app(tmp_path / "lovia.db", state_dir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.theme == "lovia-light"
+        assert (state.stat().st_ino, state.stat().st_mtime_ns) == before
+        await pilot.press("ctrl+t")  # a theme picked in the app is remembered, as before
+        await settle(pilot)
+        assert json.loads(state.read_text(encoding="utf-8"))["theme"] == app.theme != "lovia-light"
