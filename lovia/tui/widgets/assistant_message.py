@@ -151,8 +151,8 @@ class AssistantMessageView(MessageView):
     async def finish(self, message: AssistantMessage | None = None) -> None:
         """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
 
-        Then, in a background worker the call does not wait for, its blocks are unfolded (shown as Textual
-        shows a stored message) and its code blocks highlighted whole.
+        Once that is drawn, its folded blocks are shown again as Textual shows a stored message; its
+        code blocks are then highlighted whole in background workers the call does not wait for.
         """
         if self._feeder is not None:
             self._finishing.set()
@@ -161,20 +161,16 @@ class AssistantMessageView(MessageView):
             self._feeder = None
         for markdown in self.query(StreamingMarkdown):
             await markdown.flush()
-            self.run_worker(self._show_as_stored(markdown), group="highlight")
+            if markdown.folded:  # shown as Textual shows a stored message: the mouse selects and follows links again
+                self.refresh()  # a refresh to wait for, even when the end changed nothing on screen
+                await self.wait_for_refresh()  # the unfold lays out the whole answer: its end shows first
+                markdown.unfold_all()
+            for fence in markdown.fences:
+                if not fence.exact:
+                    fence.exact_soon()
         if message is not None and not self.finish_reason and (note := finish_note(message.finish_reason)):
             self.finish_reason = message.finish_reason
             await self.mount(Static(note, classes="finish"))
-
-    async def _show_as_stored(self, markdown: StreamingMarkdown) -> None:
-        """Once its end is drawn, show every block as Textual does (the mouse selects and follows
-        links in them again) and highlight its code blocks whole."""
-        self.refresh()  # a refresh to wait for, even when the end changed nothing on screen
-        await self.wait_for_refresh()  # the unfold lays out the whole answer: its last text shows first
-        markdown.unfold_all()
-        for fence in markdown.fences:
-            if not fence.exact:
-                await fence.make_exact()
 
     def copy_text(self) -> str:
         return self.text
