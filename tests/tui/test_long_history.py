@@ -7,6 +7,8 @@ with a tool call, so an entry of its first page can be expanded, copied and edit
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -15,8 +17,9 @@ from lovia import InMemorySession, SQLiteSession
 from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.notice import NoticeView
+from lovia.tui.widgets.run_header import RunHeader
 from lovia.tui.widgets.tool_call_view import ToolCallView
-from lovia.tui.widgets.transcript import MIN_PAGE, MOUNTED_PAGES, PAGE
+from lovia.tui.widgets.transcript import KEPT_PAGES, MIN_PAGE, MOUNTED_PAGES, PAGE
 from lovia.tui.widgets.user_message import UserMessageView
 from screenshots.demo_data import LONG_SESSION, build
 
@@ -82,6 +85,37 @@ def texts(transcript) -> list[str]:
     return [view.copy_text() for view in transcript.views]
 
 
+RUN = 200  # entries in each run of the long session
+
+
+def position(view) -> int:
+    """Where a message of the long session is stored, from its text: entry 2k asks question k, 2k+1 answers it."""
+    match = re.match(r"(Question number|Step) (\d+)", view.copy_text())
+    assert match, view.copy_text()
+    return 2 * int(match[2]) + (match[1] == "Step")
+
+
+def positions(transcript) -> list[int]:
+    return [position(view) for view in transcript.views]
+
+
+def assert_shown_right(transcript) -> list[int]:
+    """The messages shown are stored ones in order with none missing, each run headed where it begins."""
+    shown = positions(transcript)
+    assert shown == list(range(shown[0], shown[0] + len(shown)))
+    children = [child for child in transcript.children if child.display]
+    for before, after in itertools.pairwise(children):
+        if isinstance(after, UserMessageView | AssistantMessageView):
+            assert isinstance(before, RunHeader) == (position(after) % RUN == 0)
+        if isinstance(before, RunHeader):
+            assert position(after) % RUN == 0
+    return shown
+
+
+def hidden(transcript) -> list:
+    return [child for child in transcript.children if not child.display]
+
+
 def visible(transcript, view) -> bool:
     """Whether ``view`` is within the transcript's visible region."""
     top, bottom = transcript.scroll_y, transcript.scroll_y + transcript.scrollable_content_region.height
@@ -121,6 +155,99 @@ async def test_home_shows_the_first_entry_and_end_the_last(long_db, tmp_path, si
         last = transcript.selected_view
         assert isinstance(last, AssistantMessageView) and last.text.startswith(f"Step {ENTRIES // 2 - 1} ")
         assert visible(transcript, last)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_home_and_end_show_the_session_ends_kept_mounted(long_db, tmp_path, size):
+    """The first entries are mounted, hidden, once the session opened; home and end show what was kept."""
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        composed = hidden(transcript)
+        assert composed and not set(composed) & set(transcript.views)  # the first page, not shown
+        last = transcript.views[-1]
+        most = (MOUNTED_PAGES + 2 * KEPT_PAGES) * transcript.page_size
+        for _ in range(2):
+            await pilot.press("home")
+            await settle(pilot)
+            first = transcript.selected_view
+            assert first in composed  # shown, not mounted anew
+            assert assert_shown_right(transcript)[0] == 0
+            assert transcript.selected == 0 and transcript.scroll_y == 0 and visible(transcript, first)
+            assert isinstance(next(c for c in transcript.children if c.display), RunHeader)
+            assert len(transcript.children) <= most + most // RUN + 2
+
+            await pilot.press("end")
+            await settle(pilot)
+            assert transcript.selected_view is last and transcript.at_last_message  # the last page was kept
+            assert assert_shown_right(transcript)[-1] == ENTRIES - 1
+            assert visible(transcript, last)
+            assert len(transcript.children) <= most + most // RUN + 2
+            await pilot.press("up")  # the cursor moves from where it is shown, whatever was shown above it
+            await settle(pilot)
+            assert position(transcript.selected_view) == ENTRIES - 2
+            await pilot.press("down")
+            await settle(pilot)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_from_home_and_from_end_the_view_scrolls_on_both_ways(long_db, tmp_path, size):
+    """Past what was kept, pages are read; going back, the kept ends join what is shown again."""
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        kept_most = 2 * KEPT_PAGES * transcript.page_size
+        await pilot.press("home")
+        await settle(pilot)
+        first = transcript.selected_view
+        while transcript.older_hidden < 3 * kept_most:
+            await pilot.press("pagedown")
+            await settle(pilot)
+            assert_shown_right(transcript)
+            assert len(hidden(transcript)) <= kept_most + kept_most // RUN + 2
+        for _ in range(10 * kept_most):
+            if transcript.older_hidden == 0 and transcript.scroll_y == 0:
+                break
+            await pilot.press("pageup")
+            await settle(pilot)
+            assert_shown_right(transcript)
+        assert transcript.older_hidden == 0 and transcript.views[0] is first
+
+        await pilot.press("end")
+        await settle(pilot)
+        last = transcript.selected_view
+        while transcript.newer_hidden < 3 * kept_most:
+            await pilot.press("pageup")
+            await settle(pilot)
+            assert_shown_right(transcript)
+            assert len(hidden(transcript)) <= kept_most + kept_most // RUN + 2
+        for _ in range(10 * kept_most):
+            if transcript.at_end and transcript.scroll_y >= transcript.max_scroll_y:
+                break
+            await pilot.press("pagedown")
+            await settle(pilot)
+            assert_shown_right(transcript)
+        assert transcript.at_end and transcript.views[-1] is last
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_home_and_end_in_a_session_of_two_pages_keep_every_entry_shown(long_db, tmp_path, size):
+    """Ten entries at 80x24 open as a page and the two before it: home shows those two above, hides nothing."""
+    db = copy_of(long_db, tmp_path)
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(5):
+            await session.append("s-ten", [UserMessage(text=f"Question number {i}: what changed in step {i}?"),
+                                           AssistantMessage(text=f"Step {i} changed.")])
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot, "s-ten")
+        await pilot.press("home")
+        await settle(pilot)
+        assert positions(transcript) == list(range(10)) and not hidden(transcript)
+        assert transcript.selected == 0 and visible(transcript, transcript.selected_view)
+        await pilot.press("end")
+        await settle(pilot)
+        assert positions(transcript) == list(range(10)) and transcript.at_last_message
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -8,10 +8,11 @@ a 100,000-entry session holds a few hundred widgets, not the session. The sessio
 runs, and what a live run adds, follow the last page; they are hidden while the view is on
 an earlier one. Streaming appends to the last message; nothing above it re-renders.
 
-The session's first and last pages stay mounted, hidden, while the view is elsewhere (the
-first is read in the background once a session opened): ``home`` and ``end`` then show a page
-Textual has composed already instead of mounting a new one, which is most of what a jump
-costs (see README "## Performance"). That is two pages more than the window, never more.
+The session's first and last ``KEPT_PAGES`` pages' worth of entries stay mounted, hidden,
+while the view is elsewhere (the first ones are read in the background once a session opened):
+``home`` and ``end`` then show what Textual has composed already instead of mounting new pages,
+which is most of what a jump costs (see README "## Performance"). That is ``2 * KEPT_PAGES``
+pages more than the window, never more.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ MIN_PAGE = 8
 """The fewest: what a page holds before the transcript has a size."""
 MOUNTED_PAGES = 6
 """Pages kept mounted; farther ones are unmounted (the window a reader scrolls through without waiting)."""
+KEPT_PAGES = 2
+"""Pages' worth of the session's first and of its last entries kept mounted, hidden, while the view is elsewhere.
+
+``home`` shows the first screenful with the next one below it, so nothing is read and mounted
+the moment it is drawn (the view would be at the edge of one page); ``end`` likewise.
+"""
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._first: _Page | None = None
         self._last: _Page | None = None
         self._dropping: list[Widget] = []  # hidden already; removed once the screen is drawn
+        self._showing_rest = False  # a jump showed a kept page's screenful; the rest shows after the paint
         self._tail_shown = True  # the in-flight runs and live widgets after the last page
         self._paging = asyncio.Lock()
         self._shown = 0  # counts show() calls: a page read for what was shown before is dropped
@@ -183,6 +191,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._window = []
         self._first = self._last = None
         self._dropping = []
+        self._showing_rest = False
         self._tail_shown = True
         self._live_message = self._live_header = None
         self._selected_run = None
@@ -225,7 +234,9 @@ class Transcript(VerticalScroll, can_focus=True):
         Mounting is what a page costs (markdown is parsed and laid out), so a jump mounts no more
         than fills the screen; the pages around it are read after it is drawn.
         """
-        return max(MIN_PAGE, min(PAGE, self.size.height // 3))
+        # The height as last laid out: ``size`` finds the transcript on the screen, which lays the
+        # whole screen out again when children were just shown or hidden (~10 ms a jump).
+        return max(MIN_PAGE, min(PAGE, (self.outer_size.height - self.styles.gutter.height) // 3))
 
     @property
     def mounted_entries(self) -> int:
@@ -360,11 +371,21 @@ class Transcript(VerticalScroll, can_focus=True):
                 await self.remove_children(page.widgets)
 
     def _keep(self, page: _Page) -> bool:
-        """Hide ``page``, out of the window now; keep it if it is the session's first or last page."""
-        if page.start == 0 and self._first is None:
+        """Hide ``page``, out of the window now; keep it if it is (or adjoins) what is kept of the session's ends.
+
+        Up to ``KEPT_PAGES`` pages' worth of entries at each end: a page adjoining what is kept
+        already joins it (pages leave the window one at a time, the nearest to an end first).
+        """
+        most = KEPT_PAGES * self.page_size
+        first, last = self._first, self._last
+        if first is None and page.start == 0:
             self._first = page
-        elif page.end >= self._total and self._last is None:
+        elif first is not None and page.start == first.end and page.end <= most:
+            self._first = _Page(0, page.end, first.widgets + page.widgets)
+        elif last is None and page.end >= self._total:
             self._last = page
+        elif last is not None and page.end == last.start and self._total - page.start <= most:
+            self._last = _Page(page.start, last.end, page.widgets + last.widgets)
         else:
             return False
         self._show_page(page, False)
@@ -385,10 +406,10 @@ class Transcript(VerticalScroll, can_focus=True):
         """
         async with self._paging:
             kept = self._first if to_first else self._last
-            page = None
+            page, page_size = None, self.page_size
             if kept is None:
                 if to_first:
-                    start, end = 0, min(self.page_size, self._last.start if self._last else self._total)
+                    start, end = 0, min(self.page_size * KEPT_PAGES, self._last.start if self._last else self._total)
                 else:
                     start, end = max(self._first.end if self._first else 0, self._total - self.page_size), self._total
                 shown = self._shown
@@ -406,12 +427,12 @@ class Transcript(VerticalScroll, can_focus=True):
             old, self._window = self._window, []
             self._set_selected(None)
             dropped: list[Widget] = []
-            for mounted in old:
+            for mounted in sorted(old, key=lambda page: min(page.start, self._total - page.end)):  # ends first
                 if not self._keep(mounted):
                     self._show_page(mounted, False)
                     dropped += mounted.widgets
             if kept is not None:
-                self._show_page(kept, True)
+                self._show_screenful(kept, at_start=to_first, page_size=page_size)
                 self._window = [kept]
             elif page is not None:
                 # At the very top for the first page; for the last, after the hidden ones, before the live part.
@@ -426,6 +447,35 @@ class Transcript(VerticalScroll, can_focus=True):
             if dropped:
                 self._dropping += dropped
                 self.call_after_refresh(self._drop_hidden)
+
+    def _show_screenful(self, kept: _Page, *, at_start: bool, page_size: int) -> None:
+        """Show a page's first (or last) ``page_size`` entries now and the rest once the screen is drawn.
+
+        Shown widgets are measured again when the screen is laid out (markdown wrapped to the
+        width), which is most of what showing costs: the first frame measures only what it shows.
+        """
+        positions = [self._item_of[w].position if w in self._item_of else None for w in kept.widgets]
+        for i in range(len(positions) - 2, -1, -1):  # a run header goes with its run's first entry, after it
+            if positions[i] is None:
+                positions[i] = positions[i + 1]
+        edge = kept.start + page_size if at_start else kept.end - page_size
+        rest = []
+        for widget, position in zip(kept.widgets, positions, strict=True):
+            if position is None or (position < edge) == at_start:
+                widget.display = True
+            else:
+                rest.append(widget)
+        if rest:
+            self._showing_rest = True
+            self.call_after_refresh(self._show_rest, kept, rest)
+
+    def _show_rest(self, kept: _Page, rest: list[Widget]) -> None:
+        self._showing_rest = False
+        if any(page is kept for page in self._window):  # not hidden again meanwhile
+            for widget in rest:
+                widget.display = True
+            self._reselect()  # shown above the cursor (after ``end``), they move its index
+        self.call_after_refresh(self._check_edges)
 
     async def _join(self, kept: _Page, to_first: bool) -> None:
         """Show ``kept`` (the hidden first or last page) at its end of the window, which it adjoins."""
@@ -460,7 +510,7 @@ class Transcript(VerticalScroll, can_focus=True):
         async with self._paging:
             if shown != self._shown or self._first is not None or not self.older_hidden:
                 return
-            page = await self._read(0, min(self.page_size, self.older_hidden))
+            page = await self._read(0, min(self.page_size * KEPT_PAGES, self.older_hidden))
             if page is None or shown != self._shown:
                 return
             widgets = self._page_widgets(page)
@@ -472,7 +522,8 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def _check_edges(self) -> None:
         """Read the next page before the reader gets to the edge of what is mounted (within a screenful)."""
-        if self._pages is None or self._paging.locked() or self._edge_load is not None or not self.is_attached:
+        if (self._pages is None or self._paging.locked() or self._edge_load is not None or self._showing_rest
+                or not self.is_attached):
             return
         margin = max(self.size.height, 1)
         if self.older_hidden and self.scroll_y < margin:
@@ -491,9 +542,15 @@ class Transcript(VerticalScroll, can_focus=True):
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if self.at_end and not self.is_anchored and new >= self.max_scroll_y > 0:
-            self.anchor()  # back at the very end: follow new content again
+            # Back at the very end: follow new content again. Not from here: this may be a step of
+            # the scroll animation, which anchoring stops (Textual then fails to remove it: KeyError).
+            self.call_later(self._anchor_at_end)
         if round(old) != round(new):
             self.call_after_refresh(self._check_edges)  # after the view is drawn where it moved
+
+    def _anchor_at_end(self) -> None:
+        if self.at_end and not self.is_anchored and self.scroll_y >= self.max_scroll_y > 0:
+            self.anchor()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._check_edges)
@@ -755,7 +812,8 @@ class Transcript(VerticalScroll, can_focus=True):
         if self.older_hidden:
             await self._jump(to_first=True)
         self.selected = 0 if self.views else -1
-        self.scroll_home(animate=False)
+        # At once: deferred, the first frame after the jump would show the first page where the view was.
+        self.scroll_home(animate=False, immediate=True)
         self.call_after_refresh(self._check_edges)
 
     @property
