@@ -73,6 +73,13 @@ class LoviaApp(App[None]):
         self._collector_paused = False
 
     def on_load(self) -> None:
+        # The theme before the app's first styling: set in on_mount, it made Textual parse the CSS
+        # again and restyle what was mounted (~15 ms on the way to the first paint).
+        for theme in THEMES:
+            self.register_theme(theme)
+        remembered = self.state.load().get("theme") if self.state else None
+        wanted = self._initial_theme or remembered or self._default_theme or DEFAULT_THEME
+        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         if self._tune_collector and gc.isenabled():
             gc.freeze()
             gc.disable()
@@ -90,11 +97,6 @@ class LoviaApp(App[None]):
             gc.enable()
 
     def on_mount(self) -> None:
-        for theme in THEMES:
-            self.register_theme(theme)
-        remembered = self.state.load().get("theme") if self.state else None
-        wanted = self._initial_theme or remembered or self._default_theme or DEFAULT_THEME
-        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.sub_title = self.model_label
         self.push_screen(MainScreen(self.backend))
