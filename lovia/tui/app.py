@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -16,6 +15,7 @@ from textual.theme import Theme
 
 from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, run_state
+from lovia.tui.collector import COLLECTOR
 from lovia.tui.config import RememberedState
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
@@ -54,13 +54,10 @@ class LoviaApp(App[None]):
         """``theme`` (from ``--theme``) wins over the theme the user last picked (remembered in
         ``state``), which wins over ``default_theme`` (the config file's), then lovia's default.
 
-        ``tune_collector_for_startup`` (the ``lovia`` command's): when the app starts, the objects that
-        exist then (modules, classes, the stores: some 50,000, kept as long as the app runs) are
-        frozen out of Python's cyclic garbage collector, which is paused until shortly after the
-        main screen's first paint and runs as usual from then on (and once the app closes,
-        whatever happened). Each full collection walked every object again; those collections
-        were a quarter of the CPU time to the first paint (130-180 ms of ~600 on this project's
-        machine). The few cycles made meanwhile are collected once it runs again.
+        ``tune_collector_for_startup`` (the ``lovia`` command's): the garbage collector is paused
+        from when the app loads until :data:`COLLECTOR_RESUMES_AFTER` after the main screen's first
+        paint, or until the app closes (see :mod:`lovia.tui.collector`: its full passes were a
+        quarter of the CPU time to the first paint).
         """
         super().__init__()
         self.backend = backend
@@ -70,7 +67,6 @@ class LoviaApp(App[None]):
         self._default_theme = default_theme
         self._quit_asked = False
         self._tune_collector = tune_collector_for_startup
-        self._collector_paused = False
 
     def on_load(self) -> None:
         # The theme before the app's first styling: set in on_mount, it made Textual parse the CSS
@@ -80,21 +76,14 @@ class LoviaApp(App[None]):
         remembered = self.state.load().get("theme") if self.state else None
         wanted = self._initial_theme or remembered or self._default_theme or DEFAULT_THEME
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
-        if self._tune_collector and gc.isenabled():
-            gc.freeze()
-            gc.disable()
-            self._collector_paused = True
+        if self._tune_collector:
+            COLLECTOR.pause_for_start()
 
     def first_paint_done(self) -> None:
         """Called by the main screen once it is first painted: if start-up paused the collector, it runs
         again :data:`COLLECTOR_RESUMES_AFTER` seconds later, past the work that follows the first paint."""
-        if self._collector_paused:
-            self.set_timer(COLLECTOR_RESUMES_AFTER, self._resume_collector, name="resume collector")
-
-    def _resume_collector(self) -> None:
-        if self._collector_paused:
-            self._collector_paused = False
-            gc.enable()
+        if self._tune_collector:
+            self.set_timer(COLLECTOR_RESUMES_AFTER, COLLECTOR.resume_after_start, name="resume collector")
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._remember_theme)
@@ -102,7 +91,7 @@ class LoviaApp(App[None]):
         self.push_screen(MainScreen(self.backend))
 
     async def on_unmount(self) -> None:
-        self._resume_collector()  # if the first paint never came (an error at start), it runs again all the same
+        COLLECTOR.resume_after_start()  # if the first paint never came (an error at start), it runs again all the same
         await self.backend.close()
 
     def _fatal_error(self) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import re
 import time
 
@@ -13,49 +12,13 @@ from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
+from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView
 from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 
 FRAME_SECONDS = 1 / 60
 """Streamed text is applied at most once a frame: updates faster than the screen are never seen."""
-
-FREEZE_SECONDS = 1.0
-"""While an answer streams, what survived this long is left out of the garbage collector's full passes."""
-
-
-class _StreamingHeap:
-    """Keeps the cyclic garbage collector's full passes short while answers stream.
-
-    A full pass scans every object alive, and the app holds hundreds of thousands (each widget is
-    hundreds): on this project's machine a pass took 200-500 ms with a long answer mounted, and
-    Python runs one each time the objects alive grew by a quarter, which a streaming answer does
-    every second or two. While any answer streams, the objects alive are frozen (``gc.freeze``)
-    at most every :data:`FREEZE_SECONDS`, so a pass scans only what was made since; when the last
-    answer ends they are thawed, and cycles that became garbage meanwhile are collected then.
-    """
-
-    def __init__(self) -> None:
-        self.streams = 0
-        self.frozen_at = 0.0
-
-    def hold(self) -> None:
-        self.streams += 1
-        self.refreeze()
-
-    def refreeze(self) -> None:
-        if self.streams and time.monotonic() - self.frozen_at >= FREEZE_SECONDS:
-            gc.freeze()
-            self.frozen_at = time.monotonic()
-
-    def release(self) -> None:
-        self.streams -= 1
-        if not self.streams:
-            gc.unfreeze()
-            self.frozen_at = 0.0
-
-
-STREAMING_HEAP = _StreamingHeap()
 
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
@@ -127,7 +90,7 @@ class AssistantMessageView(MessageView):
         """
         markdown = self.query_one(StreamingMarkdown)
         late = 0.0  # how late the last pause ended: the time the loop spent drawing
-        STREAMING_HEAP.hold()
+        COLLECTOR.stream_started()
         try:
             while True:
                 await self._arrived.wait()
@@ -138,7 +101,7 @@ class AssistantMessageView(MessageView):
                     self._unshown.clear()
                     await markdown.append(batch)
                     self.shown_length += len(batch)
-                    STREAMING_HEAP.refreeze()
+                    COLLECTOR.stream_grew()
                 if self._finishing.is_set() and not self._unshown:
                     return
                 spent = time.monotonic() - started
@@ -147,7 +110,7 @@ class AssistantMessageView(MessageView):
                     await asyncio.wait_for(self._finishing.wait(), pause)
                 late = min(time.monotonic() - started - spent - pause, 1.0)
         finally:
-            STREAMING_HEAP.release()
+            COLLECTOR.stream_ended()
     async def finish(self, message: AssistantMessage | None = None) -> None:
         """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
 

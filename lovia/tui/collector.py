@@ -1,0 +1,66 @@
+"""Keeping Python's cyclic garbage collector out of the way of the screen.
+
+The app holds hundreds of thousands of objects (each widget is hundreds), and a full collection
+scans every one of them: on this project's machine a pass took 130-180 ms on the way to the first
+paint and 200-500 ms with a long answer mounted, a frozen screen each time. Python runs one
+whenever the objects alive grew by a quarter, which starting the app and streaming a long answer
+both do every second or two. Two moments are tuned, both here because the collector has one
+frozen set and one switch for the whole process:
+
+- start-up (the ``lovia`` command only): the objects alive when the app loads (modules,
+  classes, the stores) are frozen, and collection is paused until shortly after the main screen's
+  first paint, or until the app closes, whichever comes first;
+- streaming: while any answer streams, what is alive is frozen at most every
+  :data:`REFREEZE_SECONDS`, so a pass scans only what was made since; when the last answer ends,
+  everything is thawed (start-up's frozen objects too: the collector cannot thaw part of its
+  frozen set), and cycles that became garbage meanwhile are collected as usual from then on.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+REFREEZE_SECONDS = 1.0
+"""While an answer streams, what survived this long is left out of the collector's full passes."""
+
+
+class Collector:
+    """The app's one owner of :mod:`gc` state; see the module docstring for what it does and why."""
+
+    def __init__(self) -> None:
+        self._paused_for_start = False
+        self._streams = 0
+        self._frozen_at = 0.0
+
+    def pause_for_start(self) -> None:
+        """Freeze what is alive and pause collection, unless something else turned it off already."""
+        if gc.isenabled() and not self._paused_for_start:
+            gc.freeze()
+            gc.disable()
+            self._paused_for_start = True
+
+    def resume_after_start(self) -> None:
+        """Collect as usual again if :meth:`pause_for_start` paused it; harmless to call twice."""
+        if self._paused_for_start:
+            self._paused_for_start = False
+            gc.enable()
+
+    def stream_started(self) -> None:
+        self._streams += 1
+        self.stream_grew()
+
+    def stream_grew(self) -> None:
+        """An answer showed more text: freeze what is alive, at most every :data:`REFREEZE_SECONDS`."""
+        if self._streams and time.monotonic() - self._frozen_at >= REFREEZE_SECONDS:
+            gc.freeze()
+            self._frozen_at = time.monotonic()
+
+    def stream_ended(self) -> None:
+        self._streams -= 1
+        if not self._streams:
+            gc.unfreeze()
+            self._frozen_at = 0.0
+
+
+COLLECTOR = Collector()
