@@ -197,7 +197,12 @@ class _Waker:
             os.read(self._read_fd, 4096)
         finished = self._finished
         while finished:
-            _settle(*finished.popleft())
+            call, result, error = finished.popleft()
+            try:
+                _settle(call, result, error)
+            except Exception as exc:  # one call's trouble must not strand the calls queued after it
+                call.loop.call_exception_handler({"message": "a store call's outcome could not be handed back",
+                                                  "exception": exc})
 
 
 def _close_pipe(*fds: int) -> None:
@@ -249,9 +254,10 @@ class _Worker:
         :func:`lovia._async.shielded` without its extra future and loop turn per call.
         """
         loop = asyncio.get_running_loop()
-        if self._waker is None or self._waker[0]() is not loop:  # looked up once per loop
-            self._waker = (weakref.ref(loop), _waker_for(loop))
-        call: _Call[T] = _Call(fn, loop.create_future(), loop, self._waker[1])
+        cached = self._waker  # read once: a store used from loops in two threads may swap it meanwhile
+        if cached is None or cached[0]() is not loop:  # looked up once per loop
+            cached = self._waker = (weakref.ref(loop), _waker_for(loop))
+        call: _Call[T] = _Call(fn, loop.create_future(), loop, cached[1])
         self._calls.put(call)
         try:
             return await call.future
@@ -288,6 +294,10 @@ def _settle(call: _Call[Any], result: Any, error: BaseException | None) -> None:
         call.waiter.set_result(None)
     if call.future.cancelled():
         return
+    if isinstance(error, StopIteration):  # a future cannot hold one (asyncio's tasks do the same)
+        wrapped = RuntimeError("a store call raised StopIteration")
+        wrapped.__cause__ = error
+        error = wrapped
     if error is not None:
         call.future.set_exception(error)
     else:

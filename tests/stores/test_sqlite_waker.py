@@ -99,3 +99,20 @@ async def test_a_result_finished_while_the_wake_up_pipe_is_full_still_comes_back
     async with SQLiteSession(tmp_path / "s.db") as session:
         await asyncio.wait_for(session.append("s1", [UserMessage(text="through")]), timeout=10)
         assert [e.text for e in await session.load("s1")] == ["through"]
+
+
+async def test_a_call_raising_stop_iteration_fails_alone_and_the_calls_handed_back_with_it_still_come_back():
+    """A future cannot hold StopIteration: it comes back as a RuntimeError, and the outcomes settled in
+    the same wake-up after it are not stranded."""
+    from lovia.stores._sqlite_db import _Worker
+
+    worker = _Worker("test-worker")
+
+    def stop() -> int:
+        raise StopIteration
+
+    calls = [worker.run(stop), *(worker.run(lambda i=i: i) for i in range(20))]
+    outcomes = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), timeout=10)
+    assert isinstance(outcomes[0], RuntimeError) and isinstance(outcomes[0].__cause__, StopIteration)
+    assert outcomes[1:] == list(range(20))
+    worker.stop()
