@@ -91,7 +91,7 @@ class LoviaApp(App[None]):
         self.push_screen(MainScreen(self.backend))
 
     async def on_unmount(self) -> None:
-        COLLECTOR.resume_after_start()  # if the first paint never came (an error at start), it runs again all the same
+        COLLECTOR.app_closed()  # runs again even if the first paint never came (an error at start)
         await self.backend.close()
 
     def _fatal_error(self) -> None:

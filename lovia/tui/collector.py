@@ -14,6 +14,11 @@ frozen set and one switch for the whole process:
   :data:`REFREEZE_SECONDS`, so a pass scans only what was made since; when the last answer ends,
   everything is thawed (start-up's frozen objects too: the collector cannot thaw part of its
   frozen set), and cycles that became garbage meanwhile are collected as usual from then on.
+  Young garbage is collected (generations 0 and 1, which is cheap) before each freeze, so what
+  the answer's updates threw away is not kept until the answer ends.
+
+The frozen set is the process's: an embedding program's own ``gc.freeze`` is thawed at an
+answer's end too. When the app closes, what start-up froze is thawed.
 """
 
 from __future__ import annotations
@@ -30,21 +35,29 @@ class Collector:
 
     def __init__(self) -> None:
         self._paused_for_start = False
+        self._froze_for_start = False
         self._streams = 0
         self._frozen_at = 0.0
 
     def pause_for_start(self) -> None:
         """Freeze what is alive and pause collection, unless something else turned it off already."""
         if gc.isenabled() and not self._paused_for_start:
-            gc.freeze()
+            gc.freeze()  # no collection first: even a young one cost start-up more than it freed
             gc.disable()
-            self._paused_for_start = True
+            self._paused_for_start = self._froze_for_start = True
 
     def resume_after_start(self) -> None:
         """Collect as usual again if :meth:`pause_for_start` paused it; harmless to call twice."""
         if self._paused_for_start:
             self._paused_for_start = False
             gc.enable()
+
+    def app_closed(self) -> None:
+        """Collect as usual, and thaw what start-up froze unless an answer still streams."""
+        self.resume_after_start()
+        if self._froze_for_start and not self._streams:
+            gc.unfreeze()
+        self._froze_for_start = False
 
     def stream_started(self) -> None:
         self._streams += 1
@@ -53,6 +66,7 @@ class Collector:
     def stream_grew(self) -> None:
         """An answer showed more text: freeze what is alive, at most every :data:`REFREEZE_SECONDS`."""
         if self._streams and time.monotonic() - self._frozen_at >= REFREEZE_SECONDS:
+            gc.collect(1)
             gc.freeze()
             self._frozen_at = time.monotonic()
 
@@ -61,6 +75,7 @@ class Collector:
         if not self._streams:
             gc.unfreeze()
             self._frozen_at = 0.0
+            self._froze_for_start = False
 
 
 COLLECTOR = Collector()

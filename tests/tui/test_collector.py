@@ -1,6 +1,7 @@
 """The app's one owner of the garbage collector's state: start-up pause and streaming freezes together."""
 
 import gc
+import weakref
 
 import pytest
 
@@ -44,3 +45,26 @@ def test_objects_stay_frozen_until_the_last_of_two_answers_ends(collector):
     assert gc.get_freeze_count()
     collector.stream_ended()
     assert gc.get_freeze_count() == 0
+
+
+class _Node:
+    pass
+
+
+def test_garbage_made_before_a_freeze_while_streaming_is_collected_not_frozen(collector):
+    gc.enable()
+    node = _Node()
+    node.itself = node  # a cycle: only the collector frees it
+    gone = weakref.ref(node)
+    del node
+    collector.stream_started()  # freezes what is alive
+    assert gone() is None, "the young cycle was collected, not kept frozen until the answer ends"
+    collector.stream_ended()
+
+
+def test_what_start_up_froze_is_thawed_when_the_app_closes(collector):
+    gc.enable()
+    collector.pause_for_start()
+    assert gc.get_freeze_count()
+    collector.app_closed()
+    assert gc.isenabled() and gc.get_freeze_count() == 0

@@ -70,11 +70,13 @@ async def test_the_collector_paused_while_the_app_starts_runs_again_after_the_fi
         assert app.main.chat.session_id == "s-atlas"
 
 
-async def test_the_collector_runs_again_when_the_app_closes_before_it_resumed(lovia_command):
+async def test_the_collector_runs_again_when_the_app_closes_before_it_resumed(lovia_command, monkeypatch):
+    monkeypatch.setattr("lovia.tui.app.COLLECTOR_RESUMES_AFTER", 3600.0)  # not resumed by its timer
     app = lovia_command
     async with app.run_test(size=(160, 45)):
-        pass  # closed at once: the collector was paused from the start until shortly after the first paint
+        assert not gc.isenabled(), "paused while the app starts"
     assert gc.isenabled()
+    assert gc.get_freeze_count() == 0, "what start-up froze is thawed once the app closed"
 
 
 def test_the_message_pump_context_the_footer_composes_in_exists():
