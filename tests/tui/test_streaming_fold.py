@@ -9,6 +9,7 @@ unfolds it (painted by Textual again), and the end of the answer shows every blo
 
 from __future__ import annotations
 
+import asyncio
 import gc
 
 from textual.app import App, ComposeResult
@@ -147,3 +148,18 @@ async def test_the_finished_answer_shows_every_block_as_stored(tmp_path):
         loaded = chat.transcript.query(AssistantMessageView).last()
         assert loaded is not view and loaded.text == text
         assert painted(app, loaded.query_one(Markdown).region) == as_streamed
+
+
+async def test_an_answer_removed_while_it_finishes_does_not_hang_its_finish():
+    # The app closing or the transcript rebuilt can remove a streaming answer while it ends: a
+    # removed widget is never drawn again, so its end must not wait for a drawing forever.
+    text = mixed(12)
+    app = TwoAnswers(text)
+    async with app.run_test(size=(90, 500)) as pilot:
+        await pilot.pause()
+        await stream(pilot, app.live, text, pieces=40)
+        assert app.live.query_one(StreamingMarkdown).folded
+        finishing = asyncio.create_task(app.live.finish())
+        await asyncio.sleep(0)
+        await app.live.remove()
+        await asyncio.wait_for(finishing, 10)

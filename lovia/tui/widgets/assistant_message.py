@@ -20,6 +20,9 @@ from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 FRAME_SECONDS = 1 / 60
 """Streamed text is applied at most once a frame: updates faster than the screen are never seen."""
 
+DRAWN_WITHIN = 2.0
+"""Seconds an ended answer waits for its end to be drawn before it shows its blocks as stored."""
+
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 
@@ -111,6 +114,7 @@ class AssistantMessageView(MessageView):
                 late = min(time.monotonic() - started - spent - pause, 1.0)
         finally:
             COLLECTOR.stream_ended()
+
     async def finish(self, message: AssistantMessage | None = None) -> None:
         """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
 
@@ -125,8 +129,7 @@ class AssistantMessageView(MessageView):
         for markdown in self.query(StreamingMarkdown):
             await markdown.flush()
             if markdown.folded:  # shown as Textual shows a stored message: the mouse selects and follows links again
-                self.refresh()  # a refresh to wait for, even when the end changed nothing on screen
-                await self.wait_for_refresh()  # the unfold lays out the whole answer: its end shows first
+                await self._drawn()  # the unfold lays out the whole answer: its end shows first
                 markdown.unfold_all()
             for fence in markdown.fences:
                 if not fence.exact:
@@ -134,6 +137,15 @@ class AssistantMessageView(MessageView):
         if message is not None and not self.finish_reason and (note := finish_note(message.finish_reason)):
             self.finish_reason = message.finish_reason
             await self.mount(Static(note, classes="finish"))
+
+    async def _drawn(self) -> None:
+        """Wait until the screen was drawn once more; at most :data:`DRAWN_WITHIN`, since a view removed
+        meanwhile (the app closing, the transcript rebuilt) is never drawn again."""
+        if not self.is_attached:
+            return
+        self.refresh()  # a refresh to wait for, even when the end changed nothing on screen
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wait_for_refresh(), DRAWN_WITHIN)
 
     def copy_text(self) -> str:
         return self.text
