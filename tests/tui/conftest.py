@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 import pytest
+from textual.worker import WorkerCancelled
 
 from lovia import BUILTIN_TOOLS, Agent, SQLiteCheckpointer, SQLiteSession
 from lovia.models import DemoModel
@@ -58,5 +60,9 @@ async def type_and_send(pilot, text: str) -> None:
 async def settle(pilot) -> None:
     """Wait until every worker (a run, a dialog flow) is done and the screen has caught up."""
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    while pending := [worker for worker in pilot.app.workers if not worker.is_finished]:
+        outcomes = await asyncio.gather(*(worker.wait() for worker in pending), return_exceptions=True)
+        for outcome in outcomes:  # a worker superseded (exclusive) or whose widget went is cancelled: done
+            if isinstance(outcome, BaseException) and not isinstance(outcome, WorkerCancelled):
+                raise outcome
     await pilot.pause()
