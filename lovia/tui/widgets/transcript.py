@@ -489,12 +489,17 @@ class Transcript(VerticalScroll, can_focus=True):
         self._reselect()
 
     async def _drop_hidden(self) -> None:
-        """Unmount what a jump hid (after the screen showed the jump: the user does not wait for it)."""
-        dropping, self._dropping = self._dropping, []
-        dropping = [widget for widget in dropping if widget.parent is self]
-        self._forget(dropping)
-        if dropping:
-            await self.remove_children(dropping)
+        """Unmount what a jump hid (after the screen showed the jump: the user does not wait for it).
+
+        Paging waits for it, and the widgets are forgotten only once removed: until then they are
+        stored items, not the live part, and no page is mounted before one of them.
+        """
+        async with self._paging:
+            dropping, self._dropping = self._dropping, []
+            dropping = [widget for widget in dropping if widget.parent is self]
+            if dropping:
+                await self.remove_children(dropping)
+            self._forget(dropping)
 
     async def _to_end(self) -> None:
         """Make the last page (and the live part after it) shown, if the view is on an earlier one."""
