@@ -79,18 +79,6 @@ async def test_the_collector_runs_again_when_the_app_closes_before_it_resumed(lo
     assert gc.get_freeze_count() == 0, "what start-up froze is thawed once the app closed"
 
 
-def test_the_message_pump_context_the_footer_composes_in_exists():
-    # LoviaFooter.release makes its entries during the main screen's first load, in the footer's
-    # context (MessagePump._context), as Footer.compose binds each entry to the pump running it.
-    import inspect
-
-    from textual.message_pump import MessagePump
-    from textual.widgets import Footer
-
-    assert inspect.isfunction(inspect.unwrap(MessagePump._context))
-    assert "data_bind" in inspect.getsource(Footer.compose)
-
-
 async def test_the_theme_read_at_start_is_not_written_back(tmp_path):
     # The theme signal comes for the theme set at start too: the state file was rewritten (and
     # synced to disk) with what it held, on the way to the first paint.

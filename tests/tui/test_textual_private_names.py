@@ -142,3 +142,26 @@ async def test_the_screen_can_be_read_as_the_terminal_gets_it():
         assert "_compositor.render_update" in inspect.getsource(App.export_screenshot)
         update = app.screen._compositor.render_update(full=True)
         assert "painted" in "".join(strip.text for strip in update.strips[0])
+
+
+def test_the_compositor_settled_lines_lays_a_container_out_with_exists():
+    # lovia/tui/widgets/settled_lines.py lays a folded answer's container out with a compositor of
+    # its own (textual._compositor.Compositor: reflow, then layers of (widget, geometry) with
+    # region and clip) to capture the lines its settled blocks painted.
+    from textual._compositor import Compositor, MapGeometry
+
+    compositor = Compositor()
+    assert callable(compositor.reflow)
+    assert list(inspect.signature(Compositor.reflow).parameters)[1:3] == ["parent", "size"]
+    assert isinstance(inspect.getattr_static(Compositor, "layers"), property)
+    assert {"region", "clip"} <= set(MapGeometry._fields)
+
+
+def test_the_message_pump_context_the_footer_composes_in_exists():
+    # LoviaFooter.release (lovia/tui/widgets/footer.py) makes its entries in the footer's context
+    # (MessagePump._context), as Footer.compose binds each entry to the pump running it.
+    from textual.message_pump import MessagePump
+    from textual.widgets import Footer
+
+    assert inspect.isfunction(inspect.unwrap(MessagePump._context))
+    assert "data_bind" in inspect.getsource(Footer.compose)
