@@ -12,7 +12,7 @@ The session's first and last ``KEPT_PAGES`` pages' worth of entries stay mounted
 while the view is elsewhere (the first ones are read in the background once a session opened):
 ``home`` and ``end`` then show what Textual has composed already instead of mounting new pages,
 which is most of what a jump costs (see README "## Performance"). That is ``2 * KEPT_PAGES``
-pages more than the window, never more.
+pages more than the window, and what a jump hid until the screen has drawn the jump.
 """
 
 from __future__ import annotations
@@ -240,7 +240,8 @@ class Transcript(VerticalScroll, can_focus=True):
 
     @property
     def mounted_entries(self) -> int:
-        """How many stored entries are mounted now (bounded by ``MOUNTED_PAGES`` pages)."""
+        """How many stored entries the window shows (at most ``MOUNTED_PAGES`` pages): the first and
+        last pages kept hidden, and what a jump hid until the screen is drawn, are not counted."""
         return sum(page.end - page.start for page in self._window)
 
     def _page_widgets(self, page: TranscriptPage) -> list[Widget]:
