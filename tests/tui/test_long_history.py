@@ -431,3 +431,25 @@ async def test_a_page_finds_its_calls_results_however_far_on_in_the_run_they_are
         assert on_page == [f"c{i}" for i in range(9)]
         assert {call_id: result.output for call_id, result in run.later_results.items()} == {
             f"c{i}": f"result {i}" for i in range(9)}
+
+
+async def test_what_a_jump_hid_is_never_taken_for_the_live_part_while_it_is_removed(long_db, tmp_path):
+    # The widgets a jump hid are removed after the screen is drawn. While that removal was under
+    # way they had been forgotten as stored items already, so they counted as the live part
+    # (what follows the stored pages), which `end` then showed above the last page.
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot)
+        taken_for_live: list[int] = []
+        remove_children = transcript.remove_children
+
+        def watching_removal(selector):
+            taken_for_live.append(len(set(transcript._tail()) & set(selector)))
+            return remove_children(selector)
+
+        transcript.remove_children = watching_removal
+        await pilot.press("home")
+        await settle(pilot)
+        await pilot.press("end")
+        await settle(pilot)
+        assert taken_for_live and taken_for_live == [0] * len(taken_for_live)
