@@ -8,7 +8,7 @@ lowest and highest, e.g. ``1.21x (1.10-1.35)``.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -40,3 +40,15 @@ def ratios(measured: Sequence[float], baseline: Sequence[float]) -> Figure:
     if len(measured) != len(baseline):
         raise ValueError("ratios need paired samples: one baseline per measurement")
     return Figure.of([m / b for m, b in zip(measured, baseline, strict=True)])
+
+
+TUI_COLUMNS = ("measure", "lovia", "baseline", "ratio")
+"""The columns of every ``bench/tui*.py`` table, as the README's tables have them."""
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """Print ``rows`` as a Markdown table under ``columns``, ready to paste into the README."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")

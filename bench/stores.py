@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _stats import Figure, ratios  # noqa: E402
+from _stats import Figure, print_table, ratios  # noqa: E402
 
 from lovia import (  # noqa: E402
     AssistantMessage,
@@ -319,11 +319,7 @@ def main() -> None:
           f"repetitions ({args.repeat * args.loads} load pairs) with the lowest and highest")
     print("targets: load ratio <= 1.5 (vs raw sqlite3 reading one JSON array per run and json.loads), append "
           "ratio <= 1.3 (vs raw sqlite3 running lovia's SQL), page ratio ~1, snapshot 1000/10 <= 1.3\n")
-    head = header(args.appends * ENTRIES_PER_RUN)
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for row in table:
-        print("| " + " | ".join(row) + " |")
+    print_table(header(args.appends * ENTRIES_PER_RUN), table)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import tui_history  # noqa: E402
 import tui_sessions  # noqa: E402
 import tui_startup  # noqa: E402
 import tui_stream  # noqa: E402
+from _stats import TUI_COLUMNS, print_table  # noqa: E402
 
 
 def main() -> None:
@@ -42,10 +43,7 @@ def main() -> None:
         table += asyncio.run(tui_sessions.rows(args.repeat))
         table += asyncio.run(tui_stream.rows(args.repeat))
     print(f"lovia TUI benchmark: median of {args.repeat} (lowest-highest)\n")
-    print("| measure | lovia | baseline | ratio |")
-    print("|---|---|---|---|")
-    for row in table:
-        print("| " + " | ".join(row) + " |")
+    print_table(TUI_COLUMNS, table)
 
 
 if __name__ == "__main__":

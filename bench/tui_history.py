@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _stats import Figure, ratios  # noqa: E402
+from _stats import TUI_COLUMNS, Figure, print_table, ratios  # noqa: E402
 from textual import events  # noqa: E402
 
 LONG, SHORT = "s-long-history", "s-short-history"
@@ -257,10 +257,7 @@ def main() -> None:
     table = asyncio.run(rows(Path(), args.repeat, entries=args.entries, sizes=tuple(args.size or ["80x24"]),
                              scroll=args.scroll, parts=tuple(args.parts.split(","))))
     print(f"lovia TUI long-history benchmark: median of {args.repeat} (lowest-highest)\n")
-    print("| measure | lovia | baseline | ratio |")
-    print("|---|---|---|---|")
-    for row in table:
-        print("| " + " | ".join(row) + " |")
+    print_table(TUI_COLUMNS, table)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _stats import Figure, ratios
+from _stats import TUI_COLUMNS, Figure, print_table, ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -144,8 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    for row in asyncio.run(rows(args.repeat)):
-        print("| " + " | ".join(row) + " |")
+    print_table(TUI_COLUMNS, asyncio.run(rows(args.repeat)))
 
 
 if __name__ == "__main__":

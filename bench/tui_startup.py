@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _stats import Figure, ratios
+from _stats import TUI_COLUMNS, Figure, print_table, ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,8 +121,7 @@ def main() -> None:
     parser.add_argument("db", type=Path, help="a lovia database to start on (e.g. screenshots/demo_data.py's)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    for row in rows(args.db, args.repeat):
-        print("| " + " | ".join(row) + " |")
+    print_table(TUI_COLUMNS, rows(args.db, args.repeat))
 
 
 if __name__ == "__main__":
