@@ -84,7 +84,16 @@ async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
     return session, checkpointer
 
 
+# ``lovia NAME ...`` runs a command instead of the app: NAME -> "module:function", imported only
+# when used, the function taking the remaining arguments and returning the exit status.
+COMMANDS: dict[str, str] = {}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        module_name, _, function = COMMANDS[argv[0]].partition(":")
+        return getattr(importlib.import_module(module_name), function)(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         app = build_app(args)
