@@ -180,6 +180,63 @@ def _session_v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX lovia_segments_by_start ON lovia_segments (session_id, start)")
 
 
+def _session_v4(conn: sqlite3.Connection) -> None:
+    # Version 4 keeps what a user can take back: sessions deleted to the trash, and what the
+    # last rewind of a session dropped. Both move a run's rows out of ``lovia_segments`` and
+    # ``lovia_segment_entries`` into tables of their own (and back on restore or undo), so the
+    # live tables hold only live sessions, and what watches them (the search index's
+    # triggers) sees a deletion and a re-insertion, never a hidden row.
+    conn.execute(
+        """CREATE TABLE lovia_trash (
+            trash_id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            title TEXT,
+            shown_title TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            last_activity REAL NOT NULL,
+            deleted_at REAL NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX lovia_trash_by_deleted ON lovia_trash (deleted_at)")
+    conn.execute(
+        """CREATE TABLE lovia_trash_runs (
+            trash_id INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            entry_count INTEGER NOT NULL,
+            appended_at REAL NOT NULL,
+            kinds TEXT NOT NULL,
+            entries TEXT NOT NULL,
+            PRIMARY KEY (trash_id, position)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute(
+        """CREATE TABLE lovia_rewind_undo (
+            session_id TEXT PRIMARY KEY,
+            rewound_at REAL NOT NULL,
+            keep_entries INTEGER NOT NULL,
+            kept_runs INTEGER NOT NULL,
+            removed INTEGER NOT NULL,
+            last_activity REAL NOT NULL,
+            added_run_id TEXT
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE lovia_rewind_undo_runs (
+            session_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            entry_count INTEGER NOT NULL,
+            appended_at REAL NOT NULL,
+            kinds TEXT NOT NULL,
+            entries TEXT NOT NULL,
+            PRIMARY KEY (session_id, position)
+        ) WITHOUT ROWID"""
+    )
+
+
 def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     conn.execute(
         """CREATE TABLE lovia_runs (
@@ -203,7 +260,7 @@ def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     )
 
 
-SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3))
+SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4))
 CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1,))
 
 
