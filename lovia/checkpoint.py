@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from lovia.entries import Entry
 from lovia.errors import RunClaimedError, UserError
+from lovia.timing import Step, steps_from_list, steps_to_meta
 from lovia.usage import Usage
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ClaimingCheckpointer",
     "IfRunExists",
     "IfStored",
+    "JournalingCheckpointer",
     "ListableCheckpointer",
     "RunHead",
     "RunOwner",
@@ -230,7 +232,15 @@ class RunHead:
     when the run stopped (interrupted or failed), ``None`` when it stopped between turns or
     said nothing yet. It is not an entry: a resume runs that turn again, as it would without
     it, and the next save of the running run clears it. A caller that records the abandoned
-    run as a partial segment can keep it, so what the user saw stream is not lost.
+    run as a partial segment can keep it, so what the user saw stream is not lost. A run
+    whose process died while a model streamed (``crashed``) gets it from the checkpointer's
+    partial-answer journal (:class:`JournalingCheckpointer`) when ``load`` or ``list_runs``
+    returns it, so it reads as a stopped run's does.
+
+    ``model`` is the name of the model of the run's last model turn (``None`` before its first
+    turn, and in heads stored before lovia recorded it). ``steps`` is the run's per-step
+    timing so far (:mod:`lovia.timing`), kept across its executions; the completed run's
+    session segment carries them in ``meta["steps"]``.
     """
 
     agent: str
@@ -252,6 +262,8 @@ class RunHead:
     lease_until: float | None = None
     active_seconds: float = 0.0
     cut_off_text: str | None = None
+    model: str | None = None
+    steps: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -291,6 +303,7 @@ class RunHead:
         data = {name: getattr(self, name) for name in _HEAD_FIELDS}
         data["usage"] = self.usage.to_dict()
         data["owner"] = self.owner.to_dict() if self.owner else None
+        data["steps"] = steps_to_meta(self.steps)
         return data
 
     @classmethod
@@ -302,6 +315,9 @@ class RunHead:
         kwargs["owner"] = RunOwner.from_dict(data.get("owner"))
         active = data.get("active_seconds")
         kwargs["active_seconds"] = float(active) if isinstance(active, (int, float)) else 0.0
+        kwargs["steps"] = steps_from_list(data.get("steps"))
+        if not isinstance(kwargs.get("model"), (str, type(None))):
+            kwargs["model"] = None
         if kwargs.get("status") not in RUN_STATUSES:
             kwargs["status"] = "interrupted"  # a status from a newer lovia: offer it for resume
         return cls(**kwargs)
@@ -427,6 +443,46 @@ class ChangeReportingCheckpointer(Checkpointer, Protocol):
         not change it. Cheap: no table is read and no write lock taken.
         """
         ...
+
+
+@runtime_checkable
+class JournalingCheckpointer(Checkpointer, Protocol):
+    """A checkpointer that keeps the text a model is streaming, so a crash does not lose it.
+
+    The partial-answer journal is kept apart from a run's entries and head: a resume asks the
+    model for the interrupted turn again, exactly as the spec says, whatever the journal
+    holds. It holds at most one text per run, the text so far of the turn in progress. Every
+    ``save`` of the run clears it (the turn's snapshot landed, or the run was marked stopped
+    with the text in ``RunHead.cut_off_text``), and ``delete`` deletes it with the run.
+
+    ``load`` and ``list_runs`` (and a claim's ``taken_from``) return a run that is
+    ``running`` but held by nobody (:attr:`RunHead.crashed`) with its journalled text in
+    ``RunHead.cut_off_text``, so a crashed run reads as a stopped one does. Both bundled
+    checkpointers implement it.
+    """
+
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+        """Record ``text`` as what the turn in progress of ``run_id`` has streamed so far.
+
+        Written only while the stored run's claim is ``claim`` (an execution that lost its
+        claim, or whose run was deleted, must not write); returns whether it was written. It
+        replaces the previous text of the run, and is a small write of its own: the runner
+        calls it a few times a second at most, never per token, and never waits for it while
+        the model streams.
+        """
+        ...
+
+
+def with_partial(head: RunHead, text: str | None) -> RunHead:
+    """``head`` with the journalled ``text`` as its ``cut_off_text`` when the run crashed.
+
+    What both bundled :class:`JournalingCheckpointer` stores do to a head they return: only a
+    ``running`` head that nothing holds (:attr:`RunHead.crashed`) takes it; a live run's
+    journal is its own business, and a stopped one carries its text already.
+    """
+    if text and head.cut_off_text is None and head.crashed:
+        head.cut_off_text = text
+    return head
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,169 @@
+"""Per-step timing of a run: every model turn and every tool call, with when it started and ended.
+
+The runner records one :class:`ModelStep` per model turn and one :class:`ToolStep` per tool
+call, in the order they started. While the run is in flight they are carried in its
+checkpoint head (``RunHead.steps``), so a crashed or stopped run has them too, and a resumed
+run keeps the steps its earlier executions recorded. When the run completes they are
+written into its session segment's ``meta["steps"]``, beside the spec's ``meta["timing"]``,
+as plain JSON (:func:`steps_to_meta`); :func:`steps_from_meta` reads them back.
+
+Times are epoch seconds (``time.time()``), comparable across the processes that executed
+one run and with ``meta["timing"]``. A step that never ended (its process was killed, or the
+run is executing it now) has ``finished_at = None``; one that a stop or an error cut short
+is ended at that moment with ``cut_off = True``.
+
+Reading is lenient: a segment or head written before lovia recorded steps has none, and a
+step whose stored form this version cannot make sense of is skipped, never an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "ModelStep",
+    "Step",
+    "ToolStep",
+    "step_from_dict",
+    "step_to_dict",
+    "steps_from_list",
+    "steps_from_meta",
+    "steps_to_meta",
+    "tokens_per_second",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStep:
+    """One model turn: asked at ``started_at``, first text or tool call at ``first_token_at``, done at ``finished_at``.
+
+    ``model`` is the model's name (``None`` when unknown); ``turn`` the run's turn number (1
+    for the first). ``first_token_at`` is ``None`` when nothing arrived (the turn failed or
+    was cut off before its first chunk). ``input_tokens`` / ``output_tokens`` are what the
+    server reported, ``None`` when it reported no usage for this turn.
+    """
+
+    agent: str
+    model: str | None
+    started_at: float
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    turn: int | None = None
+    cut_off: bool = False
+    kind: Literal["model"] = "model"
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        """Seconds from the request to its first chunk; ``None`` when nothing arrived."""
+        return None if self.first_token_at is None else max(0.0, self.first_token_at - self.started_at)
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the request to the turn's end; ``None`` for a turn that never ended."""
+        return None if self.finished_at is None else max(0.0, self.finished_at - self.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """One tool call (or handoff), by its ``call_id`` and tool ``name``; ``error`` when its result is an error."""
+
+    call_id: str
+    name: str
+    started_at: float
+    finished_at: float | None = None
+    error: bool = False
+    cut_off: bool = False
+    kind: Literal["tool"] = "tool"
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the call took; ``None`` for a call that never ended."""
+        return None if self.finished_at is None else max(0.0, self.finished_at - self.started_at)
+
+
+Step = ModelStep | ToolStep
+"""A step of a run; tell them apart with ``isinstance`` or ``step.kind``."""
+
+
+def tokens_per_second(step: ModelStep) -> float | None:
+    """Output tokens per second of streaming, from the first chunk to the turn's end.
+
+    ``None`` when the server reported no usage, or the turn has no first chunk, no end, or
+    no time between them (everything arrived at once: a rate would be meaningless).
+    """
+    if step.output_tokens is None or step.first_token_at is None or step.finished_at is None:
+        return None
+    streaming = step.finished_at - step.first_token_at
+    return step.output_tokens / streaming if streaming > 0 else None
+
+
+def step_to_dict(step: Step) -> dict[str, Any]:
+    """A JSON-ready dict of ``step``; ``None`` and false fields are left out, to keep heads small."""
+    data: dict[str, Any] = {"kind": step.kind}
+    for name in _FIELDS[step.kind]:
+        value = getattr(step, name)
+        if value is not None and value is not False:
+            data[name] = value
+    return data
+
+
+def step_from_dict(data: Mapping[str, Any]) -> Step | None:
+    """Rebuild a step from :func:`step_to_dict` output; ``None`` when it is not one this version reads."""
+    try:
+        if data.get("kind") == "model":
+            return ModelStep(
+                agent=str(data["agent"]), model=_str(data.get("model")), started_at=float(data["started_at"]),
+                first_token_at=_float(data.get("first_token_at")), finished_at=_float(data.get("finished_at")),
+                input_tokens=_int(data.get("input_tokens")), output_tokens=_int(data.get("output_tokens")),
+                turn=_int(data.get("turn")), cut_off=bool(data.get("cut_off", False)),
+            )
+        if data.get("kind") == "tool":
+            return ToolStep(
+                call_id=str(data["call_id"]), name=str(data["name"]), started_at=float(data["started_at"]),
+                finished_at=_float(data.get("finished_at")), error=bool(data.get("error", False)),
+                cut_off=bool(data.get("cut_off", False)),
+            )
+    except (KeyError, TypeError, ValueError):
+        pass
+    return None
+
+
+def steps_to_meta(steps: Iterable[Step]) -> list[dict[str, Any]]:
+    """``steps`` as the JSON list stored in ``meta["steps"]`` (and in a head)."""
+    return [step_to_dict(step) for step in steps]
+
+
+def steps_from_list(data: object) -> list[Step]:
+    """The steps of a stored list (:func:`steps_to_meta` output); what cannot be read is skipped."""
+    if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
+        return []
+    steps = (step_from_dict(item) for item in data if isinstance(item, Mapping))
+    return [step for step in steps if step is not None]
+
+
+def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
+    """The steps a segment's ``meta`` records (``meta["steps"]``); empty when it has none."""
+    return steps_from_list(meta.get("steps")) if meta else []
+
+
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
+              "turn", "cut_off"),
+    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off"),
+}
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
