@@ -40,12 +40,13 @@ class LoviaApp(App[None]):
 
     TITLE = "lovia"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+n", "new_session", "New session"),
+        Binding("ctrl+n", "new_session", "New session", id="app.new_session"),
         # priority: TextArea has its own f6, and switching panes must work from every pane
-        Binding("f6", "next_pane", "Next pane", priority=True),
-        Binding("shift+f6", "previous_pane", "Previous pane", show=False, priority=True),
-        Binding("ctrl+t", "next_theme", "Theme"),
-        Binding("f1", "help", "Help"),
+        Binding("f6", "next_pane", "Next pane", priority=True, id="app.next_pane"),
+        Binding("shift+f6", "previous_pane", "Previous pane", show=False, priority=True,
+                id="app.previous_pane"),
+        Binding("ctrl+t", "next_theme", "Theme", id="app.next_theme"),
+        Binding("f1", "help", "Help", id="app.help"),
     ]
 
     def __init__(self, backend: ChatBackend, *, model_label: str, theme: str | None = None,

@@ -25,7 +25,7 @@ class Choice:
 class ChoiceScreen(ModalScreen[str | None]):
     """Asks ``question``; a choice's key or button dismisses with its value, escape with ``None``."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "choose(None)", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "choose(None)", "Cancel", id="choice.cancel")]
 
     DEFAULT_CSS = """
     ChoiceScreen { align: center middle; }

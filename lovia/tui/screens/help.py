@@ -61,7 +61,7 @@ def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close", id="help.close")]
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }

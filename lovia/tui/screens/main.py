@@ -70,16 +70,18 @@ class MainScreen(Screen):
         # priority: escape must stop the answer from any pane, ahead of the focused widget's own
         # escape; while nothing runs the binding does not apply and escape goes on as usual
         Binding("escape", "stop_run", "Stop", priority=True,
-                tooltip="Stop the running answer, from any pane (it stays resumable)"),
+                tooltip="Stop the running answer, from any pane (it stays resumable)", id="main.stop_run"),
         Binding("ctrl+b", "toggle_pane('sessions')", "Sessions",
-                tooltip="Show or hide the sessions pane (over the conversation on a narrow screen)"),
+                tooltip="Show or hide the sessions pane (over the conversation on a narrow screen)",
+                id="main.toggle_sessions"),
         Binding("ctrl+o", "toggle_pane('runs')", "Runs",
-                tooltip="Show or hide the runs pane and inspector (over the conversation on a narrow screen)"),
+                tooltip="Show or hide the runs pane and inspector (over the conversation on a narrow screen)",
+                id="main.toggle_runs"),
         # One key, two bindings: the footer reads what f10 does now (only one applies at a time).
-        Binding("f10", "maximize", "Maximize", tooltip="Maximize the focused pane"),
-        Binding("f10", "minimize", "Restore", tooltip="Restore every pane"),
+        Binding("f10", "maximize", "Maximize", tooltip="Maximize the focused pane", id="main.maximize"),
+        Binding("f10", "minimize", "Restore", tooltip="Restore every pane", id="main.minimize"),
         Binding("escape", "close_overlay", "Fold pane", show=False,
-                tooltip="Fold the pane shown over the conversation"),
+                tooltip="Fold the pane shown over the conversation", id="main.close_overlay"),
     ]
 
     DEFAULT_CSS = """

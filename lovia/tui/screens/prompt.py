@@ -14,7 +14,7 @@ from textual.widgets import Input, Static
 class PromptScreen(ModalScreen[str | None]):
     """A question and an input holding ``value``; enter answers with the input's text."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
     DEFAULT_CSS = """
     PromptScreen { align: center middle; }

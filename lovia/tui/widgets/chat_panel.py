@@ -55,13 +55,13 @@ from lovia.tui.widgets.transcript import Transcript
 
 class ChatPanel(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "stop", "Stop"),
-        Binding("escape", "cancel_edit", "Cancel edit"),
+        Binding("escape", "stop", "Stop", id="chat.stop"),
+        Binding("escape", "cancel_edit", "Cancel edit", id="chat.cancel_edit"),
         # Enter is the composer's key; while editing, this binding only names it in the footer.
-        Binding("enter", "resend", "Resend"),
-        Binding("ctrl+r", "resume", "Resume"),
-        Binding("ctrl+g", "regenerate", "Regenerate"),
-        Binding("ctrl+l", "edit_last", "Edit last"),
+        Binding("enter", "resend", "Resend", id="chat.resend"),
+        Binding("ctrl+r", "resume", "Resume", id="chat.resume"),
+        Binding("ctrl+g", "regenerate", "Regenerate", id="chat.regenerate"),
+        Binding("ctrl+l", "edit_last", "Edit last", id="chat.edit_last"),
     ]
 
     DEFAULT_CSS = """

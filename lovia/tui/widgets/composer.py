@@ -22,8 +22,8 @@ class Composer(TextArea):
     # fast typing) still queued for this widget, and send an empty box. The bindings are for
     # the footer and the help screen.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "submit", "Send"),
-        Binding("ctrl+j", "newline", "New line", show=False),
+        Binding("enter", "submit", "Send", id="composer.send"),
+        Binding("ctrl+j", "newline", "New line", show=False, id="composer.newline"),
     ]
 
     DEFAULT_CSS = """

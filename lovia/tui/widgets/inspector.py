@@ -29,7 +29,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
     """Shows a :class:`RunSnapshot`, or a stored run without one (:meth:`show_run`);
     ``show(None)`` explains how to pick one. ``c`` copies the shown run's id."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "copy_run_id", "Copy run id")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "copy_run_id", "Copy run id", id="inspector.copy_run_id")]
 
     DEFAULT_CSS = """
     CheckpointInspector { height: 1fr; padding: 0 1; }

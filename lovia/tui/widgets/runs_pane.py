@@ -28,11 +28,10 @@ class RunList(StoppingOptionList):
     """The runs; up and down stop at its ends."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "act('resume')", "Resume"),
-        Binding("enter", "act('resume')", "Resume", show=False),
-        Binding("x", "act('discard')", "Discard"),
-        Binding("f", "act('finalize')", "Finalize"),
-        Binding("c", "copy_run_id", "Copy run id"),
+        Binding("r,enter", "act('resume')", "Resume", id="runs.resume"),  # one action, so one [keys] entry
+        Binding("x", "act('discard')", "Discard", id="runs.discard"),
+        Binding("f", "act('finalize')", "Finalize", id="runs.finalize"),
+        Binding("c", "copy_run_id", "Copy run id", id="runs.copy_run_id"),
     ]
 
     def on_focus(self) -> None:

@@ -34,9 +34,9 @@ class SessionList(StoppingOptionList):
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: the prompt must open (and take focus) before the keys typed after f2 are
         # handed to anyone, or a fast typist's keys land in this list and its filter
-        Binding("f2", "rename", "Rename", priority=True),
-        Binding("delete", "delete", "Delete"),
-        Binding("slash", "filter", "Filter", show=False),
+        Binding("f2", "rename", "Rename", priority=True, id="sessions.rename"),
+        Binding("delete", "delete", "Delete", id="sessions.delete"),
+        Binding("slash", "filter", "Filter", show=False, id="sessions.filter"),
     ]
 
     def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
@@ -86,9 +86,11 @@ class SessionFilter(Input):
     """The filter box: typing filters the list; down or enter goes to the list, escape clears."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down", "to_list", "To the list", show=False),
-        Binding("escape", "clear_filter", "Clear filter"),
-        Binding("f2", "rename", "Rename", priority=True, tooltip="Rename the session highlighted in the list"),
+        Binding("down", "to_list", "To the list", show=False, id="sessions-filter.to_list"),
+        Binding("escape", "clear_filter", "Clear filter", id="sessions-filter.clear"),
+        # The same id as the list's: one action, so one [keys] entry moves both
+        Binding("f2", "rename", "Rename", priority=True, tooltip="Rename the session highlighted in the list",
+                id="sessions.rename"),
     ]
 
     def __init__(self, **kwargs) -> None:

@@ -98,15 +98,15 @@ class Transcript(VerticalScroll, can_focus=True):
     """The live transcript pane."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "Previous", show=False),
-        Binding("down,j", "cursor(1)", "Next", show=False),
-        Binding("home", "cursor_home", "First", show=False),
-        Binding("end", "to_end", "Last", show=False),
-        Binding("enter", "expand", "Expand"),
-        Binding("c", "copy", "Copy"),
-        Binding("y", "copy_code", "Copy code"),
-        Binding("e", "edit", "Edit & resend"),
-        Binding("t", "trim", "Trim outputs"),
+        Binding("up,k", "cursor(-1)", "Previous", show=False, id="transcript.previous"),
+        Binding("down,j", "cursor(1)", "Next", show=False, id="transcript.next"),
+        Binding("home", "cursor_home", "First", show=False, id="transcript.first"),
+        Binding("end", "to_end", "Last", show=False, id="transcript.last"),
+        Binding("enter", "expand", "Expand", id="transcript.expand"),
+        Binding("c", "copy", "Copy", id="transcript.copy"),
+        Binding("y", "copy_code", "Copy code", id="transcript.copy_code"),
+        Binding("e", "edit", "Edit & resend", id="transcript.edit"),
+        Binding("t", "trim", "Trim outputs", id="transcript.trim"),
     ]
 
     DEFAULT_CSS = """
