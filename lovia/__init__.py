@@ -19,6 +19,7 @@ from lovia.checkpoint import (
     RunSummary,
 )
 from lovia.context import ContextPolicy, FileResultStore
+from lovia.dangling import complete_dangling_call
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import (
     AgentResolutionError,
@@ -154,6 +155,7 @@ __all__ = [
     "Usage",
     "UserError",
     "UserMessage",
+    "complete_dangling_call",
     "drop_dangling_tool_calls",
     "resolve_model",
     "rewind_with_checkpoints",

@@ -1,0 +1,121 @@
+"""How a run stopped: what a list of runs left behind says of each, from its head and entries alone.
+
+Pure: nothing here reads a store, a clock or a terminal (``now`` is passed in), so the runs
+list, the inspector and any other view tell a run's story the same way, and tests check it
+without a store.
+
+A run not in its session yet stopped for one reason (:attr:`RunStop.kind`) at one point of
+its loop (:attr:`RunStop.moment`):
+
+- ``kind``: ``stopped`` (interrupted: the user stopped it, or its program cancelled it),
+  ``crashed`` (left ``running`` by a process that died, or whose lease lapsed), ``failed``
+  (an error ended it; ``model_error`` when the model endpoint's), ``elsewhere`` (another
+  process executes it now: not stopped at all), ``running`` (this process executes it) or
+  ``completed``.
+- ``moment``: ``streaming`` (a model turn was streaming; its partial text is
+  ``head.cut_off_text``), ``tools`` (inside the tool calls that have no result yet, the ones a
+  resume runs again), ``answered`` (after the model's final answer, before the run was
+  finalized) or ``between_turns``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from lovia.checkpoint import RunHead
+from lovia.entries import Entry
+from lovia.transcript import dangling_tool_calls
+
+__all__ = ["Moment", "RunStop", "StopKind", "first_line", "how_run_stopped"]
+
+StopKind = Literal["stopped", "crashed", "failed", "elsewhere", "running", "completed"]
+Moment = Literal["streaming", "tools", "answered", "between_turns"]
+
+MODEL_ERROR_PREFIX = "ModelError: "
+"""How the runner records a failure raised by the model endpoint (``"{type}: {message}"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStop:
+    """How one run stopped (see the module docstring), and the one-line detail that goes with it.
+
+    ``detail`` is, by ``kind`` and ``moment``: the partial answer's text (``streaming``, on
+    one line, whole: cut it to the room there is), the first line of the error (``failed``;
+    without the ``ModelError:`` prefix for a model error), or the process that holds the run
+    (``elsewhere``: ``pid 4242 on build-7``); ``""`` when there is nothing to add. ``calls``
+    are the names of the tool calls without a result, in the order they were made (those a
+    resume executes again, or, for a run executing now, those running).
+    """
+
+    kind: StopKind
+    moment: Moment
+    detail: str = ""
+    calls: tuple[str, ...] = ()
+    model_error: bool = False
+
+    @property
+    def headline(self) -> str:
+        """``crashed while streaming``, ``stopped inside wait, send_mail``, ``failed on a model error``,
+        ``running elsewhere``: what a list says first of the run (the names are not cut)."""
+        if self.kind == "elsewhere":
+            return "running elsewhere" + (f" inside {', '.join(self.calls)}" if self.calls else "")
+        if self.kind == "running":
+            return "running here"
+        if self.kind == "completed":
+            return "completed"
+        if self.kind == "failed":
+            return "failed on a model error" if self.model_error else "failed"
+        return f"{self.kind} {_MOMENT_WORDS[self.moment](self.calls)}"
+
+
+_MOMENT_WORDS = {
+    "streaming": lambda calls: "while streaming",
+    "tools": lambda calls: "inside " + ", ".join(calls),
+    "answered": lambda calls: "after its answer",
+    "between_turns": lambda calls: "between turns",
+}
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped; ``""`` when there is none."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunStop:
+    """How the run with ``head`` and its own ``entries`` stopped, as of ``now`` (epoch seconds).
+
+    Whether another process holds it is :meth:`RunHead.holder` at ``now`` (this process's live
+    executions, the owner's liveness, the lease). The moment is ``streaming`` when the head
+    kept text of a turn cut off (``cut_off_text``; the journal fills it for a crashed run),
+    else ``tools`` when calls have no result, else ``answered`` when its last model turn gave
+    the answer, else ``between_turns``.
+    """
+    calls = tuple(call.name for call in dangling_tool_calls(entries))
+    moment: Moment
+    if head.cut_off_text:
+        moment = "streaming"
+    elif calls:
+        moment = "tools"
+    elif head.answered:
+        moment = "answered"
+    else:
+        moment = "between_turns"
+    streamed = head.cut_off_text or ""
+    if head.status == "completed":
+        return RunStop("completed", moment, calls=calls)
+    if head.status == "failed":
+        error = first_line(head.error or "")
+        model_error = error.startswith(MODEL_ERROR_PREFIX)
+        return RunStop("failed", moment, error.removeprefix(MODEL_ERROR_PREFIX) if model_error else error, calls,
+                       model_error)
+    if head.status == "interrupted":
+        return RunStop("stopped", moment, streamed, calls)
+    holder = head.holder(now)
+    if holder is None:
+        return RunStop("crashed", moment, streamed, calls)
+    if holder == "here":
+        return RunStop("running", moment, calls=calls)
+    owner = head.owner
+    return RunStop("elsewhere", moment, f"pid {owner.pid} on {owner.host}" if owner else "", calls)

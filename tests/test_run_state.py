@@ -1,0 +1,87 @@
+"""how_run_stopped: the cause and the moment of every way a run can be left behind."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lovia.checkpoint import RunHead, RunOwner, live_claim
+from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lovia.run_state import RunStop, first_line, how_run_stopped
+
+NOW = 1_800_000_000.0
+FAR = RunOwner(host="worker-far-away", pid=4242, started=1)
+ASKED = [UserMessage(text="send the report, then charge the card")]
+CALLS = [*ASKED, AssistantMessage(text="On it.", agent="a"),
+         ToolCall(call_id="c1", name="send_mail", arguments="{}", agent="a"),
+         ToolCall(call_id="c2", name="charge_card", arguments="{}", agent="a"),
+         ToolCall(call_id="c3", name="lookup", arguments="{}", agent="a"),
+         ToolResult(call_id="c3", name="lookup", output="found")]
+
+
+def head(**changes) -> RunHead:
+    return dataclasses.replace(RunHead(agent="a", status="interrupted", started_at=NOW - 60, updated_at=NOW - 30),
+                               **changes)
+
+
+def test_stopped_while_streaming_keeps_the_partial_text_whole():
+    stop = how_run_stopped(head(cut_off_text="The capital of France\nis Par"), ASKED, NOW)
+    assert stop == RunStop("stopped", "streaming", "The capital of France\nis Par")
+    assert stop.headline == "stopped while streaming"
+
+
+def test_stopped_inside_the_calls_without_results_only():
+    stop = how_run_stopped(head(), CALLS, NOW)
+    assert (stop.kind, stop.moment, stop.calls) == ("stopped", "tools", ("send_mail", "charge_card"))
+    assert stop.headline == "stopped inside send_mail, charge_card"
+
+
+def test_between_turns_and_after_the_answer():
+    done = [*CALLS, ToolResult(call_id="c1", output="sent"), ToolResult(call_id="c2", output="charged")]
+    assert how_run_stopped(head(), done, NOW).headline == "stopped between turns"
+    answered = [*done, AssistantMessage(text="Done.", agent="a")]
+    assert how_run_stopped(head(answered=True), answered, NOW).headline == "stopped after its answer"
+
+
+def test_a_model_error_reads_its_first_line_without_the_type():
+    error = "ModelError: HTTP 502 from https://api.example/v1\n\nTraceback (most recent call last):\n  ..."
+    stop = how_run_stopped(head(status="failed", error=error, cut_off_text="Half an ans"), ASKED, NOW)
+    assert stop == RunStop("failed", "streaming", "HTTP 502 from https://api.example/v1", (), model_error=True)
+    assert stop.headline == "failed on a model error"
+
+
+def test_another_error_keeps_its_type():
+    stop = how_run_stopped(head(status="failed", error="MaxTurnsExceeded: run 'r' reached max_turns=2"), CALLS, NOW)
+    assert (stop.kind, stop.detail, stop.model_error) == ("failed", "MaxTurnsExceeded: run 'r' reached max_turns=2",
+                                                          False)
+    assert stop.headline == "failed"
+
+
+def test_held_elsewhere_under_a_live_lease_names_the_process():
+    running = head(status="running", owner=FAR, claim="t-1", lease_until=NOW + 30)
+    stop = how_run_stopped(running, CALLS, NOW)
+    assert (stop.kind, stop.detail) == ("elsewhere", "pid 4242 on worker-far-away")
+    assert stop.headline == "running elsewhere inside send_mail, charge_card"
+
+
+def test_a_lapsed_lease_is_a_crash_with_what_the_journal_kept():
+    lapsed = head(status="running", owner=FAR, claim="t-1", lease_until=NOW - 1, cut_off_text="Partial")
+    assert how_run_stopped(lapsed, ASKED, NOW) == RunStop("crashed", "streaming", "Partial")
+    assert how_run_stopped(dataclasses.replace(lapsed, cut_off_text=None), CALLS, NOW).headline == (
+        "crashed inside send_mail, charge_card")
+
+
+def test_running_here_while_its_execution_is_live_and_crashed_after():
+    checkpointer = object()
+    running = head(status="running", owner=RunOwner.current(), claim="t-here", lease_until=NOW + 60)
+    with live_claim("t-here", checkpointer, "run-1"):
+        assert how_run_stopped(running, ASKED, NOW).kind == "running"
+    assert how_run_stopped(running, ASKED, NOW).kind == "crashed"
+
+
+def test_completed():
+    assert how_run_stopped(head(status="completed"), ASKED, NOW).headline == "completed"
+
+
+def test_first_line_skips_blank_lines():
+    assert first_line("\n  \n  boom  \nmore") == "boom"
+    assert first_line("") == ""
