@@ -14,10 +14,13 @@ from typing import Any, Protocol, runtime_checkable
 from lovia.entries import Entry
 
 __all__ = [
+    "FORK_META_KEY",
     "ChangeReportingSession",
     "ClosableStore",
     "DescribableSession",
     "EntryPage",
+    "ForkOrigin",
+    "ForkableSession",
     "ListableSession",
     "PagedSession",
     "RenamableSession",
@@ -207,6 +210,66 @@ class RewindableSession(Session, Protocol):
         The session knows nothing of checkpoints, so a rewound run's live checkpoint stays,
         and re-issuing that run id would replay the undone tail: call
         :func:`lovia.rewind_with_checkpoints`, which deletes them, rather than this directly.
+        """
+        ...
+
+
+FORK_META_KEY = "forked_from"
+"""The segment meta key under which a fork records where it came from (see :class:`ForkOrigin`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForkOrigin:
+    """Where a forked session came from: the first ``entries`` entries of ``session_id``, copied at ``forked_at``.
+
+    ``title`` is the source's title at that moment (it may be renamed or deleted since). A fork
+    records it in the meta of its first run that has entries, under :data:`FORK_META_KEY`;
+    :meth:`from_meta` reads it back from that run's meta (``None`` when there is none, or it is
+    not one this version reads). A rewind that cuts inside that run drops its meta, and the
+    record with it, as it drops the run's timing.
+    """
+
+    session_id: str
+    entries: int
+    forked_at: float
+    title: str = ""
+
+    def to_meta(self) -> dict[str, Any]:
+        """The JSON stored under :data:`FORK_META_KEY`."""
+        return {"session_id": self.session_id, "entries": self.entries, "at": self.forked_at, "title": self.title}
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any] | None) -> ForkOrigin | None:
+        """The origin a segment's ``meta`` records, or ``None``."""
+        data = meta.get(FORK_META_KEY) if meta else None
+        if not isinstance(data, dict):
+            return None
+        session_id, entries, at = data.get("session_id"), data.get("entries"), data.get("at")
+        if (not isinstance(session_id, str) or not isinstance(entries, int) or isinstance(entries, bool)
+                or not isinstance(at, (int, float)) or isinstance(at, bool)):
+            return None
+        title = data.get("title")
+        return cls(session_id, entries, float(at), title if isinstance(title, str) else "")
+
+
+@runtime_checkable
+class ForkableSession(Session, Protocol):
+    """A session store that can copy the start of a session into a new one: the non-destructive sibling of rewind."""
+
+    async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
+        """Copy the first ``keep_entries`` entries of ``session_id`` into ``new_session_id``; return how many it holds.
+
+        The cut is the one ``rewind(keep_entries=...)`` makes: whole runs are copied with their
+        meta (timing, steps, agent); a run the cut lands inside is copied truncated, made
+        tool-consistent, and without its meta (so the copy may hold fewer entries than asked).
+        A count past the end copies the whole session. Every copied run gets a new run id, so
+        the original's checkpoints (keyed by run id) stay the original's alone: rewinding or
+        deleting the fork never touches them. The source's own title, if it was given one, is
+        copied; the fork's first run with entries records a :class:`ForkOrigin` in its meta.
+        All of it is written at once, or nothing.
+
+        A ``UserError`` when the source has no entries to copy (unknown, empty, or
+        ``keep_entries`` 0 or negative), or when ``new_session_id`` already holds a session.
         """
         ...
 

@@ -83,6 +83,28 @@ def rewind_cut(run_lengths: Sequence[int], keep_entries: int) -> tuple[int, int]
     return locate_cut(run_lengths, keep_entries)
 
 
+def check_fork(keep_entries: int, session_id: str, new_session_id: str) -> None:
+    """Refuse a ``fork`` that can copy nothing, or whose new session id is the source's."""
+    check_keep("keep_entries", keep_entries)
+    if keep_entries == 0:
+        raise UserError("keep_entries must be 1 or more: a fork copies at least one entry")
+    if not isinstance(new_session_id, str) or not new_session_id:
+        raise UserError(f"new_session_id must be a non-empty string, got {new_session_id!r}")
+    if new_session_id == session_id:
+        raise UserError(f"cannot fork session {session_id!r} into itself: give the fork a new session id")
+
+
+def nothing_to_fork(session_id: str) -> UserError:
+    """What a fork of a session with no entries (unknown, empty, or cut to nothing) raises."""
+    return UserError(f"session {session_id!r} has no entries to fork (it is unknown or empty, or the cut keeps "
+                     "none): pick a session and a message that exist")
+
+
+def fork_target_taken(new_session_id: str) -> UserError:
+    """What a fork into a session id that already holds a session raises."""
+    return UserError(f"session {new_session_id!r} already exists: a fork goes into a new session id")
+
+
 def title_from(text: str) -> str:
     """A one-line title made from a user message."""
     return " ".join(text.split())[:TITLE_CHARS]

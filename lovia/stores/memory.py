@@ -18,12 +18,15 @@ from lovia.checkpoint import (
     plan_claim,
 )
 from lovia.entries import Entry, ToolResult, UserMessage
-from lovia.session import EntryPage, RunSpan, Segment, SessionInfo, TrimPreview
+from lovia.session import FORK_META_KEY, EntryPage, ForkOrigin, RunSpan, Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
+    check_fork,
     check_keep,
     clean_meta,
     filter_sessions,
+    fork_target_taken,
     new_run_id,
+    nothing_to_fork,
     page_of,
     rewind_cut,
     title_from,
@@ -123,6 +126,26 @@ class InMemorySession:
         stored.segments = [s for s in kept if s.entries]
         stored.last_activity = time.time()
         return before - sum(len(s.entries) for s in stored.segments)
+
+    async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
+        """Copy the first ``keep_entries`` entries into ``new_session_id`` (:class:`~lovia.session.ForkableSession`)."""
+        check_fork(keep_entries, session_id, new_session_id)
+        source = self._sessions.get(session_id)
+        if new_session_id in self._sessions:
+            raise fork_target_taken(new_session_id)
+        segments = source.segments if source is not None else []
+        whole, partial = rewind_cut([len(s.entries) for s in segments], keep_entries)
+        copied = [Segment(new_run_id(), s.entries, clean_meta(s.meta)) for s in segments[:whole]]
+        if partial:
+            copied.append(Segment(new_run_id(), tuple(truncate_run(segments[whole].entries, partial)), {}))
+        copied = [s for s in copied if s.entries]
+        if source is None or not copied:
+            raise nothing_to_fork(session_id)
+        cut = min(keep_entries, sum(len(s.entries) for s in segments))
+        origin = ForkOrigin(session_id, cut, time.time(), self._info(session_id, source).title)
+        copied[0] = replace(copied[0], meta={**copied[0].meta, FORK_META_KEY: origin.to_meta()})
+        self._sessions[new_session_id] = _StoredSession(copied, title=source.title)
+        return sum(len(s.entries) for s in copied)
 
     async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
         """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``; return how many.

@@ -68,13 +68,16 @@ from lovia.entries import (
     entry_to_dict,
 )
 from lovia.errors import DatabaseFileError
-from lovia.session import EntryPage, RunSpan, Segment, SessionInfo, TrimPreview
+from lovia.session import FORK_META_KEY, EntryPage, ForkOrigin, RunSpan, Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
+    check_fork,
     check_keep,
     check_page,
     clean_meta,
     filter_sessions,
+    fork_target_taken,
     new_run_id,
+    nothing_to_fork,
     page_of,
     page_window,
     rewind_cut,
@@ -501,6 +504,86 @@ class SQLiteSession(_SQLiteStore):
             return before - after
 
         return await self._db.write(write, f"rewinding session {session_id!r}")
+
+    async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
+        """Copy the first ``keep_entries`` entries into ``new_session_id``; see :class:`~lovia.session.ForkableSession`.
+
+        One transaction. Whole runs are copied row to row (their stored JSON and meta as they
+        are, fields a newer lovia wrote included); only the run the cut lands inside is decoded,
+        truncated as ``rewind`` truncates it, and only the first copied run's meta is rewritten
+        (to add the :class:`~lovia.session.ForkOrigin`). No schema change: the origin lives in
+        that meta, the copied title in ``lovia_session_info``.
+        """
+        check_fork(keep_entries, session_id, new_session_id)
+
+        def write(conn: sqlite3.Connection) -> int:
+            taken = conn.execute(
+                "SELECT 1 FROM lovia_session_info WHERE session_id = ? "
+                "UNION ALL SELECT 1 FROM lovia_segments WHERE session_id = ? LIMIT 1",
+                (new_session_id, new_session_id),
+            ).fetchone()
+            if taken is not None:
+                raise fork_target_taken(new_session_id)
+            heads = conn.execute(
+                f"SELECT g.seq, g.run_id, g.entry_count, g.meta FROM lovia_segments AS g WHERE g.session_id = ? "
+                f"{_IN_ORDER}",
+                (session_id,),
+            ).fetchall()
+            whole, partial = rewind_cut([count for _, _, count, _ in heads], keep_entries)
+            # Each copy: the source run's seq (its entries row is copied as it is) or its truncated
+            # entries (kinds, JSON), its meta as stored, and its entry count.
+            copies: list[tuple[int | None, str, str, int]] = [
+                (seq, run_id, meta, count) for seq, run_id, count, meta in heads[:whole] if count
+            ]
+            truncated: tuple[str, str] | None = None
+            if partial:
+                seq, run_id, count, _ = heads[whole]
+                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
+                text: Any = row[0] if row else None
+                entries = self._run_entries(session_id, run_id, count, text, self._where(session_id, run_id), 0)
+                kept = truncate_run(entries, partial)
+                if kept:
+                    # From the stored JSON, as rewind does: fields this version does not know are kept.
+                    survivors = {id(entry) for entry in kept}
+                    items = [item for item, entry in zip(json.loads(text), entries, strict=True)
+                             if id(entry) in survivors]
+                    truncated = (entry_kinds(kept), _json_array(items))
+                    copies.append((None, run_id, "{}", len(kept)))
+            if not copies:
+                raise nothing_to_fork(session_id)
+            now = time.time()
+            infos = _session_infos(conn, session_id)
+            origin = ForkOrigin(session_id, min(keep_entries, sum(count for _, _, count, _ in heads)), now,
+                                infos[0].title if infos else "")
+            first_seq, first_run, first_meta, first_count = copies[0]
+            meta = stored_object(first_meta, f"meta of run {first_run!r} of session {session_id!r}", self.path)
+            meta[FORK_META_KEY] = origin.to_meta()
+            copies[0] = (first_seq, first_run, json.dumps(meta, separators=(",", ":")), first_count)
+            position = 0
+            for seq, run_id, meta_json, count in copies:
+                inserted = conn.execute(
+                    "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (new_session_id, new_run_id(), meta_json, count, now, position),
+                )
+                if seq is None:
+                    assert truncated is not None
+                    conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
+                                 (inserted.lastrowid, *truncated))
+                elif conn.execute(
+                        "INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) "
+                        "SELECT ?, kinds, entries FROM lovia_segment_entries WHERE segment_seq = ?",
+                        (inserted.lastrowid, seq)).rowcount != 1:
+                    self._run_entries(session_id, run_id, count, None, "", 0)  # raises: its entries are lost
+                position += count
+            conn.execute(
+                "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
+                "SELECT ?, (SELECT title FROM lovia_session_info WHERE session_id = ?), ?, ?",
+                (new_session_id, session_id, now, now),
+            )
+            return position
+
+        return await self._db.write(write, f"forking session {session_id!r}")
 
     async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
         """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``; return how many.
