@@ -67,21 +67,35 @@ from lovia.entries import (
     entry_kinds,
     entry_to_dict,
 )
-from lovia.errors import DatabaseFileError
-from lovia.session import FORK_META_KEY, EntryPage, ForkOrigin, RunSpan, Segment, SessionInfo, TrimPreview
+from lovia.errors import DatabaseFileError, StoreError, UserError
+from lovia.session import (
+    FORK_META_KEY,
+    EntryPage,
+    ForkOrigin,
+    RewindUndo,
+    RunSpan,
+    SearchHit,
+    Segment,
+    SessionInfo,
+    TrashedSession,
+    TrimPreview,
+)
 from lovia.stores._common import (
     check_fork,
     check_keep,
     check_page,
     clean_meta,
     filter_sessions,
+    check_purge,
     fork_target_taken,
     new_run_id,
     nothing_to_fork,
     page_of,
     page_window,
+    nothing_to_undo,
     rewind_cut,
     title_from,
+    restore_refused,
 )
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
 from lovia.transcript import trim_output, truncate_run
@@ -500,7 +514,14 @@ class SQLiteSession(_SQLiteStore):
                 else:
                     _delete_runs(conn, [(seq,)])
                 after += len(kept)
-            _touch(conn, session_id, time.time())
+            now = time.time()
+            _touch(conn, session_id, now)
+            if undoable:
+                conn.execute(
+                    "INSERT INTO lovia_rewind_undo (session_id, rewound_at, keep_entries, kept_runs, removed, "
+                    "last_activity, added_run_id) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    (session_id, now, keep_entries, whole, before - after, last_activity),
+                )
             return before - after
 
         return await self._db.write(write, f"rewinding session {session_id!r}")
@@ -516,7 +537,7 @@ class SQLiteSession(_SQLiteStore):
         """
         check_fork(keep_entries, session_id, new_session_id)
 
-        def write(conn: sqlite3.Connection) -> int:
+    def _rewind(self, conn: sqlite3.Connection, session_id: str, keep_entries: int, *, undoable: bool) -> int:
             taken = conn.execute(
                 "SELECT 1 FROM lovia_session_info WHERE session_id = ? "
                 "UNION ALL SELECT 1 FROM lovia_segments WHERE session_id = ? LIMIT 1",
@@ -552,6 +573,14 @@ class SQLiteSession(_SQLiteStore):
             if not copies:
                 raise nothing_to_fork(session_id)
             now = time.time()
+            undo = conn.execute("SELECT added_run_id FROM lovia_rewind_undo WHERE session_id = ?",
+                                (session_id,)).fetchone()
+            if undo is not None:  # the first run after an undoable rewind is its resend; the next one forgets it
+                if undo[0] is None:
+                    conn.execute("UPDATE lovia_rewind_undo SET added_run_id = ? WHERE session_id = ?",
+                                 (run_id, session_id))
+                else:
+                    _forget_undo(conn, session_id)
             infos = _session_infos(conn, session_id)
             origin = ForkOrigin(session_id, min(keep_entries, sum(count for _, _, count, _ in heads)), now,
                                 infos[0].title if infos else "")
@@ -565,9 +594,124 @@ class SQLiteSession(_SQLiteStore):
                     "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (new_session_id, new_run_id(), meta_json, count, now, position),
+            # For good (the spec's clear): what the trash and the undo keep of it goes too.
+            _forget_undo(conn, session_id)
+            conn.execute("DELETE FROM lovia_trash_runs WHERE trash_id IN "
+                         "(SELECT trash_id FROM lovia_trash WHERE session_id = ?)", (session_id,))
+            conn.execute("DELETE FROM lovia_trash WHERE session_id = ?", (session_id,))
                 )
                 if seq is None:
                     assert truncated is not None
+    # -- trash (see lovia.session.TrashingSession) -------------------------------------------
+
+    async def trash_session(self, session_id: str) -> TrashedSession | None:
+        """Move the session to the trash; ``None`` when it is unknown. Its rewind undo is forgotten.
+
+        Its runs' rows move, in one transaction, to ``lovia_trash_runs``, as they are stored
+        (fields a newer lovia wrote included).
+        """
+        def write(conn: sqlite3.Connection) -> TrashedSession | None:
+            infos = _session_infos(conn, session_id)
+            if not infos:
+                return None
+            info = infos[0]
+            (title,) = conn.execute("SELECT title FROM lovia_session_info WHERE session_id = ?",
+                                    (session_id,)).fetchone()
+            now = time.time()
+            trash_id = conn.execute(
+                "INSERT INTO lovia_trash (session_id, title, shown_title, created_at, last_activity, deleted_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, title, info.title, info.created_at, info.last_activity, now),
+            ).lastrowid
+            assert trash_id is not None
+            _move_runs_out(conn, session_id, "lovia_trash_runs (trash_id, ", trash_id, 0)
+            conn.execute("DELETE FROM lovia_session_info WHERE session_id = ?", (session_id,))
+            _forget_undo(conn, session_id)
+            return TrashedSession(trash_id, session_id, info.title, info.entry_count, info.run_count,
+                                  info.created_at, info.last_activity, now)
+
+        return await self._db.write(write, f"moving session {session_id!r} to the trash")
+
+    async def list_trash(self) -> list[TrashedSession]:
+        """What the trash holds, most recently deleted first."""
+        def read(conn: sqlite3.Connection) -> list[TrashedSession]:
+            rows = conn.execute(
+                "SELECT t.trash_id, t.session_id, t.shown_title, COALESCE(SUM(r.entry_count), 0), COUNT(r.run_id), "
+                "t.created_at, t.last_activity, t.deleted_at FROM lovia_trash AS t "
+                "LEFT JOIN lovia_trash_runs AS r USING (trash_id) GROUP BY t.trash_id "
+                "ORDER BY t.deleted_at DESC, t.trash_id DESC"
+            ).fetchall()
+            return [TrashedSession(*row) for row in rows]
+
+        return await self._db.read(read, "listing the trash")
+
+    async def restore_session(self, trash_id: int) -> str:
+        """Bring a deletion back; refused when it is gone or its session id is in use again."""
+        def write(conn: sqlite3.Connection) -> str:
+            row = conn.execute("SELECT session_id, title, created_at, last_activity FROM lovia_trash "
+                               "WHERE trash_id = ?", (trash_id,)).fetchone()
+            if row is None:
+                raise UserError(f"nothing in the trash is numbered {trash_id}: it was restored or purged meanwhile")
+            session_id, title, created_at, last_activity = row
+            if conn.execute("SELECT 1 FROM lovia_session_info WHERE session_id = ? UNION ALL "
+                            "SELECT 1 FROM lovia_segments WHERE session_id = ? LIMIT 1",
+                            (session_id, session_id)).fetchone():
+                raise restore_refused(session_id)
+            conn.execute("INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
+                         "VALUES (?, ?, ?, ?)", (session_id, title, created_at, last_activity))
+            _move_runs_in(conn, session_id, "lovia_trash_runs", "trash_id", trash_id, 0)
+            conn.execute("DELETE FROM lovia_trash WHERE trash_id = ?", (trash_id,))
+            return str(session_id)
+
+        return await self._db.write(write, f"restoring item {trash_id} of the trash")
+
+    async def purge_trash(self, *, trash_id: int | None = None, deleted_before: float | None = None) -> int:
+        """Forget trashed sessions for good: ``trash_id``, or every one deleted before ``deleted_before``."""
+        check_purge(trash_id, deleted_before)
+
+        def write(conn: sqlite3.Connection) -> int:
+            ids = [(t,) for (t,) in conn.execute(
+                "SELECT trash_id FROM lovia_trash WHERE trash_id = ? OR deleted_at < ?",
+                (trash_id, deleted_before),
+            )]
+            conn.executemany("DELETE FROM lovia_trash_runs WHERE trash_id = ?", ids)
+            conn.executemany("DELETE FROM lovia_trash WHERE trash_id = ?", ids)
+            return len(ids)
+
+        return await self._db.write(write, "purging the trash")
+
+    # -- the last rewind's undo (see lovia.session.UndoableRewindSession) --------------------
+
+    async def rewind_undoably(self, session_id: str, *, keep_entries: int) -> int:
+        """:meth:`rewind`, keeping what it drops as the session's undo (see lovia.session.UndoableRewindSession)."""
+        check_keep("keep_entries", keep_entries)
+        return await self._db.write(lambda conn: self._rewind(conn, session_id, keep_entries, undoable=True),
+                                    f"rewinding session {session_id!r}")
+
+    async def rewind_undo(self, session_id: str) -> RewindUndo | None:
+        return await self._db.read(lambda conn: _undo_of(conn, session_id), f"reading the undo of {session_id!r}")
+
+    async def undo_rewind(self, session_id: str) -> RewindUndo:
+        """Put the session back as it was before its last undoable rewind (the resend's run dropped)."""
+        def write(conn: sqlite3.Connection) -> RewindUndo:
+            undo = _undo_of(conn, session_id)
+            if undo is None:
+                raise nothing_to_undo(session_id)
+            (kept_runs,) = conn.execute("SELECT kept_runs FROM lovia_rewind_undo WHERE session_id = ?",
+                                        (session_id,)).fetchone()
+            heads = conn.execute(
+                f"SELECT g.seq, g.start + g.entry_count FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}",
+                (session_id,),
+            ).fetchall()
+            _delete_runs(conn, [(seq,) for seq, _ in heads[kept_runs:]])
+            start = heads[kept_runs - 1][1] if 0 < kept_runs <= len(heads) else 0
+            _move_runs_in(conn, session_id, "lovia_rewind_undo_runs", "session_id", session_id, start)
+            _forget_undo(conn, session_id)
+            _touch(conn, session_id, time.time())
+            return undo
+
+        return await self._db.write(write, f"undoing the rewind of session {session_id!r}")
+
                     conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
                                  (inserted.lastrowid, *truncated))
                 elif conn.execute(
@@ -577,6 +721,8 @@ class SQLiteSession(_SQLiteStore):
                     self._run_entries(session_id, run_id, count, None, "", 0)  # raises: its entries are lost
                 position += count
             conn.execute(
+        return await self._db.write(lambda conn: self._rewind(conn, session_id, keep_entries, undoable=False),
+                                    f"rewinding session {session_id!r}")
                 "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
                 "SELECT ?, (SELECT title FROM lovia_session_info WHERE session_id = ?), ?, ?",
                 (new_session_id, session_id, now, now),
@@ -587,6 +733,13 @@ class SQLiteSession(_SQLiteStore):
 
     async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
         """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``; return how many.
+            _forget_undo(conn, session_id)
+            if undoable:  # what the cut touches, copied as stored before it changes
+                (last_activity,) = conn.execute(
+                    "SELECT COALESCE((SELECT last_activity FROM lovia_session_info WHERE session_id = ?), 0)",
+                    (session_id,)).fetchone()
+                _copy_runs(conn, [seq for seq, _, _ in heads[whole:]], "lovia_rewind_undo_runs (session_id, ",
+                           session_id, 0)
 
         Structure, order and call-id pairing are kept and a marker says what was cut;
         trimming again with the same arguments changes nothing (and returns 0).
@@ -843,6 +996,69 @@ class SQLiteCheckpointer(_SQLiteStore):
         head, rows, taken_from = found
         entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
         return RunSnapshot(run_id, head, entries, taken_from=taken_from)
+
+_RUN_COLUMNS = "run_id, meta, entry_count, appended_at, kinds, entries"
+
+
+def _copy_runs(conn: sqlite3.Connection, seqs: list[int], into: str, key: object, first: int) -> None:
+    """Copy the live runs ``seqs`` (in that order) into a table ``into`` opens: ``"<table> (<key column>, "``,
+    numbered from ``first``; their rows are left as stored."""
+    for position, seq in enumerate(seqs, start=first):
+        conn.execute(
+            f"INSERT INTO {into}position, {_RUN_COLUMNS}) SELECT ?, ?, g.run_id, g.meta, g.entry_count, "
+            "g.appended_at, e.kinds, e.entries FROM lovia_segments AS g "
+            "JOIN lovia_segment_entries AS e ON e.segment_seq = g.seq WHERE g.seq = ?",
+            (key, position, seq),
+        )
+        if not conn.execute("SELECT changes()").fetchone()[0]:
+            raise DatabaseFileError(
+                "a run lost its entries (the file is damaged), so lovia did not move it aside and changed nothing; "
+                "run `lovia doctor` to see what is wrong"
+            )
+
+
+def _move_runs_out(conn: sqlite3.Connection, session_id: str, into: str, key: object, first: int) -> None:
+    """Move every run of the live session into ``into`` (see :func:`_copy_runs`), in session order."""
+    seqs = [seq for (seq,) in conn.execute(
+        f"SELECT g.seq FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}", (session_id,))]
+    _copy_runs(conn, seqs, into, key, first)
+    _delete_runs(conn, [(seq,) for seq in seqs])
+
+
+def _move_runs_in(conn: sqlite3.Connection, session_id: str, table: str, key_column: str, key: object,
+                  start: int) -> None:
+    """Append the runs ``table`` keeps under ``key`` to the live session, in their order, from position
+    ``start``, and delete them there. Each gets a new ``seq`` (one after the session's last)."""
+    rows = conn.execute(
+        f"SELECT {_RUN_COLUMNS} FROM {table} WHERE {key_column} = ? ORDER BY position", (key,)
+    ).fetchall()
+    for run_id, meta, count, appended_at, kinds, entries in rows:
+        seq = conn.execute(
+            "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, run_id, meta, count, appended_at, start),
+        ).lastrowid
+        conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
+                     (seq, kinds, entries))
+        start += count
+    conn.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (key,))
+
+
+def _forget_undo(conn: sqlite3.Connection, session_id: str) -> None:
+    conn.execute("DELETE FROM lovia_rewind_undo_runs WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM lovia_rewind_undo WHERE session_id = ?", (session_id,))
+
+
+def _undo_of(conn: sqlite3.Connection, session_id: str) -> RewindUndo | None:
+    row = conn.execute("SELECT rewound_at, keep_entries, removed, added_run_id FROM lovia_rewind_undo "
+                       "WHERE session_id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    runs = tuple(r for (r,) in conn.execute(
+        "SELECT run_id FROM lovia_rewind_undo_runs WHERE session_id = ? ORDER BY position", (session_id,)))
+    rewound_at, keep_entries, removed, added = row
+    return RewindUndo(session_id, rewound_at, keep_entries, removed, runs, added)
+
 
     async def load(self, run_id: str) -> RunSnapshot | None:
         def read(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:

@@ -56,7 +56,8 @@ from lovia.session import (
     TrimPreviewingSession,
 )
 from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
-from lovia.transcript import drop_dangling_tool_calls
+from lovia.timing import Step, steps_from_meta
+from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
 
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
 HEAL_NEWEST_RUNS = 20
@@ -164,6 +165,9 @@ class TranscriptRun:
     active_seconds: float | None = None
     """How long the run actually executed, summed over its executions; ``None`` when not recorded.
     ``duration`` is the wall time from its first start instead (the spec's timing)."""
+    steps: tuple[Step, ...] = ()
+    """Its model turns and tool calls with their times (:mod:`lovia.timing`): a segment's
+    ``meta["steps"]`` or an in-flight run's head; empty for runs stored before lovia recorded them."""
 
     @classmethod
     def of_segment(cls, segment: Segment) -> TranscriptRun:
@@ -173,7 +177,8 @@ class TranscriptRun:
         ended = meta.get("ended")
         return cls(segment.run_id, segment.entries, "completed", segment.started_at, segment.duration,
                    partial=bool(meta.get("partial")), ended=ended if isinstance(ended, str) else None,
-                   active_seconds=float(active) if isinstance(active, (int, float)) else None)
+                   active_seconds=float(active) if isinstance(active, (int, float)) else None,
+                   steps=tuple(steps_from_meta(meta)))
 
     @classmethod
     def of_snapshot(cls, snapshot: RunSnapshot) -> TranscriptRun:
@@ -184,7 +189,7 @@ class TranscriptRun:
         entries = (*snapshot.entries, cut_off) if cut_off is not None else tuple(snapshot.entries)
         return cls(snapshot.run_id, entries, state, head.started_at, None, head.error,
                    str(head.owner) if state == "elsewhere" else None,
-                   active_seconds=head.active_seconds or None)
+                   active_seconds=head.active_seconds or None, steps=tuple(head.steps))
 
 
 @dataclass(frozen=True)
@@ -301,9 +306,10 @@ def cut_off_message(head: RunHead) -> AssistantMessage | None:
     """What the model had streamed of the turn a stopped or failed run was in, as a message marked ``cut_off``.
 
     ``None`` for a run that stopped between turns, or is running again (its resume runs that
-    turn anew, so the text would show twice). Finalizing the run keeps it in the session.
+    turn anew, so the text would show twice). Finalizing the run keeps it in the session. A
+    crashed run (``running``, held by nobody) has the text its checkpointer journalled.
     """
-    if head.status == "running" or not head.cut_off_text:
+    if (head.status == "running" and not head.crashed) or not head.cut_off_text:
         return None
     return AssistantMessage(text=head.cut_off_text, agent=head.agent, finish_reason=CUT_OFF,
                             created_at=head.updated_at)
@@ -373,6 +379,7 @@ class ChatBackend:
         self.context_policy = context_policy
         self.max_turns = max_turns
         self._outside_change_tokens: list[Hashable] | None = None
+        self._dangling: dict[str, tuple[tuple[float, int], tuple[ToolCall, ...]]] = {}  # see dangling_calls
 
     async def close(self) -> None:
         """Close both stores (the ones that can be closed)."""
@@ -585,8 +592,35 @@ class ChatBackend:
         return found
 
     async def unstored_runs(self) -> list[RunSummary]:
-        """Every run not in its session yet, the ones this process executes included, newest first (one query)."""
-        return await self._unstored_runs()
+        """Every run not in its session yet, the ones this process executes included, newest first (one query).
+
+        The tool calls without a result of those a list shows are read too (see
+        :attr:`dangling_calls`): one load per run whose checkpoint changed since the last call.
+        """
+        runs = await self._unstored_runs()
+        await self._read_dangling_calls(self.listed_runs(runs))
+        return runs
+
+    @property
+    def dangling_calls(self) -> Mapping[str, tuple[ToolCall, ...]]:
+        """The tool calls without a result of each run the last :meth:`unstored_runs` listed (by run id),
+        those of runs this process executes left out: what a resume would execute again."""
+        return {run_id: calls for run_id, (_, calls) in self._dangling.items()}
+
+    async def _read_dangling_calls(self, runs: Sequence[RunSummary]) -> None:
+        known, self._dangling = self._dangling, {}
+        for summary in runs:
+            # A checkpoint's entries are append-only and every save stamps its head: same stamp and
+            # count, same calls.
+            key = (summary.head.updated_at, summary.entry_count)
+            if summary.run_id in known and known[summary.run_id][0] == key:
+                self._dangling[summary.run_id] = known[summary.run_id]
+                continue
+            calls: tuple[ToolCall, ...] = ()
+            if summary.entry_count > 1:  # a run's first entry is its input: a call comes later
+                snapshot = await self.checkpointer.load(summary.run_id)
+                calls = tuple(dangling_tool_calls(snapshot.entries)) if snapshot is not None else ()
+            self._dangling[summary.run_id] = (key, calls)
 
     @staticmethod
     def listed_runs(unstored: Sequence[RunSummary]) -> list[RunSummary]:

@@ -1,11 +1,14 @@
-"""RunHeader: the line above each run, with its start time and how long it took and ran."""
+"""RunHeader: the line above each run, with its start time, how long it took and ran, and where the time went."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from textual import events
 from textual.widgets import Static
 
+from lovia.timing import ModelStep, Step, ToolStep
 from lovia.tui import format
 from lovia.tui.backend import RunState, TranscriptRun
 
@@ -19,6 +22,11 @@ class RunHeader(Static):
     it differs, the time it actually ran: ``4m 05s · ran 3.2s`` (a run stopped and resumed
     later). An in-flight run says its state and how long it ran so far (``interrupted · ran
     3.2s``); a finalized partial is marked with how it ended (``partial, stopped · ran 3.2s``).
+
+    A run with per-step timing (:attr:`TranscriptRun.steps`) adds where its time went:
+    ``3 turns · first token 0.4s · 52 tok/s · tools 1.1s`` (see :class:`StepSummary`), folded
+    to fewer words and then to fewer figures when the line would not fit the width (see
+    :func:`timing_parts`). A run without steps reads as it always did.
     """
 
     DEFAULT_CSS = """
@@ -36,6 +44,8 @@ class RunHeader(Static):
     def __init__(self, run: TranscriptRun) -> None:
         super().__init__()
         self.run = run
+        self._summary: StepSummary | None = None
+        self._shown_text: str | None = None
         self.show_run(run)
 
     @property
@@ -48,7 +58,18 @@ class RunHeader(Static):
         shown = "partial" if run.state == "completed" and run.partial else run.state
         for state in STATES:
             self.set_class(state == shown, f"-{state}")
-        self.update(f"── {' · '.join(header_parts(run))} ──")
+        self._summary = StepSummary.of(run.steps) if run.steps else None
+        self._fit(self.content_region.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(self.content_region.width)
+
+    def _fit(self, width: int) -> None:
+        """Show the header line with as much timing detail as fits ``width`` (0: not laid out yet, all of it)."""
+        text = header_line(self.run, self._summary, width)
+        if text != self._shown_text:
+            self._shown_text = text
+            self.update(text)
 
     def set_state(self, state: RunState) -> None:
         """The same run, now ``state`` (e.g. ``running`` again on a resume)."""
@@ -58,6 +79,84 @@ class RunHeader(Static):
 def partial_label(run: TranscriptRun) -> str:
     """How a run recorded as partial reads: ``partial, stopped`` (how it ended, when known)."""
     return f"partial, {run.ended}" if run.ended else "partial"
+
+
+def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0) -> str:
+    """``── when · took · … ──``, with the most detail of ``summary`` that fits ``width`` (0: no limit)."""
+    base = header_parts(run)
+    for detail in DETAILS:
+        text = f"── {' · '.join([*base, *timing_parts(summary, detail)])} ──"
+        if width <= 0 or len(text) <= width:
+            return text
+    return f"── {' · '.join(base)} ──"
+
+
+DETAILS = ("full", "short", "least", "none")
+"""How much of the timing a header line says, most first: the header picks the first that fits."""
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """Where a run's time went, from its steps (:mod:`lovia.timing`).
+
+    ``turns`` counts model turns. ``first_token`` is the first turn's time to first token:
+    how long the user waited before anything showed (``None`` when nothing arrived).
+    ``tokens_per_second`` is the output tokens of the turns whose usage is known over the
+    time they streamed (first token to end), ``None`` when no turn reported usage.
+    ``tool_seconds`` is the wall time during which at least one tool ran (calls run in
+    parallel count once), over the ``tool_calls`` calls that ended; ``None`` without calls.
+    ``open_steps`` counts steps that never ended (a crash, or the step running now).
+    """
+
+    turns: int
+    first_token: float | None
+    tokens_per_second: float | None
+    tool_calls: int
+    tool_seconds: float | None
+    open_steps: int
+
+    @classmethod
+    def of(cls, steps: Sequence[Step]) -> StepSummary:
+        models = [s for s in steps if isinstance(s, ModelStep)]
+        tools = [s for s in steps if isinstance(s, ToolStep)]
+        first = next((m.time_to_first_token for m in models), None)
+        streamed = [(m.output_tokens, m.finished_at - m.first_token_at) for m in models
+                    if m.output_tokens is not None and m.first_token_at is not None and m.finished_at is not None]
+        seconds = sum(t for _, t in streamed)
+        rate = sum(n for n, _ in streamed) / seconds if streamed and seconds > 0 else None
+        ended = [(t.started_at, t.finished_at) for t in tools if t.finished_at is not None]
+        return cls(len(models), first, rate, len(tools), busy_seconds(ended) if tools else None,
+                   sum(1 for s in steps if s.finished_at is None))
+
+
+def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
+    """How long at least one of ``spans`` (start, end) was under way: overlaps count once."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]:
+    """What a header says of ``summary`` at ``detail`` (see :data:`DETAILS`): unknown figures are left out.
+
+    ``full``: ``3 turns · first token 0.4s · 52 tok/s · tools 1.1s``; ``short``: ``3 turns ·
+    ttft 0.4s · 52 tok/s · tools 1.1s``; ``least``: ``ttft 0.4s · tools 1.1s``; ``none``: nothing.
+    """
+    if summary is None or detail == "none":
+        return []
+    parts = []
+    if detail != "least" and summary.turns:
+        parts.append(format.count(summary.turns, "turn"))
+    if summary.first_token is not None:
+        parts.append(f"{'first token' if detail == 'full' else 'ttft'} {format.duration(summary.first_token)}")
+    if detail != "least" and summary.tokens_per_second is not None:
+        parts.append(f"{summary.tokens_per_second:.0f} tok/s")
+    if summary.tool_seconds is not None:
+        parts.append(f"tools {format.duration(summary.tool_seconds)}")
+    return parts
 
 
 def header_parts(run: TranscriptRun) -> list[str]:

@@ -3,13 +3,20 @@
 The pane holds every session's listing, but options (what the list draws, wrapping each one)
 only for the first :data:`PAGE` of those the filter matches; more are added a page at a time
 as the cursor or the scroll nears the end, so ten thousand sessions draw like a hundred.
+
+``f3`` cycles the pane's time view (:data:`TIME_VIEWS`): every session by last activity, those
+active today, those active this week, or every session longest first (by total run time). A
+view sorts and filters the listings the pane holds (:class:`~lovia.session.SessionInfo` has the
+counts and timings), so no transcript is read and no store is asked.
 """
 
 from __future__ import annotations
 
 import bisect
+import datetime
 from collections.abc import Sequence
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 from rich.text import Text
 from textual import on
@@ -117,9 +124,16 @@ class SessionFilter(Input):
 class SessionsPane(Vertical):
     """Filter box and list; posts :class:`Selected` and :class:`Action` messages up."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Not a letter: letters typed in the list or the filter filter by title.
+        Binding("f3", "time_view", "Time view", id="sessions.time_view",
+                tooltip="Cycle: by last activity, active today, active this week, longest first"),
+    ]
+
     DEFAULT_CSS = """
     SessionsPane { width: 36; border-right: solid $panel; }
     SessionsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
+    SessionsPane.-time-view .pane-title { color: $accent; }
     SessionsPane Input { margin: 0 0 1 0; }
     SessionsPane SessionList { height: 1fr; border: none; }
     SessionsPane SessionList:focus { border-left: tall $accent; }
@@ -151,12 +165,14 @@ class SessionsPane(Vertical):
         self._options_for = 0  # how many of self.sessions have an option in the list
         self._current: str | None = None  # the open session, as the last show() marked it
         self._can_rename = can_rename
+        self.time_view: TimeView = TIME_VIEWS[0]
+        self._since: float | None = None  # where the time view's window begins, as the last filter computed it
 
     def on_mount(self) -> None:
         self.set_interval(lists.AGES_REFRESH_SECONDS, self.refresh_ages, name="session ages")
 
     def compose(self) -> ComposeResult:
-        yield Static("Sessions", classes="pane-title")
+        yield Static(self.time_view.title, classes="pane-title", id="sessions-title")
         yield SessionFilter(id="session-filter")
         yield SessionList(id="session-list", can_rename=self._can_rename)
 
@@ -181,8 +197,7 @@ class SessionsPane(Vertical):
         if listing is not None:
             keys = [-_activity(info) for info in self.listed]
             self.listed.insert(bisect.bisect_left(keys, -_activity(listing)), listing)
-        query = self.query_text
-        matched = [info for info in self.listed if matches(info, query)] if query.strip() else self.listed
+        matched = self._shown_of(self.listed)
         after = next((i for i, info in enumerate(matched) if info.session_id == session_id), None)
         same_place = before is not None and before == after and current == self._current
         self.sessions, self._current = matched, current
@@ -203,9 +218,27 @@ class SessionsPane(Vertical):
         return next((i for i, info in enumerate(self.sessions) if info.session_id == session_id), None)
 
     def _filter(self, *, keep_options: bool) -> None:
-        query = self.query_text
-        self.sessions = [info for info in self.listed if matches(info, query)] if query.strip() else self.listed
+        self._since = self.time_view.since(format.clock())
+        self.sessions = self._shown_of(self.listed)
         self._draw(self._options_for if keep_options else 0, keep_highlight=False)
+
+    def _shown_of(self, listed: list[SessionInfo]) -> list[SessionInfo]:
+        """Those of ``listed`` (newest first) the filter and the time view let through, in the view's order."""
+        query = self.query_text
+        shown = [info for info in listed if matches(info, query)] if query.strip() else listed
+        return self.time_view.apply(shown, self._since)
+
+    def action_time_view(self) -> None:
+        """Show the next time view (see :data:`TIME_VIEWS`); the filter text stays."""
+        self.set_time_view(TIME_VIEWS[(TIME_VIEWS.index(self.time_view) + 1) % len(TIME_VIEWS)])
+
+    def set_time_view(self, view: TimeView) -> None:
+        """Sort and filter by ``view``; the title says which view is shown. Options are drawn from the top."""
+        self.time_view = view
+        self.query_one("#sessions-title", Static).update(view.title)
+        self.set_class(view is not TIME_VIEWS[0], "-time-view")
+        self._filter(keep_options=False)
+        self.query_one(SessionList).scroll_home(animate=False)
 
     def _draw(self, at_least: int, *, keep_highlight: bool) -> None:
         """Redraw the options: for the first ``max(PAGE, at_least)`` sessions, and down to the open one."""
@@ -226,6 +259,9 @@ class SessionsPane(Vertical):
         elif self.query_text:
             options.add_option(Option(Text("No session matches the filter: escape clears it.", style="dim"),
                                       disabled=True))
+        elif self.time_view.window is not None and self.listed:
+            options.add_option(Option(Text(f"No session active {self.time_view.name}: f3 shows the others.",
+                                           style="dim"), disabled=True))
         else:
             options.add_option(Option(Text("No sessions yet: write a message and press enter to start one; "
                                            "f1 lists every key.", style="dim"), disabled=True))
@@ -247,7 +283,13 @@ class SessionsPane(Vertical):
         self._more_marker(options)
 
     def refresh_ages(self) -> None:
-        """Re-render the drawn sessions' ages from what the list holds; highlight and scroll stay."""
+        """Re-render the drawn sessions' ages from what the list holds; highlight and scroll stay.
+
+        When a new day (or week) began since the time view was applied, the view is applied anew.
+        """
+        if self.time_view.since(format.clock()) != self._since:
+            self._filter(keep_options=True)
+            return
         options = self.query_one(SessionList)
         for index, info in enumerate(self.sessions[:self._options_for]):
             options.replace_option_prompt_at_index(index, _label(info, info.session_id == self._current))
@@ -320,6 +362,48 @@ def matches(info: SessionInfo, query: str) -> bool:
     session_id = info.session_id.casefold()
     return needle in session_id and (len(needle) >= ID_MATCH_CHARS or
                                      (len(needle) >= ID_MATCH_CHARS - 1 and session_id.startswith(needle)))
+
+
+@dataclass(frozen=True)
+class TimeView:
+    """How the sessions pane sorts and filters by time.
+
+    ``window`` is how far back it reaches, in local time: ``day`` from today's midnight,
+    ``week`` from this week's Monday at midnight, ``None`` no limit. ``longest`` sorts by total
+    run time, longest first (ties by last activity); the others keep the order of last
+    activity. A session's time is its last activity, its unstored runs' included (as the list
+    orders it).
+    """
+
+    name: str
+    title: str
+    window: Literal["day", "week"] | None = None
+    longest: bool = False
+
+    def since(self, now: float) -> float | None:
+        """Where the view's window begins for ``now`` (local midnight), or ``None`` when it has none."""
+        if self.window is None:
+            return None
+        today = datetime.datetime.fromtimestamp(now).date()
+        first = today - datetime.timedelta(days=today.weekday()) if self.window == "week" else today
+        return datetime.datetime.combine(first, datetime.time()).timestamp()
+
+    def apply(self, sessions: list[SessionInfo], since: float | None) -> list[SessionInfo]:
+        """``sessions`` (newest first) as the view shows them: those active from ``since``, in its order."""
+        if since is not None:
+            sessions = [info for info in sessions if _activity(info) >= since]
+        if self.longest:  # stable: equal run times stay newest first
+            sessions = sorted(sessions, key=lambda info: info.total_run_seconds, reverse=True)
+        return sessions
+
+
+TIME_VIEWS: tuple[TimeView, ...] = (
+    TimeView("recent", "Sessions"),
+    TimeView("today", "Sessions · today", window="day"),
+    TimeView("this week", "Sessions · this week", window="week"),
+    TimeView("longest", "Sessions · longest first", longest=True),
+)
+"""What ``f3`` cycles through, in order; the first is the default (every session, by last activity)."""
 
 
 def _activity(info: SessionInfo) -> float:

@@ -1,0 +1,331 @@
+"""TimelineScreen: a run drawn as a waterfall of its steps, to see where its time went.
+
+One row per model turn and per tool call (:mod:`lovia.timing`), in the order they started,
+each a bar placed on the run's time axis: a model turn is shaded while it waits for its first
+token and solid while it streams (where the shade turns solid is its time to first token), a
+tool call is a bar of its own colour (red when its result is an error). A step that never
+ended (its process died, or it is running now) reaches the end of the axis, dashed. Labels give
+each step's duration; from :data:`WIDE` columns also its start on the axis and its figures
+(time to first token, tokens per second, tokens in and out).
+
+It draws a stored run (its segment's ``meta["steps"]``) and a run not in its session yet,
+in flight, stopped or crashed (its checkpoint head's steps). Given a way to read the run again,
+the screen follows a run that is executing, once a second.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
+from lovia.tui import format
+from lovia.tui.backend import ChatBackend, TranscriptRun
+from lovia.tui.widgets.run_header import StepSummary, header_parts, timing_parts
+
+WIDE = 100
+"""From this many columns of rows, each row also says when its step started and its figures."""
+LIVE_STATES = ("running", "elsewhere")
+"""States of a run that is executing: its timeline grows, so the screen reads it again."""
+FOLLOW_SECONDS = 1.0
+"""How often the screen reads an executing run again."""
+
+WAITING, STREAMING, TOOL, FAILED, OPEN = "░", "█", "▆", "▆", "╌"
+STYLES = {"waiting": "$accent 60%", "streaming": "$accent", "tool": "$success", "error": "$error",
+          "open": "$warning", "label": "", "muted": "$text-muted"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The run's time axis: ``start`` to ``end`` (epoch seconds) over ``width`` columns."""
+
+    start: float
+    end: float
+    width: int
+
+    @property
+    def span(self) -> float:
+        return max(self.end - self.start, 1e-9)
+
+    def column(self, at: float) -> int:
+        """The column ``at`` falls in, within ``0 .. width``."""
+        return min(self.width, max(0, math.floor((at - self.start) / self.span * self.width)))
+
+    def bar(self, start: float, end: float) -> tuple[int, int]:
+        """The columns a step from ``start`` to ``end`` covers: at least one, within the axis."""
+        first = min(self.column(start), self.width - 1)
+        last = max(first + 1, min(self.width, math.ceil((end - self.start) / self.span * self.width)))
+        return first, last
+
+
+def axis_of(run: TranscriptRun, now: float, width: int) -> Axis:
+    """The axis a run's steps are drawn on: from its first start to its last known moment.
+
+    Its last moment is the latest a step ended or started, or the run's own end when stored;
+    an executing run's is ``now``, so a step under way grows as it runs.
+    """
+    steps = run.steps
+    starts = [s.started_at for s in steps]
+    start = min([*starts, *([run.started_at] if run.started_at is not None else [])], default=now)
+    ends = [*starts, *(s.finished_at for s in steps if s.finished_at is not None)]
+    if run.started_at is not None and run.duration is not None:
+        ends.append(run.started_at + run.duration)
+    if run.state in LIVE_STATES:
+        ends.append(now)
+    return Axis(start, max(ends, default=start), max(1, width))
+
+
+def step_name(step: Step) -> str:
+    """``turn 2 · gpt-4o`` for a model turn, ``⚙ calculate`` for a tool call."""
+    if isinstance(step, ModelStep):
+        turn = f"turn {step.turn}" if step.turn is not None else "turn"
+        return f"{turn} · {step.model or step.agent}"
+    return f"  ⚙ {step.name}"
+
+
+def step_figures(step: Step, state: str) -> str:
+    """A step's figures: ``ttft 0.4s · 52 tok/s · 120→45 tok`` for a turn, ``error`` for a failed call."""
+    parts = []
+    if isinstance(step, ModelStep):
+        ttft = step.time_to_first_token
+        parts.append(f"ttft {format.duration(ttft)}" if ttft is not None else "no token")
+        rate = tokens_per_second(step)
+        if rate is not None:
+            parts.append(f"{rate:.0f} tok/s")
+        if step.input_tokens is not None or step.output_tokens is not None:
+            parts.append(f"{_tokens(step.input_tokens)}→{_tokens(step.output_tokens)} tok")
+    elif step.error:
+        parts.append("error")
+    if step.cut_off:
+        parts.append("cut off")
+    if step.finished_at is None:
+        parts.append("running" if state in LIVE_STATES else "never ended")
+    return " · ".join(parts)
+
+
+def took(seconds: float | None) -> str:
+    """A step's duration: ``40ms`` under a second (tool calls often are), else as durations read; ``…`` unknown."""
+    if seconds is None:
+        return "…"
+    return f"{seconds * 1000:.0f}ms" if seconds < 1 else format.duration(seconds)
+
+
+def _tokens(count: int | None) -> str:
+    return "?" if count is None else f"{count:,}"
+
+
+@dataclass(frozen=True)
+class Columns:
+    """How wide each label column of a row is, for a width of rows; the bar takes the rest."""
+
+    name: int
+    took: int
+    start: int
+    figures: int
+
+    @classmethod
+    def for_width(cls, width: int) -> Columns:
+        if width >= WIDE:
+            return cls(name=24, took=7, start=8, figures=36)
+        return cls(name=min(20, max(8, width // 4)), took=6, start=0, figures=0)
+
+    @property
+    def labels(self) -> int:
+        """Columns taken by the labels, with the gaps after each."""
+        return sum(width + 1 for width in (self.name, self.took, self.start, self.figures) if width)
+
+
+def draw_rows(run: TranscriptRun, width: int, now: float) -> Content:
+    """The waterfall of ``run`` for ``width`` columns: an axis line, then one line per step."""
+    columns = Columns.for_width(width)
+    axis = axis_of(run, now, max(8, width - columns.labels))
+    lines = [_axis_line(axis, columns)]
+    lines += [_step_line(step, axis, columns, run.state) for step in run.steps]
+    return Content("\n").join(lines)
+
+
+def _cell(text: str, width: int, *, right: bool = False) -> str:
+    if not width:
+        return ""
+    indent = text[:len(text) - len(text.lstrip(" "))]  # a tool call's, under its turn
+    text = indent + format.one_line(text, width - len(indent))
+    return (text.rjust(width) if right else text.ljust(width)) + " "
+
+
+def _axis_line(axis: Axis, columns: Columns) -> Content:
+    """``step  took  0s      0.8s      1.6s      2.4s   3.2s``: the axis' ticks, every quarter."""
+    head = _cell("step", columns.name) + _cell("took", columns.took, right=True) + \
+        _cell("start", columns.start, right=True) + _cell("figures", columns.figures)
+    ticks = [" "] * axis.width
+    for quarter in range(4):
+        at = axis.width * quarter // 4
+        label = "0s" if quarter == 0 else f"+{format.duration(axis.span * quarter / 4)}"
+        if all(c == " " for c in ticks[max(0, at - 1):at + len(label) + 1]) and at + len(label) <= axis.width:
+            ticks[at:at + len(label)] = label
+    total = format.duration(axis.span)
+    if all(c == " " for c in ticks[axis.width - len(total) - 1:]):
+        ticks[axis.width - len(total):] = total
+    return Content.assemble((head, STYLES["muted"]), ("".join(ticks), STYLES["muted"]))
+
+
+def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
+    name_style = STYLES["error"] if isinstance(step, ToolStep) and step.error else STYLES["label"]
+    start = f"+{format.duration(step.started_at - axis.start)}"
+    parts: list[str | tuple[str, str]] = [
+        (_cell(step_name(step), columns.name), name_style),
+        _cell(took(step.duration), columns.took, right=True),
+        (_cell(start, columns.start, right=True), STYLES["muted"]),
+        (_cell(step_figures(step, state), columns.figures), STYLES["muted"]),
+    ]
+    first, last = axis.bar(step.started_at, step.finished_at if step.finished_at is not None else axis.end)
+    parts.append(" " * first)
+    if isinstance(step, ModelStep):
+        # Shaded until the first token, solid while it streams: the change is the time to first token.
+        streams_from = axis.column(step.first_token_at) if step.first_token_at is not None else last
+        streams_from = min(max(streams_from, first), last)
+        parts.append((WAITING * (streams_from - first), STYLES["waiting"]))
+        fill, style = STREAMING, STYLES["streaming"]
+        first = streams_from
+    else:
+        fill, style = (FAILED, STYLES["error"]) if step.error else (TOOL, STYLES["tool"])
+    if step.finished_at is None:  # never ended: dashed to the end of the axis
+        parts.append((OPEN * (last - first), STYLES["open"]))
+    else:
+        parts.append((fill * (last - first), style))
+    return Content.assemble(*parts)
+
+
+def legend() -> Content:
+    """What the bars' marks mean, and the keys."""
+    return Content.assemble(
+        (WAITING * 2, STYLES["waiting"]), " waiting for the first token  ",
+        (STREAMING * 2, STYLES["streaming"]), " streaming  ",
+        (TOOL * 2, STYLES["tool"]), " tool  ", (FAILED * 2, STYLES["error"]), " tool error  ",
+        (OPEN * 2, STYLES["open"]), " never ended · ↑↓ pgup pgdn home end scroll · escape closes",
+    )
+
+
+def summary_line(run: TranscriptRun) -> str:
+    """The run's figures: as its header says them, and where its time went."""
+    summary = StepSummary.of(run.steps) if run.steps else None
+    parts = [*header_parts(run), *timing_parts(summary)]
+    if summary is not None and summary.tool_calls:
+        parts.append(format.count(summary.tool_calls, "tool call"))
+    return " · ".join(parts)
+
+
+class Waterfall(Static):
+    """The rows, drawn for the width they get (a resize draws them again)."""
+
+    def __init__(self, run: TranscriptRun, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.run = run
+        self._drawn: tuple[str, int] | None = None
+
+    def show_run(self, run: TranscriptRun) -> None:
+        self.run = run
+        self._draw()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        width = self.content_region.width
+        if not width:
+            return
+        content = draw_rows(self.run, width, format.clock())
+        if self._drawn != (content.plain, width) or self.run.state in LIVE_STATES:
+            self._drawn = (content.plain, width)
+            self.update(content)
+
+
+RunReader = Callable[[], Awaitable["TranscriptRun | None"]]
+"""Reads the run again (``None``: it is gone); given, an executing run is followed."""
+
+
+class TimelineScreen(ModalScreen[None]):
+    """A run's waterfall (see the module), over the screen it was opened from; ``escape`` closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close", id="timeline.close"),
+    ]
+
+    DEFAULT_CSS = """
+    TimelineScreen { align: center middle; }
+    TimelineScreen > Vertical {
+        width: 100%; height: 100%; max-height: 60;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    TimelineScreen #timeline-title { text-style: bold; }
+    TimelineScreen #timeline-summary { color: $text-muted; }
+    TimelineScreen VerticalScroll { height: 1fr; margin: 1 0 0 0; scrollbar-size-vertical: 1; }
+    TimelineScreen #timeline-legend { color: $text-muted; margin: 1 0 0 0; }
+    """
+
+    def __init__(self, run: TranscriptRun, *, title: str = "", reread: RunReader | None = None) -> None:
+        super().__init__()
+        self.run = run
+        self.title_text = title
+        self._reread = reread
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            title = f"Timeline of run {self.run.run_id}" + (f" · {self.title_text}" if self.title_text else "")
+            yield Static(title, id="timeline-title", markup=False)
+            yield Static(summary_line(self.run), id="timeline-summary", markup=False)
+            with VerticalScroll(id="timeline-scroll"):
+                if self.run.steps:
+                    yield Waterfall(self.run, id="timeline-rows")
+                else:
+                    yield Static("This run recorded no per-step timing: it was stored before lovia recorded "
+                                 "steps, or it has not taken its first step yet.", id="timeline-empty")
+            yield Static(legend(), id="timeline-legend")
+
+    def on_mount(self) -> None:
+        self.query_one("#timeline-scroll").focus()
+        if self._reread is not None and self.run.state in LIVE_STATES:
+            self.set_interval(FOLLOW_SECONDS, self.follow, name="timeline follow")
+
+    async def follow(self) -> None:
+        """Read the executing run again and draw what it did since; stops once it no longer executes."""
+        if self._reread is None or self.run.state not in LIVE_STATES:
+            return
+        run = await self._reread()
+        if run is None:
+            return
+        await self.show_run(run)
+
+    async def show_run(self, run: TranscriptRun) -> None:
+        """Draw ``run`` (the same run, as it stands now)."""
+        self.run = run
+        self.query_one("#timeline-summary", Static).update(summary_line(run))
+        rows = self.query("#timeline-rows")
+        if rows:
+            rows.first(Waterfall).show_run(run)
+        elif run.steps:
+            scroll = self.query_one("#timeline-scroll")
+            await scroll.remove_children()
+            await scroll.mount(Waterfall(run, id="timeline-rows"))
+
+
+async def run_for_timeline(backend: ChatBackend, run_id: str, shown: TranscriptRun | None) -> TranscriptRun | None:
+    """``run_id`` as a timeline draws it: from its checkpoint while it is not in its session, else ``shown``.
+
+    ``shown`` is the run as the transcript shows it (a stored segment); a run whose checkpoint
+    is completed is in its session, so that is read from the transcript too.
+    """
+    snapshot = await backend.snapshot(run_id)
+    if snapshot is not None and (snapshot.head.status != "completed" or shown is None):
+        return TranscriptRun.of_snapshot(snapshot)
+    return shown
+
