@@ -12,7 +12,11 @@ offers the result. Both follow ``sessions-and-checkpoints.md``:
   several processes at once executes in one of them; with ``if_run_exists="resume"`` the
   claim alone decides (no load before it), and a fresh run's claim is its first snapshot;
 - on success the checkpoint is finalized first, then the session append, then the optional
-  delete, so a crash between them heals on the next replay.
+  delete, so a crash between them heals on the next replay;
+- while a model streams, the text so far is journalled a few times a second to a checkpointer
+  that keeps a partial-answer journal (apart from the snapshots, so resume is unchanged), and
+  every model turn and tool call is recorded as a timed step (:mod:`lovia.timing`) in the
+  head, then in the completed segment's ``meta["steps"]``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import inspect
 import json
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -33,6 +37,7 @@ from lovia.checkpoint import (
     CheckpointOptions,
     ClaimingCheckpointer,
     IfStored,
+    JournalingCheckpointer,
     RunHead,
     RunOwner,
     RunSnapshot,
@@ -67,9 +72,11 @@ from lovia.runtime.events import (
     ToolResultReceived,
     TurnFinished,
 )
+from lovia.runtime.journal import PartialAnswerJournal
 from lovia.runtime.result import RunResult
 from lovia.session import Segment, Session
 from lovia.stores._common import clean_meta, new_run_id
+from lovia.timing import ModelStep, Step, ToolStep, steps_to_meta
 from lovia.tools import RunContext, Tool, ToolArgumentsError, ToolContext
 from lovia.transcript import dangling_tool_calls
 from lovia.usage import Usage
@@ -238,6 +245,10 @@ class _Run:
         self._active_since = time.monotonic()
         # The text streamed so far of the model turn in progress; None between turns.
         self._streaming: list[str] | None = None
+        journals = checkpoint is not None and isinstance(checkpoint.checkpointer, JournalingCheckpointer)
+        self._journal = PartialAnswerJournal(self._journal_partial if journals else None)
+        # Where this execution's steps that have not ended yet are in ``head.steps``.
+        self._open_steps: set[int] = set()
 
     # -- entry point -----------------------------------------------------------------------
 
@@ -282,6 +293,7 @@ class _Run:
             await self._fail(exc)
             raise
         finally:
+            self._journal.abandon()
             release_live_claim(self._token)  # after the mark: until then this execution holds the run
 
     async def _fail(self, exc: BaseException) -> None:
@@ -491,6 +503,7 @@ class _Run:
             if head.pending_handoff:
                 self._agent_named(head.pending_handoff, what="the handoff target")
             self._continue_in_own_session(head)
+            _mark_steps_cut_off(head.steps, range(len(head.steps)), finished_at=None)  # their process died
         segments: list[Segment] = []
         if self.session is not None and self.session_id is not None:
             segments = await self.session.segments(self.session_id)
@@ -562,16 +575,26 @@ class _Run:
         if recall is not None:
             specs.append(recall.spec)
         request = ModelRequest(self._instructions[agent.name], [*self.history, *self.entries], specs, agent.name)
+        model = self._model(agent)
+        assert self.head is not None
+        self.head.model = model.name
+        step = self._step_started(ModelStep(agent=agent.name, model=model.name, started_at=time.time(),
+                                            turn=self.head.turn + 1))
+        first_token_at: float | None = None
         text: list[str] = []
         self._streaming = text  # kept by the head if the run stops before the turn ends
+        self._journal.turn_started()
         slots: dict[int, dict[str, Any]] = {}
         usage = Usage()
         usage_reported = False
         finish: str | None = None
-        async for chunk in self._model(agent).stream(request):
+        async for chunk in model.stream(request):
+            if first_token_at is None and isinstance(chunk, (TextChunk, ToolCallChunk)):
+                first_token_at = time.time()
             if isinstance(chunk, TextChunk):
                 if chunk.text:
                     text.append(chunk.text)
+                    self._journal.streamed(text)  # returns at once: a write, when due, runs on its own
                     self._emit(TextDelta(chunk.text, agent.name))
             elif isinstance(chunk, ToolCallChunk):
                 slot = slots.setdefault(chunk.index, {"call_id": None, "name": "", "arguments": []})
@@ -583,7 +606,11 @@ class _Run:
                 usage_reported = True
             elif isinstance(chunk, FinishChunk):
                 finish = chunk.reason
+        await self._journal.settle()  # the turn's snapshot, which clears the journal, must land after it
         self._streaming = None
+        self._step_finished(step, first_token_at=first_token_at,
+                            input_tokens=usage.input_tokens if usage_reported else None,
+                            output_tokens=usage.output_tokens if usage_reported else None)
         if usage_reported:
             usage.requests = max(usage.requests, 1)
         else:  # the endpoint reported no usage: its tokens are unknown, not zero
@@ -611,7 +638,9 @@ class _Run:
 
         async def execute(call: ToolCall) -> None:
             self._emit(ToolCallStarted(call, rerun))
+            step = self._step_started(ToolStep(call_id=call.call_id, name=call.name, started_at=time.time()))
             result = await self._tool_result(call)
+            self._step_finished(step, error=result.is_error)
             self.entries.append(result)
             await self._save()  # after every tool result
             self._emit(ToolResultReceived(result))
@@ -762,6 +791,8 @@ class _Run:
                                 "agent": head.agent}
         if head.active_seconds:  # a head stored before lovia counted it has none to give
             meta["active_seconds"] = head.active_seconds
+        if head.steps:  # beside the spec's timing: each model turn and tool call (lovia.timing)
+            meta["steps"] = steps_to_meta(head.steps)
         if head.context_state:
             meta["context"] = head.context_state
         await self.session.append(session_id, list(entries), run_id=self.run_id, meta=meta)
@@ -773,6 +804,8 @@ class _Run:
         self.head.status = status  # type: ignore[assignment]
         self.head.error = error
         self.head.cut_off_text = "".join(self._streaming) or None if self._streaming else None
+        _mark_steps_cut_off(self.head.steps, self._open_steps, finished_at=time.time())
+        self._open_steps.clear()
         try:
             await shielded(self._save())
         except asyncio.CancelledError:
@@ -802,6 +835,27 @@ class _Run:
         if self._active_before is None:
             self._active_before = head.active_seconds
         head.active_seconds = self._active_before + (time.monotonic() - self._active_since)
+
+    # -- per-step timing and the partial-answer journal ---------------------------------------
+
+    def _step_started(self, step: Step) -> int:
+        """Record a model turn or tool call as it starts (the head carries it, unended); its index."""
+        assert self.head is not None
+        self.head.steps.append(step)
+        self._open_steps.add(len(self.head.steps) - 1)
+        return len(self.head.steps) - 1
+
+    def _step_finished(self, index: int, **ended: Any) -> None:
+        """The step at ``index`` ended now; ``ended`` holds what became known with it (tokens, error)."""
+        assert self.head is not None
+        self.head.steps[index] = replace(self.head.steps[index], finished_at=time.time(), **ended)
+        self._open_steps.discard(index)
+
+    async def _journal_partial(self, text: str) -> bool:
+        """Write the streaming turn's text so far to the checkpointer's journal, under this execution's claim."""
+        assert self.checkpoint is not None and self.head is not None
+        checkpointer = cast(JournalingCheckpointer, self.checkpoint.checkpointer)
+        return await checkpointer.journal_partial(self.run_id, text, claim=self.head.claim)
 
     # -- small helpers -----------------------------------------------------------------------
 
@@ -840,6 +894,13 @@ class _Run:
             if verdict:
                 name = getattr(guardrail, "__name__", "guardrail")
                 raise GuardrailTripped(f"{kind} guardrail {name} stopped run {self.run_id!r}: {verdict}")
+
+
+def _mark_steps_cut_off(steps: list[Step], indices: Iterable[int], *, finished_at: float | None) -> None:
+    """Mark the unended steps at ``indices`` cut off: by a stop or error (ended now) or a crash (end unknown)."""
+    for index in indices:
+        if steps[index].finished_at is None and not steps[index].cut_off:
+            steps[index] = replace(steps[index], finished_at=finished_at, cut_off=True)
 
 
 def _already_exists(run_id: str, head: RunHead) -> UserError:
