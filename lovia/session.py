@@ -24,14 +24,18 @@ __all__ = [
     "ListableSession",
     "PagedSession",
     "RenamableSession",
+    "RewindUndo",
     "RewindableSession",
     "RunSpan",
     "Segment",
     "Session",
     "SessionInfo",
+    "TrashedSession",
+    "TrashingSession",
     "TrimPreview",
     "TrimPreviewingSession",
     "TrimmableSession",
+    "UndoableRewindSession",
 ]
 
 
@@ -357,6 +361,113 @@ class ChangeReportingSession(Session, Protocol):
         through this very object need not change it (SQLite's do not), and neither do reads.
         The check is cheap: it reads no table and never takes a write lock, so it may be
         called every second. A closed store raises :class:`~lovia.errors.StoreError`.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TrashedSession:
+    """A session in the trash, as the trash lists it.
+
+    ``trash_id`` names this deletion (a session id may be deleted, used again and deleted
+    again: each deletion is an item of its own); ``title`` is the title the session had when it
+    was deleted; ``deleted_at`` is when (epoch seconds).
+    """
+
+    trash_id: int
+    session_id: str
+    title: str
+    entry_count: int
+    run_count: int
+    created_at: float | None
+    last_activity: float | None
+    deleted_at: float
+
+
+@runtime_checkable
+class TrashingSession(Session, Protocol):
+    """A session store with a trash: a deleted session can be restored until it is purged.
+
+    What is in the trash is no session any more: ``load``, ``segments`` and the listings do
+    not see it, and its id is free for a new session. The spec's ``clear`` keeps its meaning:
+    it forgets a session for good, the trashed copies under its id included. The store never
+    purges on its own; the caller purges (:meth:`purge_trash`) what it has kept long enough.
+    """
+
+    async def trash_session(self, session_id: str) -> TrashedSession | None:
+        """Move the session, whole, to the trash and return it as listed; ``None`` when it is unknown.
+
+        Its rewind undo (:class:`UndoableRewindSession`) is forgotten.
+        """
+        ...
+
+    async def list_trash(self) -> list[TrashedSession]:
+        """What the trash holds, most recently deleted first."""
+        ...
+
+    async def restore_session(self, trash_id: int) -> str:
+        """Bring the deletion ``trash_id`` back as the session it was; return its session id.
+
+        Refused with a :class:`~lovia.errors.UserError`, changing nothing, when there is no such
+        item (restored or purged meanwhile) or when its session id is taken again by a live
+        session: ids are the caller's, so the two are never merged nor renamed.
+        """
+        ...
+
+    async def purge_trash(self, *, trash_id: int | None = None, deleted_before: float | None = None) -> int:
+        """Forget, for good, the item ``trash_id`` or every item deleted before ``deleted_before``.
+
+        Returns how many items went. Giving neither is a :class:`~lovia.errors.UserError`.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RewindUndo:
+    """What undoing a session's last rewind would do.
+
+    ``keep_entries`` is what the rewind kept; ``removed`` how many entries it dropped;
+    ``run_ids`` the runs it deleted or truncated, which an undo puts back whole, in order;
+    ``added_run_id`` the run appended since (the resend), which an undo drops; ``None`` until
+    one is appended.
+    """
+
+    session_id: str
+    rewound_at: float
+    keep_entries: int
+    removed: int
+    run_ids: tuple[str, ...]
+    added_run_id: str | None
+
+
+@runtime_checkable
+class UndoableRewindSession(RewindableSession, Protocol):
+    """A session whose last rewind can be undone until the next message.
+
+    :meth:`rewind_undoably` rewinds as ``rewind`` does and keeps what it dropped (whole runs
+    and the original of a truncated one). The first run appended after it is the resend; it
+    stays undoable. Appending another run after that (the next message), a plain ``rewind``,
+    ``clear`` and moving the session to the trash forget the undo. Trimming tool outputs
+    keeps it (the kept runs are trimmed; what the undo brings back is as it was).
+    """
+
+    async def rewind_undoably(self, session_id: str, *, keep_entries: int) -> int:
+        """``rewind``, keeping what it drops as the session's undo (replacing an earlier one).
+
+        A rewind that drops nothing changes nothing, the undo included.
+        """
+        ...
+
+    async def rewind_undo(self, session_id: str) -> RewindUndo | None:
+        """The session's undo, or ``None`` when there is none."""
+        ...
+
+    async def undo_rewind(self, session_id: str) -> RewindUndo:
+        """Put the session back as it was before its last undoable rewind, and return that undo.
+
+        The runs the rewind kept whole stay; the run it truncated comes back whole, the runs
+        it deleted come back, and the run appended since (``added_run_id``) is dropped. A
+        session with nothing to undo is a :class:`~lovia.errors.UserError`.
         """
         ...
 

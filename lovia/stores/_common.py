@@ -116,3 +116,24 @@ def filter_sessions(infos: list[SessionInfo], query: str | None, limit: int | No
         needle = query.casefold()
         infos = [i for i in infos if needle in i.title.casefold() or needle in i.session_id.casefold()]
     return infos[:limit] if limit is not None else infos
+
+
+def check_purge(trash_id: int | None, deleted_before: float | None) -> None:
+    """A purge names what it forgets: an item, or a time before which every item goes."""
+    if trash_id is None and deleted_before is None:
+        raise UserError("purge_trash needs trash_id or deleted_before: emptying the whole trash is never implied")
+
+
+def restore_refused(session_id: str) -> UserError:
+    """Why a trashed session cannot come back: its id names a live session again."""
+    return UserError(
+        f"session {session_id!r} cannot be restored: a session with that id exists again (started after the "
+        "deletion). Move that one to the trash first, then restore this one; both stay in the trash until then"
+    )
+
+
+def nothing_to_undo(session_id: str) -> UserError:
+    return UserError(
+        f"nothing to undo in session {session_id!r}: no rewind since its last message (a message sent after a "
+        "rewind, a plain rewind or a deletion forgets it)"
+    )

@@ -16,19 +16,32 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
-    with_partial,
 )
 from lovia.entries import Entry, ToolResult, UserMessage
-from lovia.session import FORK_META_KEY, EntryPage, ForkOrigin, RunSpan, Segment, SessionInfo, TrimPreview
+from lovia.errors import UserError
+from lovia.session import (
+    FORK_META_KEY,
+    EntryPage,
+    ForkOrigin,
+    RewindUndo,
+    RunSpan,
+    Segment,
+    SessionInfo,
+    TrashedSession,
+    TrimPreview,
+)
 from lovia.stores._common import (
     check_fork,
     check_keep,
+    check_purge,
     clean_meta,
     filter_sessions,
     fork_target_taken,
     new_run_id,
     nothing_to_fork,
+    nothing_to_undo,
     page_of,
+    restore_refused,
     rewind_cut,
     title_from,
 )
@@ -43,6 +56,22 @@ class _StoredSession:
     created_at: float = field(default_factory=time.time)
     last_activity: float = field(default_factory=time.time)
     title: str | None = None
+    undo: _Undo | None = None
+
+
+@dataclass
+class _Undo:
+    """What a session's last undoable rewind dropped: the runs it kept whole, then these."""
+
+    info: RewindUndo
+    kept_runs: int
+    dropped: list[Segment]
+
+
+@dataclass
+class _Trashed:
+    listed: TrashedSession
+    stored: _StoredSession
 
 
 class InMemorySession:
@@ -56,6 +85,8 @@ class InMemorySession:
 
     def __init__(self) -> None:
         self._sessions: dict[str, _StoredSession] = {}
+        self._trash: dict[int, _Trashed] = {}
+        self._trash_ids = 0
 
     async def __aenter__(self) -> InMemorySession:
         return self
@@ -101,10 +132,82 @@ class InMemorySession:
             return segment.run_id
         stored.segments.append(segment)
         stored.last_activity = time.time()
+        undo = stored.undo
+        if undo is not None:  # the first run after an undoable rewind is its resend; the next one forgets it
+            if undo.info.added_run_id is None:
+                undo.info = replace(undo.info, added_run_id=segment.run_id)
+            else:
+                stored.undo = None
         return segment.run_id
 
     async def clear(self, session_id: str) -> None:
+        """Forget the session for good: its runs, its undo, and its copies in the trash."""
         self._sessions.pop(session_id, None)
+        for trash_id in [t for t, item in self._trash.items() if item.listed.session_id == session_id]:
+            del self._trash[trash_id]
+
+    # -- trash (see lovia.session.TrashingSession) -------------------------------------------
+
+    async def trash_session(self, session_id: str) -> TrashedSession | None:
+        """Move the session to the trash; ``None`` when it is unknown. Its rewind undo is forgotten."""
+        stored = self._sessions.pop(session_id, None)
+        if stored is None:
+            return None
+        stored.undo = None
+        self._trash_ids += 1
+        info = self._info(session_id, stored)
+        listed = TrashedSession(self._trash_ids, session_id, info.title, info.entry_count, info.run_count,
+                                stored.created_at, stored.last_activity, time.time())
+        self._trash[listed.trash_id] = _Trashed(listed, stored)
+        return listed
+
+    async def list_trash(self) -> list[TrashedSession]:
+        """What the trash holds, most recently deleted first."""
+        return sorted((item.listed for item in self._trash.values()),
+                      key=lambda t: (t.deleted_at, t.trash_id), reverse=True)
+
+    async def restore_session(self, trash_id: int) -> str:
+        """Bring a deletion back; refused when it is gone or its session id is in use again."""
+        item = self._trash.get(trash_id)
+        if item is None:
+            raise UserError(f"nothing in the trash is numbered {trash_id}: it was restored or purged meanwhile")
+        session_id = item.listed.session_id
+        if session_id in self._sessions:
+            raise restore_refused(session_id)
+        del self._trash[trash_id]
+        self._sessions[session_id] = item.stored
+        return session_id
+
+    async def purge_trash(self, *, trash_id: int | None = None, deleted_before: float | None = None) -> int:
+        """Forget trashed sessions for good: ``trash_id``, or every one deleted before ``deleted_before``."""
+        check_purge(trash_id, deleted_before)
+        gone = [t for t, item in self._trash.items()
+                if t == trash_id or (deleted_before is not None and item.listed.deleted_at < deleted_before)]
+        for t in gone:
+            del self._trash[t]
+        return len(gone)
+
+    # -- rewind and its undo -----------------------------------------------------------------
+
+    async def rewind_undoably(self, session_id: str, *, keep_entries: int) -> int:
+        """:meth:`rewind`, keeping what it drops as the session's undo (see lovia.session.UndoableRewindSession)."""
+        return self._rewind(session_id, keep_entries, undoable=True)
+
+    async def rewind_undo(self, session_id: str) -> RewindUndo | None:
+        stored = self._sessions.get(session_id)
+        return stored.undo.info if stored is not None and stored.undo is not None else None
+
+    async def undo_rewind(self, session_id: str) -> RewindUndo:
+        """Put the session back as it was before its last undoable rewind (the resend's run dropped)."""
+        stored = self._sessions.get(session_id)
+        undo = stored.undo if stored is not None else None
+        if stored is None or undo is None:
+            raise nothing_to_undo(session_id)
+        stored.segments = [*stored.segments[:undo.kept_runs], *undo.dropped]
+        stored.undo = None
+        stored.last_activity = time.time()
+        return undo.info
+
 
     async def rewind(self, session_id: str, *, keep_entries: int) -> int:
         """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
@@ -114,6 +217,9 @@ class InMemorySession:
         at or past the end changes nothing. Checkpoints of rewound runs are left alone: call
         :func:`lovia.rewind_with_checkpoints` to forget them too.
         """
+        return self._rewind(session_id, keep_entries, undoable=False)
+
+    def _rewind(self, session_id: str, keep_entries: int, *, undoable: bool) -> int:
         stored = self._sessions.get(session_id)
         segments = stored.segments if stored is not None else []
         whole, partial = rewind_cut([len(s.entries) for s in segments], keep_entries)
@@ -124,9 +230,13 @@ class InMemorySession:
         if partial:
             cut = stored.segments[whole]
             kept.append(Segment(cut.run_id, tuple(truncate_run(cut.entries, partial)), {}))
+        dropped = stored.segments[whole:]
         stored.segments = [s for s in kept if s.entries]
-        stored.last_activity = time.time()
-        return before - sum(len(s.entries) for s in stored.segments)
+        now = stored.last_activity = time.time()
+        removed = before - sum(len(s.entries) for s in stored.segments)
+        stored.undo = _Undo(RewindUndo(session_id, now, keep_entries, removed, tuple(s.run_id for s in dropped), None),
+                            whole, dropped) if undoable else None
+        return removed
 
     async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
         """Copy the first ``keep_entries`` entries into ``new_session_id`` (:class:`~lovia.session.ForkableSession`)."""
@@ -239,9 +349,6 @@ class InMemoryCheckpointer:
 
     def __init__(self) -> None:
         self._runs: dict[str, RunSnapshot] = {}
-        # The partial-answer journal: run id -> (the claim and turn of the head it was written
-        # under, the text); see :class:`~lovia.checkpoint.JournalingCheckpointer`.
-        self._partials: dict[str, tuple[str | None, int, str]] = {}
 
     async def __aenter__(self) -> InMemoryCheckpointer:
         return self
@@ -263,21 +370,6 @@ class InMemoryCheckpointer:
         else:
             stored.entries.extend(snapshot.entries[have:len(snapshot.entries)])
             stored.head = head
-        partial = self._partials.get(run_id)
-        if partial is not None and partial[:2] != (head.claim, head.turn):  # not a renewal mid-stream
-            del self._partials[run_id]
-
-    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
-        """Journal the text so far of the streaming turn; see :class:`~lovia.checkpoint.JournalingCheckpointer`."""
-        stored = self._runs.get(run_id)
-        if stored is None or stored.head.status != "running" or stored.head.claim != claim:
-            return False
-        self._partials[run_id] = (claim, stored.head.turn, text)
-        return True
-
-    def _partial(self, run_id: str) -> str | None:
-        partial = self._partials.get(run_id)
-        return partial[2] if partial is not None else None
 
     async def claim(
         self,
@@ -301,8 +393,7 @@ class InMemoryCheckpointer:
             return None
         found = None if step == "none" else await self.load(run_id)
         if found is not None and step == "update":
-            assert before is not None
-            found.taken_from = with_partial(before, self._partial(run_id))
+            found.taken_from = before
         return found
 
     @staticmethod
@@ -314,11 +405,9 @@ class InMemoryCheckpointer:
         stored = self._runs.get(run_id)
         if stored is None:
             return None
-        head = with_partial(RunHead.from_dict(stored.head.to_dict()), self._partial(run_id))
-        return RunSnapshot(run_id, head, list(stored.entries))
+        return RunSnapshot(run_id, RunHead.from_dict(stored.head.to_dict()), list(stored.entries))
 
     async def delete(self, run_id: str) -> bool:
-        self._partials.pop(run_id, None)
         return self._runs.pop(run_id, None) is not None
 
     async def list_runs(
@@ -326,8 +415,7 @@ class InMemoryCheckpointer:
     ) -> list[RunSummary]:
         """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
         runs = [
-            RunSummary(s.run_id, with_partial(RunHead.from_dict(s.head.to_dict()), self._partial(s.run_id)),
-                       len(s.entries))
+            RunSummary(s.run_id, RunHead.from_dict(s.head.to_dict()), len(s.entries))
             for s in self._runs.values()
             if statuses is None or s.head.status in statuses
         ]

@@ -56,7 +56,6 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
-    with_partial,
 )
 from lovia.entries import (
     Entry,
@@ -68,14 +67,13 @@ from lovia.entries import (
     entry_kinds,
     entry_to_dict,
 )
-from lovia.errors import DatabaseFileError, StoreError, UserError
+from lovia.errors import DatabaseFileError, UserError
 from lovia.session import (
     FORK_META_KEY,
     EntryPage,
     ForkOrigin,
     RewindUndo,
     RunSpan,
-    SearchHit,
     Segment,
     SessionInfo,
     TrashedSession,
@@ -85,18 +83,18 @@ from lovia.stores._common import (
     check_fork,
     check_keep,
     check_page,
+    check_purge,
     clean_meta,
     filter_sessions,
-    check_purge,
     fork_target_taken,
     new_run_id,
     nothing_to_fork,
+    nothing_to_undo,
     page_of,
     page_window,
-    nothing_to_undo,
+    restore_refused,
     rewind_cut,
     title_from,
-    restore_refused,
 )
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
 from lovia.transcript import trim_output, truncate_run
@@ -278,27 +276,8 @@ def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     )
 
 
-def _checkpoint_v2(conn: sqlite3.Connection) -> None:
-    """The partial-answer journal: per run, the text so far of the model turn in progress.
-
-    Apart from ``lovia_runs`` and ``lovia_run_entries``, so a resume is what the spec says
-    whatever it holds. ``claim`` and ``turn`` are the stored head's when the text was written:
-    a save of the run under another claim or turn (the turn's snapshot, a resume going on)
-    clears it, a lease renewal during the stream does not. A rowid table: the text can be long.
-    """
-    conn.execute(
-        """CREATE TABLE lovia_run_partials (
-            run_id TEXT PRIMARY KEY,
-            claim TEXT,
-            turn INTEGER NOT NULL,
-            text TEXT NOT NULL,
-            updated_at REAL NOT NULL
-        )"""
-    )
-
-
 SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4))
-CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1, _checkpoint_v2))
+CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1,))
 
 
 class _SQLiteStore:
@@ -473,6 +452,14 @@ class SQLiteSession(_SQLiteStore):
                 (inserted.lastrowid, kinds, text),
             )
             _touch(conn, session_id, now)
+            undo = conn.execute("SELECT added_run_id FROM lovia_rewind_undo WHERE session_id = ?",
+                                (session_id,)).fetchone()
+            if undo is not None:  # the first run after an undoable rewind is its resend; the next one forgets it
+                if undo[0] is None:
+                    conn.execute("UPDATE lovia_rewind_undo SET added_run_id = ? WHERE session_id = ?",
+                                 (run_id, session_id))
+                else:
+                    _forget_undo(conn, session_id)
 
         await self._db.write(write, f"appending to session {session_id!r}")
         return run_id
@@ -486,142 +473,14 @@ class SQLiteSession(_SQLiteStore):
             )
             conn.execute("DELETE FROM lovia_segments WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM lovia_session_info WHERE session_id = ?", (session_id,))
-
-        await self._db.write(write, f"clearing session {session_id!r}")
-
-    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
-        """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
-
-        Whole later runs are deleted; the run the cut lands in is truncated, made
-        tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
-        at or past the end changes nothing. Checkpoints of rewound runs are left alone: call
-        :func:`lovia.rewind_with_checkpoints` to forget them too.
-        """
-        check_keep("keep_entries", keep_entries)  # before the write lock is taken
-
-        def write(conn: sqlite3.Connection) -> int:
-            heads = conn.execute(
-                f"SELECT g.seq, g.run_id, g.entry_count FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}",
-                (session_id,),
-            ).fetchall()
-            whole, partial = rewind_cut([count for _, _, count in heads], keep_entries)
-            if whole == len(heads):
-                return 0
-            before = sum(count for _, _, count in heads)
-            later = [(seq,) for seq, _, _ in heads[whole + (1 if partial else 0):]]
-            _delete_runs(conn, later)
-            after = sum(count for _, _, count in heads[:whole])
-            if partial:
-                seq, run_id, count = heads[whole]
-                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
-                text: Any = row[0] if row else None
-                entries = self._run_entries(session_id, run_id, count, text,
-                                            self._where(session_id, run_id), 0)
-                kept = truncate_run(entries, partial)
-                if kept:
-                    # Rewritten from the stored JSON, not from the entries: fields this
-                    # version does not know (a newer lovia wrote them) are kept.
-                    stored = json.loads(text)
-                    survivors = {id(entry) for entry in kept}
-                    items = [item for item, entry in zip(stored, entries, strict=True) if id(entry) in survivors]
-                    conn.execute(
-                        "UPDATE lovia_segment_entries SET kinds = ?, entries = ? WHERE segment_seq = ?",
-                        (entry_kinds(kept), _json_array(items), seq),
-                    )
-                    conn.execute(
-                        "UPDATE lovia_segments SET meta = '{}', entry_count = ? WHERE seq = ?", (len(kept), seq)
-                    )
-                else:
-                    _delete_runs(conn, [(seq,)])
-                after += len(kept)
-            now = time.time()
-            _touch(conn, session_id, now)
-            if undoable:
-                conn.execute(
-                    "INSERT INTO lovia_rewind_undo (session_id, rewound_at, keep_entries, kept_runs, removed, "
-                    "last_activity, added_run_id) VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                    (session_id, now, keep_entries, whole, before - after, last_activity),
-                )
-            return before - after
-
-        return await self._db.write(write, f"rewinding session {session_id!r}")
-
-    async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
-        """Copy the first ``keep_entries`` entries into ``new_session_id``; see :class:`~lovia.session.ForkableSession`.
-
-        One transaction. Whole runs are copied row to row (their stored JSON and meta as they
-        are, fields a newer lovia wrote included); only the run the cut lands inside is decoded,
-        truncated as ``rewind`` truncates it, and only the first copied run's meta is rewritten
-        (to add the :class:`~lovia.session.ForkOrigin`). No schema change: the origin lives in
-        that meta, the copied title in ``lovia_session_info``.
-        """
-        check_fork(keep_entries, session_id, new_session_id)
-
-    def _rewind(self, conn: sqlite3.Connection, session_id: str, keep_entries: int, *, undoable: bool) -> int:
-            taken = conn.execute(
-                "SELECT 1 FROM lovia_session_info WHERE session_id = ? "
-                "UNION ALL SELECT 1 FROM lovia_segments WHERE session_id = ? LIMIT 1",
-                (new_session_id, new_session_id),
-            ).fetchone()
-            if taken is not None:
-                raise fork_target_taken(new_session_id)
-            heads = conn.execute(
-                f"SELECT g.seq, g.run_id, g.entry_count, g.meta FROM lovia_segments AS g WHERE g.session_id = ? "
-                f"{_IN_ORDER}",
-                (session_id,),
-            ).fetchall()
-            whole, partial = rewind_cut([count for _, _, count, _ in heads], keep_entries)
-            # Each copy: the source run's seq (its entries row is copied as it is) or its truncated
-            # entries (kinds, JSON), its meta as stored, and its entry count.
-            copies: list[tuple[int | None, str, str, int]] = [
-                (seq, run_id, meta, count) for seq, run_id, count, meta in heads[:whole] if count
-            ]
-            truncated: tuple[str, str] | None = None
-            if partial:
-                seq, run_id, count, _ = heads[whole]
-                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
-                text: Any = row[0] if row else None
-                entries = self._run_entries(session_id, run_id, count, text, self._where(session_id, run_id), 0)
-                kept = truncate_run(entries, partial)
-                if kept:
-                    # From the stored JSON, as rewind does: fields this version does not know are kept.
-                    survivors = {id(entry) for entry in kept}
-                    items = [item for item, entry in zip(json.loads(text), entries, strict=True)
-                             if id(entry) in survivors]
-                    truncated = (entry_kinds(kept), _json_array(items))
-                    copies.append((None, run_id, "{}", len(kept)))
-            if not copies:
-                raise nothing_to_fork(session_id)
-            now = time.time()
-            undo = conn.execute("SELECT added_run_id FROM lovia_rewind_undo WHERE session_id = ?",
-                                (session_id,)).fetchone()
-            if undo is not None:  # the first run after an undoable rewind is its resend; the next one forgets it
-                if undo[0] is None:
-                    conn.execute("UPDATE lovia_rewind_undo SET added_run_id = ? WHERE session_id = ?",
-                                 (run_id, session_id))
-                else:
-                    _forget_undo(conn, session_id)
-            infos = _session_infos(conn, session_id)
-            origin = ForkOrigin(session_id, min(keep_entries, sum(count for _, _, count, _ in heads)), now,
-                                infos[0].title if infos else "")
-            first_seq, first_run, first_meta, first_count = copies[0]
-            meta = stored_object(first_meta, f"meta of run {first_run!r} of session {session_id!r}", self.path)
-            meta[FORK_META_KEY] = origin.to_meta()
-            copies[0] = (first_seq, first_run, json.dumps(meta, separators=(",", ":")), first_count)
-            position = 0
-            for seq, run_id, meta_json, count in copies:
-                inserted = conn.execute(
-                    "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (new_session_id, new_run_id(), meta_json, count, now, position),
             # For good (the spec's clear): what the trash and the undo keep of it goes too.
             _forget_undo(conn, session_id)
             conn.execute("DELETE FROM lovia_trash_runs WHERE trash_id IN "
                          "(SELECT trash_id FROM lovia_trash WHERE session_id = ?)", (session_id,))
             conn.execute("DELETE FROM lovia_trash WHERE session_id = ?", (session_id,))
-                )
-                if seq is None:
-                    assert truncated is not None
+
+        await self._db.write(write, f"clearing session {session_id!r}")
+
     # -- trash (see lovia.session.TrashingSession) -------------------------------------------
 
     async def trash_session(self, session_id: str) -> TrashedSession | None:
@@ -732,6 +591,133 @@ class SQLiteSession(_SQLiteStore):
 
         return await self._db.write(write, f"undoing the rewind of session {session_id!r}")
 
+    async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
+
+        Whole later runs are deleted; the run the cut lands in is truncated, made
+        tool-consistent and loses its meta. ``keep_entries=0`` empties the session; a count
+        at or past the end changes nothing. Checkpoints of rewound runs are left alone: call
+        :func:`lovia.rewind_with_checkpoints` to forget them too.
+        """
+        check_keep("keep_entries", keep_entries)  # before the write lock is taken
+        return await self._db.write(lambda conn: self._rewind(conn, session_id, keep_entries, undoable=False),
+                                    f"rewinding session {session_id!r}")
+
+    def _rewind(self, conn: sqlite3.Connection, session_id: str, keep_entries: int, *, undoable: bool) -> int:
+            heads = conn.execute(
+                f"SELECT g.seq, g.run_id, g.entry_count FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}",
+                (session_id,),
+            ).fetchall()
+            whole, partial = rewind_cut([count for _, _, count in heads], keep_entries)
+            if whole == len(heads):
+                return 0
+            before = sum(count for _, _, count in heads)
+            _forget_undo(conn, session_id)
+            if undoable:  # what the cut touches, copied as stored before it changes
+                (last_activity,) = conn.execute(
+                    "SELECT COALESCE((SELECT last_activity FROM lovia_session_info WHERE session_id = ?), 0)",
+                    (session_id,)).fetchone()
+                _copy_runs(conn, [seq for seq, _, _ in heads[whole:]], "lovia_rewind_undo_runs (session_id, ",
+                           session_id, 0)
+            later = [(seq,) for seq, _, _ in heads[whole + (1 if partial else 0):]]
+            _delete_runs(conn, later)
+            after = sum(count for _, _, count in heads[:whole])
+            if partial:
+                seq, run_id, count = heads[whole]
+                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
+                text: Any = row[0] if row else None
+                entries = self._run_entries(session_id, run_id, count, text,
+                                            self._where(session_id, run_id), 0)
+                kept = truncate_run(entries, partial)
+                if kept:
+                    # Rewritten from the stored JSON, not from the entries: fields this
+                    # version does not know (a newer lovia wrote them) are kept.
+                    stored = json.loads(text)
+                    survivors = {id(entry) for entry in kept}
+                    items = [item for item, entry in zip(stored, entries, strict=True) if id(entry) in survivors]
+                    conn.execute(
+                        "UPDATE lovia_segment_entries SET kinds = ?, entries = ? WHERE segment_seq = ?",
+                        (entry_kinds(kept), _json_array(items), seq),
+                    )
+                    conn.execute(
+                        "UPDATE lovia_segments SET meta = '{}', entry_count = ? WHERE seq = ?", (len(kept), seq)
+                    )
+                else:
+                    _delete_runs(conn, [(seq,)])
+                after += len(kept)
+            now = time.time()
+            _touch(conn, session_id, now)
+            if undoable:
+                conn.execute(
+                    "INSERT INTO lovia_rewind_undo (session_id, rewound_at, keep_entries, kept_runs, removed, "
+                    "last_activity, added_run_id) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                    (session_id, now, keep_entries, whole, before - after, last_activity),
+                )
+            return before - after
+
+    async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
+        """Copy the first ``keep_entries`` entries into ``new_session_id``; see :class:`~lovia.session.ForkableSession`.
+
+        One transaction. Whole runs are copied row to row (their stored JSON and meta as they
+        are, fields a newer lovia wrote included); only the run the cut lands inside is decoded,
+        truncated as ``rewind`` truncates it, and only the first copied run's meta is rewritten
+        (to add the :class:`~lovia.session.ForkOrigin`). No schema change: the origin lives in
+        that meta, the copied title in ``lovia_session_info``.
+        """
+        check_fork(keep_entries, session_id, new_session_id)
+
+        def write(conn: sqlite3.Connection) -> int:
+            taken = conn.execute(
+                "SELECT 1 FROM lovia_session_info WHERE session_id = ? "
+                "UNION ALL SELECT 1 FROM lovia_segments WHERE session_id = ? LIMIT 1",
+                (new_session_id, new_session_id),
+            ).fetchone()
+            if taken is not None:
+                raise fork_target_taken(new_session_id)
+            heads = conn.execute(
+                f"SELECT g.seq, g.run_id, g.entry_count, g.meta FROM lovia_segments AS g WHERE g.session_id = ? "
+                f"{_IN_ORDER}",
+                (session_id,),
+            ).fetchall()
+            whole, partial = rewind_cut([count for _, _, count, _ in heads], keep_entries)
+            # Each copy: the source run's seq (its entries row is copied as it is) or its truncated
+            # entries (kinds, JSON), its meta as stored, and its entry count.
+            copies: list[tuple[int | None, str, str, int]] = [
+                (seq, run_id, meta, count) for seq, run_id, count, meta in heads[:whole] if count
+            ]
+            truncated: tuple[str, str] | None = None
+            if partial:
+                seq, run_id, count, _ = heads[whole]
+                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
+                text: Any = row[0] if row else None
+                entries = self._run_entries(session_id, run_id, count, text, self._where(session_id, run_id), 0)
+                kept = truncate_run(entries, partial)
+                if kept:
+                    # From the stored JSON, as rewind does: fields this version does not know are kept.
+                    survivors = {id(entry) for entry in kept}
+                    items = [item for item, entry in zip(json.loads(text), entries, strict=True)
+                             if id(entry) in survivors]
+                    truncated = (entry_kinds(kept), _json_array(items))
+                    copies.append((None, run_id, "{}", len(kept)))
+            if not copies:
+                raise nothing_to_fork(session_id)
+            now = time.time()
+            infos = _session_infos(conn, session_id)
+            origin = ForkOrigin(session_id, min(keep_entries, sum(count for _, _, count, _ in heads)), now,
+                                infos[0].title if infos else "")
+            first_seq, first_run, first_meta, first_count = copies[0]
+            meta = stored_object(first_meta, f"meta of run {first_run!r} of session {session_id!r}", self.path)
+            meta[FORK_META_KEY] = origin.to_meta()
+            copies[0] = (first_seq, first_run, json.dumps(meta, separators=(",", ":")), first_count)
+            position = 0
+            for seq, run_id, meta_json, count in copies:
+                inserted = conn.execute(
+                    "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (new_session_id, new_run_id(), meta_json, count, now, position),
+                )
+                if seq is None:
+                    assert truncated is not None
                     conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
                                  (inserted.lastrowid, *truncated))
                 elif conn.execute(
@@ -741,8 +727,6 @@ class SQLiteSession(_SQLiteStore):
                     self._run_entries(session_id, run_id, count, None, "", 0)  # raises: its entries are lost
                 position += count
             conn.execute(
-        return await self._db.write(lambda conn: self._rewind(conn, session_id, keep_entries, undoable=False),
-                                    f"rewinding session {session_id!r}")
                 "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
                 "SELECT ?, (SELECT title FROM lovia_session_info WHERE session_id = ?), ?, ?",
                 (new_session_id, session_id, now, now),
@@ -753,13 +737,6 @@ class SQLiteSession(_SQLiteStore):
 
     async def trim_tool_results(self, session_id: str, *, keep_chars: int = 400, keep_runs: int = 1) -> int:
         """Cut tool outputs older than the last ``keep_runs`` runs to ``keep_chars``; return how many.
-            _forget_undo(conn, session_id)
-            if undoable:  # what the cut touches, copied as stored before it changes
-                (last_activity,) = conn.execute(
-                    "SELECT COALESCE((SELECT last_activity FROM lovia_session_info WHERE session_id = ?), 0)",
-                    (session_id,)).fetchone()
-                _copy_runs(conn, [seq for seq, _, _ in heads[whole:]], "lovia_rewind_undo_runs (session_id, ",
-                           session_id, 0)
 
         Structure, order and call-id pairing are kept and a marker says what was cut;
         trimming again with the same arguments changes nothing (and returns 0).
@@ -869,6 +846,69 @@ def _delete_runs(conn: sqlite3.Connection, seqs: list[tuple[int]]) -> None:
     conn.executemany("DELETE FROM lovia_segments WHERE seq = ?", seqs)
 
 
+_RUN_COLUMNS = "run_id, meta, entry_count, appended_at, kinds, entries"
+
+
+def _copy_runs(conn: sqlite3.Connection, seqs: list[int], into: str, key: object, first: int) -> None:
+    """Copy the live runs ``seqs`` (in that order) into a table ``into`` opens: ``"<table> (<key column>, "``,
+    numbered from ``first``; their rows are left as stored."""
+    for position, seq in enumerate(seqs, start=first):
+        conn.execute(
+            f"INSERT INTO {into}position, {_RUN_COLUMNS}) SELECT ?, ?, g.run_id, g.meta, g.entry_count, "
+            "g.appended_at, e.kinds, e.entries FROM lovia_segments AS g "
+            "JOIN lovia_segment_entries AS e ON e.segment_seq = g.seq WHERE g.seq = ?",
+            (key, position, seq),
+        )
+        if not conn.execute("SELECT changes()").fetchone()[0]:
+            raise DatabaseFileError(
+                "a run lost its entries (the file is damaged), so lovia did not move it aside and changed nothing; "
+                "run `lovia doctor` to see what is wrong"
+            )
+
+
+def _move_runs_out(conn: sqlite3.Connection, session_id: str, into: str, key: object, first: int) -> None:
+    """Move every run of the live session into ``into`` (see :func:`_copy_runs`), in session order."""
+    seqs = [seq for (seq,) in conn.execute(
+        f"SELECT g.seq FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}", (session_id,))]
+    _copy_runs(conn, seqs, into, key, first)
+    _delete_runs(conn, [(seq,) for seq in seqs])
+
+
+def _move_runs_in(conn: sqlite3.Connection, session_id: str, table: str, key_column: str, key: object,
+                  start: int) -> None:
+    """Append the runs ``table`` keeps under ``key`` to the live session, in their order, from position
+    ``start``, and delete them there. Each gets a new ``seq`` (one after the session's last)."""
+    rows = conn.execute(
+        f"SELECT {_RUN_COLUMNS} FROM {table} WHERE {key_column} = ? ORDER BY position", (key,)
+    ).fetchall()
+    for run_id, meta, count, appended_at, kinds, entries in rows:
+        seq = conn.execute(
+            "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, run_id, meta, count, appended_at, start),
+        ).lastrowid
+        conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
+                     (seq, kinds, entries))
+        start += count
+    conn.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (key,))
+
+
+def _forget_undo(conn: sqlite3.Connection, session_id: str) -> None:
+    conn.execute("DELETE FROM lovia_rewind_undo_runs WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM lovia_rewind_undo WHERE session_id = ?", (session_id,))
+
+
+def _undo_of(conn: sqlite3.Connection, session_id: str) -> RewindUndo | None:
+    row = conn.execute("SELECT rewound_at, keep_entries, removed, added_run_id FROM lovia_rewind_undo "
+                       "WHERE session_id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    runs = tuple(r for (r,) in conn.execute(
+        "SELECT run_id FROM lovia_rewind_undo_runs WHERE session_id = ? ORDER BY position", (session_id,)))
+    rewound_at, keep_entries, removed, added = row
+    return RewindUndo(session_id, rewound_at, keep_entries, removed, runs, added)
+
+
 def _json_array(items: list[Any]) -> str:
     """Stored JSON items written back as the array :func:`~lovia.entries.entries_to_json_array` makes."""
     return json.dumps(items, ensure_ascii=False, separators=(",", ":"))
@@ -943,7 +983,7 @@ class SQLiteCheckpointer(_SQLiteStore):
     async def save(self, snapshot: RunSnapshot) -> None:
         run_id, entries = snapshot.run_id, snapshot.entries
         # Read now: the runner goes on changing its head while this runs on the worker thread.
-        claim, head_row, turn = snapshot.head.claim, _head_row(snapshot.head), snapshot.head.turn
+        claim, head_row = snapshot.head.claim, _head_row(snapshot.head)
         total = len(entries)
         counts = self._stored_counts
 
@@ -972,7 +1012,6 @@ class SQLiteCheckpointer(_SQLiteStore):
                 [(run_id, have + i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
             )
             counts.remember(run_id, total)  # a guess until the commit: a failed one only costs the full check
-            conn.execute(_CLEAR_PARTIAL, (run_id, claim, turn))
 
         await self._db.write(write, f"saving the checkpoint of run {run_id!r}")
 
@@ -1008,9 +1047,7 @@ class SQLiteCheckpointer(_SQLiteStore):
             if stored is None or step == "store_start":
                 return None
             if step == "update":
-                assert before is not None
                 _write_head(conn, run_id, _head_row(stored), None)
-                with_partial(before, _partial(conn, run_id))
             return stored, _entry_rows(conn, run_id), before if step == "update" else None
 
         found = await self._db.write(write, f"claiming run {run_id!r}")
@@ -1020,93 +1057,19 @@ class SQLiteCheckpointer(_SQLiteStore):
         entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
         return RunSnapshot(run_id, head, entries, taken_from=taken_from)
 
-_RUN_COLUMNS = "run_id, meta, entry_count, appended_at, kinds, entries"
-
-
-def _copy_runs(conn: sqlite3.Connection, seqs: list[int], into: str, key: object, first: int) -> None:
-    """Copy the live runs ``seqs`` (in that order) into a table ``into`` opens: ``"<table> (<key column>, "``,
-    numbered from ``first``; their rows are left as stored."""
-    for position, seq in enumerate(seqs, start=first):
-        conn.execute(
-            f"INSERT INTO {into}position, {_RUN_COLUMNS}) SELECT ?, ?, g.run_id, g.meta, g.entry_count, "
-            "g.appended_at, e.kinds, e.entries FROM lovia_segments AS g "
-            "JOIN lovia_segment_entries AS e ON e.segment_seq = g.seq WHERE g.seq = ?",
-            (key, position, seq),
-        )
-        if not conn.execute("SELECT changes()").fetchone()[0]:
-            raise DatabaseFileError(
-                "a run lost its entries (the file is damaged), so lovia did not move it aside and changed nothing; "
-                "run `lovia doctor` to see what is wrong"
-            )
-
-
-def _move_runs_out(conn: sqlite3.Connection, session_id: str, into: str, key: object, first: int) -> None:
-    """Move every run of the live session into ``into`` (see :func:`_copy_runs`), in session order."""
-    seqs = [seq for (seq,) in conn.execute(
-        f"SELECT g.seq FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}", (session_id,))]
-    _copy_runs(conn, seqs, into, key, first)
-    _delete_runs(conn, [(seq,) for seq in seqs])
-
-
-def _move_runs_in(conn: sqlite3.Connection, session_id: str, table: str, key_column: str, key: object,
-                  start: int) -> None:
-    """Append the runs ``table`` keeps under ``key`` to the live session, in their order, from position
-    ``start``, and delete them there. Each gets a new ``seq`` (one after the session's last)."""
-    rows = conn.execute(
-        f"SELECT {_RUN_COLUMNS} FROM {table} WHERE {key_column} = ? ORDER BY position", (key,)
-    ).fetchall()
-    for run_id, meta, count, appended_at, kinds, entries in rows:
-        seq = conn.execute(
-            "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (session_id, run_id, meta, count, appended_at, start),
-        ).lastrowid
-        conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
-                     (seq, kinds, entries))
-        start += count
-    conn.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (key,))
-
-
-def _forget_undo(conn: sqlite3.Connection, session_id: str) -> None:
-    conn.execute("DELETE FROM lovia_rewind_undo_runs WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM lovia_rewind_undo WHERE session_id = ?", (session_id,))
-
-
-def _undo_of(conn: sqlite3.Connection, session_id: str) -> RewindUndo | None:
-    row = conn.execute("SELECT rewound_at, keep_entries, removed, added_run_id FROM lovia_rewind_undo "
-                       "WHERE session_id = ?", (session_id,)).fetchone()
-    if row is None:
-        return None
-    runs = tuple(r for (r,) in conn.execute(
-        "SELECT run_id FROM lovia_rewind_undo_runs WHERE session_id = ? ORDER BY position", (session_id,)))
-    rewound_at, keep_entries, removed, added = row
-    return RewindUndo(session_id, rewound_at, keep_entries, removed, runs, added)
-
-
     async def load(self, run_id: str) -> RunSnapshot | None:
-        def read(conn: sqlite3.Connection) -> tuple[str, list[str], str | None] | None:
+        def read(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return None
-            return row[0], _entry_rows(conn, run_id), _partial(conn, run_id)
+            return row[0], _entry_rows(conn, run_id)
 
         found = await self._db.read(read, f"loading the checkpoint of run {run_id!r}")
         if found is None:
             return None
-        head_json, rows, partial = found
+        head_json, rows = found
         entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
-        return RunSnapshot(run_id, with_partial(_decode_head(head_json, run_id, self.path), partial), entries)
-
-    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
-        """Journal the text so far of the streaming turn; see :class:`~lovia.checkpoint.JournalingCheckpointer`.
-
-        One statement: the text is written only while the stored run is ``running`` under
-        ``claim``, with that head's turn, replacing the run's previous text.
-        """
-        def write(conn: sqlite3.Connection) -> bool:
-            return conn.execute(_JOURNAL_PARTIAL, (text, time.time(), run_id, claim)).rowcount > 0
-
-        return await self._db.write(write, f"journalling the streaming answer of run {run_id!r}")
+        return RunSnapshot(run_id, _decode_head(head_json, run_id, self.path), entries)
 
     def _stored_head(self, conn: sqlite3.Connection, run_id: str) -> RunHead:
         (head_json,) = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -1115,7 +1078,6 @@ def _undo_of(conn: sqlite3.Connection, session_id: str) -> RewindUndo | None:
     async def delete(self, run_id: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             conn.execute("DELETE FROM lovia_run_entries WHERE run_id = ?", (run_id,))
-            conn.execute("DELETE FROM lovia_run_partials WHERE run_id = ?", (run_id,))
             return conn.execute("DELETE FROM lovia_runs WHERE run_id = ?", (run_id,)).rowcount > 0
 
         return await self._db.write(write, f"deleting the checkpoint of run {run_id!r}")
@@ -1124,15 +1086,13 @@ def _undo_of(conn: sqlite3.Connection, session_id: str) -> RewindUndo | None:
         self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
     ) -> list[RunSummary]:
         """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
-        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int, str | None]]:
-            # A running run's journal comes along, for the one that crashed (``with_partial``).
-            sql = ("SELECT r.run_id, r.head, r.entry_count, CASE WHEN r.status = 'running' THEN p.text END "
-                   "FROM lovia_runs AS r LEFT JOIN lovia_run_partials AS p USING (run_id)")
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+            sql = "SELECT run_id, head, entry_count FROM lovia_runs"
             args: list[Any] = []
             if statuses is not None:
-                sql += f" WHERE r.status IN ({', '.join('?' for _ in statuses)})"
+                sql += f" WHERE status IN ({', '.join('?' for _ in statuses)})"
                 args.extend(statuses)
-            sql += " ORDER BY r.updated_at DESC"
+            sql += " ORDER BY updated_at DESC"
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(limit)
@@ -1141,8 +1101,7 @@ def _undo_of(conn: sqlite3.Connection, session_id: str) -> RewindUndo | None:
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        return [RunSummary(run_id, with_partial(_decode_head(head, run_id, self.path), partial), count)
-                for run_id, head, count, partial in rows]
+        return [RunSummary(run_id, _decode_head(head, run_id, self.path), count) for run_id, head, count in rows]
 
 
 _HeadRow = tuple[str, str | None, float, str]
@@ -1153,27 +1112,6 @@ _UPDATE_OWN_HEAD = (
     "UPDATE lovia_runs SET status = ?, session_id = ?, updated_at = ?, head = ?, entry_count = ? "
     "WHERE run_id = ? AND entry_count = ? AND json_extract(head, '$.claim') = ?"
 )
-
-
-# The journal's write: only while the stored run is running under the writer's claim, tagged with
-# the stored head's claim and turn (what ``_CLEAR_PARTIAL`` compares with each save).
-_JOURNAL_PARTIAL = (
-    "INSERT INTO lovia_run_partials (run_id, claim, turn, text, updated_at) "
-    "SELECT run_id, json_extract(head, '$.claim'), COALESCE(json_extract(head, '$.turn'), 0), ?, ? "
-    "FROM lovia_runs WHERE run_id = ? AND status = 'running' AND json_extract(head, '$.claim') IS ? "
-    "ON CONFLICT (run_id) DO UPDATE SET claim = excluded.claim, turn = excluded.turn, text = excluded.text, "
-    "updated_at = excluded.updated_at"
-)
-
-# A save clears the journal unless it is of the same execution and turn (a lease renewal while
-# the model streams): the turn's snapshot landed, or the run went on under another claim.
-_CLEAR_PARTIAL = "DELETE FROM lovia_run_partials WHERE run_id = ? AND (claim IS NOT ? OR turn IS NOT ?)"
-
-
-def _partial(conn: sqlite3.Connection, run_id: str) -> str | None:
-    """The journalled text of ``run_id``'s streaming turn, if any."""
-    row = conn.execute("SELECT text FROM lovia_run_partials WHERE run_id = ?", (run_id,)).fetchone()
-    return row[0] if row else None
 
 
 class _StoredCounts:
