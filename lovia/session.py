@@ -27,6 +27,8 @@ __all__ = [
     "RewindUndo",
     "RewindableSession",
     "RunSpan",
+    "SearchHit",
+    "SearchableSession",
     "Segment",
     "Session",
     "SessionInfo",
@@ -339,6 +341,49 @@ class PagedSession(Session, Protocol):
         A ``start`` at or past the end gives an empty page at the end; an unknown session an
         empty page at 0. Its cost grows with the page, not with the session. A negative
         ``start`` or a ``limit`` below 1 is a ``UserError``.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One place a search found its words: an entry of a session, or a session's title.
+
+    ``position`` is the entry's place in the session's transcript (counted from 0, as
+    ``read_page`` and ``rewind`` count); ``None`` for a hit in a title a user gave the
+    session. ``kind`` is the entry's type (``user``, ``assistant``, ``tool_call``,
+    ``tool_result``) or ``title``. ``snippet`` is one line of the matched text around the
+    match, with ``…`` where it was cut; ``matches`` are the ``(start, end)`` offsets in
+    ``snippet`` of the words that matched. ``at`` is when the entry's run was stored (the
+    session's last activity for a title); ``title`` is the session's title as
+    :class:`SessionInfo` has it.
+    """
+
+    session_id: str
+    title: str
+    position: int | None
+    kind: str
+    snippet: str
+    matches: tuple[tuple[int, int], ...]
+    run_id: str | None = None
+    at: float | None = None
+
+
+@runtime_checkable
+class SearchableSession(Session, Protocol):
+    """A session store that can find words across every session: full-text search."""
+
+    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        """Hits for ``query`` as a user typed it, at most ``limit``: titles first, then entries, newest first.
+
+        Every word is searched for literally, any case and diacritics; ``"a phrase"``,
+        ``prefix*`` and ``-left_out`` are understood, and nothing a user types is a syntax
+        error (see :mod:`lovia.stores._search`). What is searched: the text of user and
+        assistant messages, tool calls' names and arguments, tool outputs, and titles given
+        to sessions (an untitled session's title is its first message, found as that
+        entry). A query with no word in it, or a limit below 1, is a ``UserError``; a store
+        that cannot search its file (a Python whose SQLite lacks FTS5) raises
+        :class:`~lovia.errors.StoreError` saying so.
         """
         ...
 

@@ -484,6 +484,9 @@ class SQLiteDatabase:
             version = _schema_version(conn, self.schema.store)
         except sqlite3.Error as exc:
             raise self._translate(exc, "reading the file's schema") from None
+        except UnicodeDecodeError:
+            # SQLite's message quoted a damaged schema's bytes, which Python could not decode.
+            raise _corrupt(self.path, "reading the file's schema") from None
         self._check_version(version)
         key = _file_key(self.path)
         if key not in _checked_files:

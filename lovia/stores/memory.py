@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from lovia.session import (
     ForkOrigin,
     RewindUndo,
     RunSpan,
+    SearchHit,
     Segment,
     SessionInfo,
     TrashedSession,
@@ -45,6 +47,7 @@ from lovia.stores._common import (
     rewind_cut,
     title_from,
 )
+from lovia.stores._search import check_search_limit, match_text, parse_query, searched_text, snippet_of
 from lovia.transcript import trim_output, truncate_run
 
 __all__ = ["InMemoryCheckpointer", "InMemorySession"]
@@ -85,6 +88,9 @@ class InMemorySession:
 
     def __init__(self) -> None:
         self._sessions: dict[str, _StoredSession] = {}
+        # When each run was stored, in order, for search's newest-first (as SQLite's ``seq`` orders them).
+        self._stored_order: dict[tuple[str, str], tuple[int, float]] = {}
+        self._appends = itertools.count(1)
         self._trash: dict[int, _Trashed] = {}
         self._trash_ids = 0
 
@@ -132,6 +138,7 @@ class InMemorySession:
             return segment.run_id
         stored.segments.append(segment)
         stored.last_activity = time.time()
+        self._stored_order[(session_id, segment.run_id)] = (next(self._appends), stored.last_activity)
         undo = stored.undo
         if undo is not None:  # the first run after an undoable rewind is its resend; the next one forgets it
             if undo.info.added_run_id is None:
@@ -318,6 +325,40 @@ class InMemorySession:
         if stored is None:
             stored = self._sessions[session_id] = _StoredSession()
         stored.title = title_from(title) or None
+
+    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        """See :class:`~lovia.session.SearchableSession`: every session scanned, as the SQLite index would match.
+
+        Titles that match come first (most recently active session first), then entries, the
+        most recently stored first.
+        """
+        parsed = parse_query(query)
+        check_search_limit(limit)
+        hits: list[tuple[tuple[int, float, int], SearchHit]] = []
+        titled = sorted(((sid, s) for sid, s in self._sessions.items() if s.title), key=lambda i: -i[1].last_activity)
+        for session_id, stored in titled:
+            matches = match_text(stored.title or "", parsed)
+            if matches is not None:
+                snippet, offsets = snippet_of(stored.title or "", matches)
+                hits.append(((0, 0.0, 0), SearchHit(session_id, stored.title or "", None, "title", snippet, offsets,
+                                                    None, stored.last_activity)))
+        titles = len(hits)
+        for session_id, stored in self._sessions.items():
+            title: str | None = None
+            position = 0
+            for segment in stored.segments:
+                order, at = self._stored_order.get((session_id, segment.run_id), (0, stored.last_activity))
+                for offset, entry in enumerate(segment.entries):
+                    text = searched_text(entry)
+                    matches = match_text(text, parsed) if text else None
+                    if matches is not None:
+                        title = title if title is not None else self._info(session_id, stored).title
+                        snippet, offsets = snippet_of(text, matches)
+                        hits.append(((1, -order, -offset), SearchHit(session_id, title, position + offset, entry.type,
+                                                                      snippet, offsets, segment.run_id, at)))
+                position += len(segment.entries)
+        hits[titles:] = sorted(hits[titles:], key=lambda hit: hit[0])
+        return [hit for _, hit in hits[:limit]]
 
     @staticmethod
     def _info(session_id: str, stored: _StoredSession) -> SessionInfo:

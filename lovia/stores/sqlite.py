@@ -37,6 +37,7 @@ public API.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -67,13 +68,14 @@ from lovia.entries import (
     entry_kinds,
     entry_to_dict,
 )
-from lovia.errors import DatabaseFileError, UserError
+from lovia.errors import DatabaseFileError, StoreError, UserError
 from lovia.session import (
     FORK_META_KEY,
     EntryPage,
     ForkOrigin,
     RewindUndo,
     RunSpan,
+    SearchHit,
     Segment,
     SessionInfo,
     TrashedSession,
@@ -95,6 +97,15 @@ from lovia.stores._common import (
     restore_refused,
     rewind_cut,
     title_from,
+)
+from lovia.stores._search import (
+    ELLIPSIS,
+    MARK_CLOSE,
+    MARK_OPEN,
+    SNIPPET_WORDS,
+    check_search_limit,
+    parse_query,
+    unmark,
 )
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
 from lovia.transcript import trim_output, truncate_run
@@ -253,6 +264,90 @@ def _session_v4(conn: sqlite3.Connection) -> None:
     )
 
 
+# -- full-text search (schema 5) ---------------------------------------------------------
+#
+# One FTS5 document per searched entry, so a hit names its entry: its rowid is the run's
+# ``seq`` times 2**24 plus the entry's index in the run's array, and a hit's place in its
+# session is that run's ``start`` plus the index, read when searching (a rewind or a restore
+# moves runs; their rowids stay theirs). A run's documents are one rowid range, so a run is
+# unindexed with one range delete. Titles a user gave are documents with negative rowids, one
+# per session, numbered by ``lovia_search_titles``. Triggers on the tables that hold entries
+# and titles keep the index in step with every write, whoever makes it (append, rewind, trim,
+# clear, the trash and the rewind undo, another process).
+_RUN_DOCS = 1 << 24
+"""Documents a run may have: an entry's index in its run is below it."""
+_SEARCHED_TEXT = """CASE json_extract(item.value, '$.type')
+        WHEN 'user' THEN json_extract(item.value, '$.text')
+        WHEN 'assistant' THEN json_extract(item.value, '$.text')
+        WHEN 'tool_result' THEN json_extract(item.value, '$.output')
+        WHEN 'tool_call' THEN json_extract(item.value, '$.name') || ' ' || json_extract(item.value, '$.arguments')
+    END"""
+
+
+def _index_run(run: str) -> str:
+    """The statement indexing the searched entries of ``{run}`` (a row of ``lovia_segment_entries``).
+
+    A damaged array (not valid JSON) is left unindexed rather than failing the write; reading
+    it refuses it anyway.
+    """
+    return f"""INSERT INTO lovia_search (rowid, body, kind)
+        SELECT {run}.segment_seq * {_RUN_DOCS} + item.key, {_SEARCHED_TEXT}, json_extract(item.value, '$.type')
+        FROM json_each(CASE WHEN json_valid({run}.entries) THEN {run}.entries ELSE '[]' END) AS item
+        WHERE item.key < {_RUN_DOCS} AND {_SEARCHED_TEXT} != ''"""
+
+
+def _unindex_run(run: str) -> str:
+    return (f"DELETE FROM lovia_search WHERE rowid >= {run}.segment_seq * {_RUN_DOCS} "
+            f"AND rowid < ({run}.segment_seq + 1) * {_RUN_DOCS}")
+
+
+_INDEX_TITLE = """INSERT INTO lovia_search_titles (session_id) SELECT new.session_id WHERE new.title IS NOT NULL;
+    INSERT INTO lovia_search (rowid, body, kind) SELECT -doc, new.title, 'title' FROM lovia_search_titles
+        WHERE session_id = new.session_id AND new.title IS NOT NULL"""
+_UNINDEX_TITLE = """DELETE FROM lovia_search
+        WHERE rowid = -(SELECT doc FROM lovia_search_titles WHERE session_id = old.session_id);
+    DELETE FROM lovia_search_titles WHERE session_id = old.session_id"""
+
+
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 (CPython's bundled SQLite does on most builds)."""
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as probe:
+            probe.execute("CREATE VIRTUAL TABLE probe USING fts5(body)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+
+
+def _session_v5(conn: sqlite3.Connection) -> None:
+    # Version 5 adds the search index (see above) and indexes what the file holds. Without
+    # FTS5 the file still moves to version 5, without an index: search then says why it
+    # cannot, and everything else works.
+    if not fts5_available():
+        return
+    conn.execute("CREATE VIRTUAL TABLE lovia_search USING fts5(body, kind UNINDEXED, "
+                 "tokenize = 'unicode61 remove_diacritics 2')")
+    conn.execute("CREATE TABLE lovia_search_titles (doc INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE)")
+    conn.execute(f"""CREATE TRIGGER lovia_search_run_added AFTER INSERT ON lovia_segment_entries BEGIN
+        {_index_run("new")}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_search_run_removed AFTER DELETE ON lovia_segment_entries BEGIN
+        {_unindex_run("old")}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_search_run_changed AFTER UPDATE OF entries, segment_seq
+        ON lovia_segment_entries BEGIN {_unindex_run("old")}; {_index_run("new")}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_search_title_added AFTER INSERT ON lovia_session_info BEGIN
+        {_INDEX_TITLE}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_search_title_changed AFTER UPDATE OF title, session_id
+        ON lovia_session_info BEGIN {_UNINDEX_TITLE}; {_INDEX_TITLE}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_search_title_removed AFTER DELETE ON lovia_session_info BEGIN
+        {_UNINDEX_TITLE}; END""")
+    # What the file holds already, through the statements the triggers run.
+    conn.execute(_index_run("run").replace("FROM json_each", "FROM lovia_segment_entries AS run, json_each"))
+    conn.execute("INSERT INTO lovia_search_titles (session_id) SELECT session_id FROM lovia_session_info "
+                 "WHERE title IS NOT NULL")
+    conn.execute("INSERT INTO lovia_search (rowid, body, kind) SELECT -t.doc, i.title, 'title' "
+                 "FROM lovia_search_titles AS t JOIN lovia_session_info AS i USING (session_id)")
+
+
 def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     conn.execute(
         """CREATE TABLE lovia_runs (
@@ -276,7 +371,7 @@ def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     )
 
 
-SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4))
+SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4, _session_v5))
 CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1,))
 
 
@@ -818,6 +913,43 @@ class SQLiteSession(_SQLiteStore):
 
         await self._db.write(write, f"renaming session {session_id!r}")
 
+    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        """See :class:`~lovia.session.SearchableSession`: FTS5 ``MATCH`` on the index schema 5 keeps.
+
+        Titles that match come first (most recently active session first), then entries, the
+        most recently stored first: the index's own order (rowids grow with each run stored),
+        so the newest ``limit`` are read without ranking every match.
+        """
+        expression = parse_query(query).fts()
+        check_search_limit(limit)
+
+        def read(conn: sqlite3.Connection) -> list[SearchHit]:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lovia_search'").fetchone() is None:
+                raise StoreError(
+                    f"{self.path} has no search index: the Python that moved it to its current layout had an "
+                    "SQLite without FTS5. Search needs a Python whose sqlite3 module has FTS5 (CPython's "
+                    "bundled SQLite has it on most builds); everything else works without it."
+                )
+            titles = conn.execute(_SEARCH_TITLES, (expression, limit)).fetchall()
+            entries = conn.execute(_SEARCH_ENTRIES, (expression, limit - len(titles))).fetchall() \
+                if len(titles) < limit else []
+            shown: dict[str, str] = {}
+            hits = []
+            for session_id, kind, marked, position, run_id, at in [*titles, *entries]:
+                snippet, matches = unmark(marked)
+                if session_id not in shown:
+                    shown[session_id] = _title(conn, session_id)
+                hits.append(SearchHit(session_id, shown[session_id], position, kind, snippet, matches, run_id, at))
+            return hits
+
+        try:
+            return await self._db.read(read, "searching sessions")
+        except StoreError as error:
+            if isinstance(error.__cause__, sqlite3.OperationalError) and "fts5" in str(error.__cause__):
+                # The expression is built from quoted words only; still, never a crash.
+                raise UserError("The search could not be read; search for plain words.") from None
+            raise
+
     def _run_entries(
         self, session_id: str, run_id: str, count: int, text: Any, where: str, first: int
     ) -> tuple[Entry, ...]:
@@ -959,6 +1091,27 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
             title = title_from(first[0]) if first and isinstance(first[0], str) else ""
         infos.append(SessionInfo(session_id, title, entry_count, run_count, created_at, last_activity, float(seconds)))
     return infos
+
+
+_SNIPPET = f"snippet(lovia_search, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '{ELLIPSIS}', {SNIPPET_WORDS})"
+_SEARCH_TITLES = f"""
+    SELECT t.session_id, 'title', {_SNIPPET}, NULL, NULL, i.last_activity
+    FROM lovia_search AS s JOIN lovia_search_titles AS t ON t.doc = -s.rowid
+    JOIN lovia_session_info AS i ON i.session_id = t.session_id
+    WHERE lovia_search MATCH ? AND s.rowid < 0 ORDER BY i.last_activity DESC LIMIT ?"""
+_SEARCH_ENTRIES = f"""
+    SELECT g.session_id, s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id, g.appended_at
+    FROM lovia_search AS s JOIN lovia_segments AS g ON g.seq = s.rowid / {_RUN_DOCS}
+    WHERE lovia_search MATCH ? AND s.rowid > 0 ORDER BY s.rowid DESC LIMIT ?"""
+
+
+def _title(conn: sqlite3.Connection, session_id: str) -> str:
+    """The session's title as :class:`SessionInfo` has it: the one given, else its first message's."""
+    row = conn.execute("SELECT title FROM lovia_session_info WHERE session_id = ?", (session_id,)).fetchone()
+    if row is not None and row[0] is not None:
+        return str(row[0])
+    first = conn.execute(_FIRST_USER_TEXT, (session_id,)).fetchone()
+    return title_from(first[0]) if first and isinstance(first[0], str) else ""
 
 
 class SQLiteCheckpointer(_SQLiteStore):

@@ -1,0 +1,209 @@
+"""Full-text search shared by the session stores: what a typed query means, and a scan that matches it.
+
+A query is what a user types into a search box, never SQLite's FTS5 syntax: every word is
+searched for literally, so quotes, ``-``, ``*``, brackets and unbalanced quotes never make a
+query fail. :func:`parse_query` reads it as:
+
+- words (letters and digits; anything else separates them), all of which must occur;
+- ``"a phrase"``: those words next to each other, in that order (an unclosed quote runs to the end);
+- ``word*`` or ``"a phra"*``: the last word as a prefix;
+- ``-word`` or ``-"a phrase"``: hits holding it are left out.
+
+Matching ignores case and diacritics, as FTS5's ``unicode61`` tokenizer with
+``remove_diacritics 2`` does, so the in-memory store's scan (:func:`match_text`) finds what the
+SQLite store's index finds. A query with nothing to look for is a :class:`~lovia.errors.UserError`
+that says so.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
+from lovia.errors import UserError
+
+SNIPPET_WORDS = 12
+"""Words a snippet shows around the first match (FTS5's ``snippet`` is given the same)."""
+ELLIPSIS = "…"
+MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
+"""What FTS5's ``snippet`` puts around a match; turned into offsets by :func:`unmark` (and never shown)."""
+ENTRY_SEARCH_KINDS = ("user", "assistant", "tool_call", "tool_result")
+"""The entry types that are searched: what the user said, the answers, tool calls' names and arguments, tool outputs."""
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One thing to look for: words next to each other; the last one a prefix when ``prefix``."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+    exclude: bool = False
+
+    def fts(self) -> str:
+        """The term as FTS5 query syntax: a quoted phrase (quotes doubled inside), ``*`` for a prefix."""
+        phrase = '"' + " ".join(self.words).replace('"', '""') + '"'
+        return phrase + " *" if self.prefix else phrase
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A parsed query: ``include`` must all match, none of ``exclude`` may."""
+
+    include: tuple[Term, ...]
+    exclude: tuple[Term, ...] = ()
+
+    def fts(self) -> str:
+        """The FTS5 ``MATCH`` expression for this query (every word quoted: no operator of the user's reaches FTS5)."""
+        expression = " ".join(term.fts() for term in self.include)
+        if self.exclude:
+            expression = f"({expression})" + "".join(f" NOT {term.fts()}" for term in self.exclude)
+        return expression
+
+
+def fold(text: str) -> str:
+    """``text`` as the index compares it: diacritics removed, case folded."""
+    # Lower case, not casefold: FTS5's unicode61 keeps "ß" as it is, and so must this.
+    decomposed = unicodedata.normalize("NFD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text``, folded (see :func:`fold`)."""
+    return _WORD.findall(fold(text))
+
+
+def parse_query(text: str) -> SearchQuery:
+    """Read a typed query (see the module docstring). Raises ``UserError`` when it holds no word to find."""
+    include: list[Term] = []
+    exclude: list[Term] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        negative = text[i] == "-" and i + 1 < n and not text[i + 1].isspace()
+        if negative:
+            i += 1
+        if text[i] == '"':
+            close = text.find('"', i + 1)
+            end = n if close < 0 else close
+            raw, i = text[i + 1:end], end + 1
+            prefix = i < n and text[i] == "*"
+        else:
+            start = i
+            while i < n and not text[i].isspace() and text[i] != '"':
+                i += 1
+            raw = text[start:i]
+            prefix = raw.endswith("*")
+        if prefix and i < n and text[i] == "*":
+            i += 1
+        words = tuple(words_of(raw))
+        if words:
+            (exclude if negative else include).append(Term(words, prefix, negative))
+    if not include:
+        if exclude:
+            raise UserError("Say what to find as well: a search of only -excluded words has nothing to show. "
+                            "Add a word without a minus.")
+        raise UserError("Type a word to search for (punctuation alone is not searched).")
+    return SearchQuery(tuple(include), tuple(exclude))
+
+
+def searched_text(entry: Entry) -> str:
+    """What of ``entry`` is searched (the SQLite index's triggers take the same fields)."""
+    if isinstance(entry, (UserMessage, AssistantMessage)):
+        return entry.text
+    if isinstance(entry, ToolResult):
+        return entry.output
+    if isinstance(entry, ToolCall):
+        return f"{entry.name} {entry.arguments}"
+    return ""
+
+
+def check_search_limit(limit: int) -> None:
+    """A search's ``limit`` must be a positive number of hits."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UserError(f"A search's limit must be a whole number of hits, 1 or more (got {limit!r}).")
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """Each word of ``text``: where it starts and ends in ``text``, and its folded form."""
+    spans: list[tuple[int, int, str]] = []
+    for match in _WORD.finditer(text):
+        # Folding may change a word's length; matching uses the folded form, offsets the original.
+        spans.extend((match.start(), match.end(), word) for word in words_of(match.group()))
+    return spans
+
+
+def _term_at(words: list[str], at: int, term: Term) -> bool:
+    if at + len(term.words) > len(words):
+        return False
+    for offset, wanted in enumerate(term.words):
+        word = words[at + offset]
+        last = offset == len(term.words) - 1
+        if not (word.startswith(wanted) if last and term.prefix else word == wanted):
+            return False
+    return True
+
+
+def match_text(text: str, query: SearchQuery) -> list[tuple[int, int]] | None:
+    """Where ``query``'s included terms occur in ``text`` (word spans, in order), or ``None`` when it does not match."""
+    spans = _spans(text)
+    words = [word for _, _, word in spans]
+    hits: set[int] = set()
+    for term in query.include:
+        found = [at for at in range(len(words)) if _term_at(words, at, term)]
+        if not found:
+            return None
+        for at in found:
+            hits.update(range(at, at + len(term.words)))
+    if any(_term_at(words, at, term) for term in query.exclude for at in range(len(words))):
+        return None
+    return [(spans[at][0], spans[at][1]) for at in sorted(hits)]
+
+
+def snippet_of(text: str, matches: list[tuple[int, int]]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A one-line excerpt of ``text`` around its first match, about :data:`SNIPPET_WORDS` words, and the
+    matches' offsets in it (the in-memory store's answer to FTS5's ``snippet``)."""
+    spans = _spans(text)
+    if not spans or not matches:
+        return one_line(text[:80]), ()
+    first = next(i for i, (start, _, _) in enumerate(spans) if start >= matches[0][0])
+    lo = max(0, min(first - SNIPPET_WORDS // 4, len(spans) - SNIPPET_WORDS))
+    hi = min(len(spans), lo + SNIPPET_WORDS)
+    begin = 0 if lo == 0 else spans[lo][0]
+    end = len(text) if hi == len(spans) else spans[hi - 1][1]
+    head = ELLIPSIS if begin > 0 else ""
+    excerpt = head + one_line(text[begin:end]) + (ELLIPSIS if end < len(text) else "")
+    shift = len(head) - begin
+    inside = tuple((s + shift, e + shift) for s, e in matches if s >= begin and e <= end)
+    return excerpt, inside
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and tabs as spaces: the same length, so offsets into it hold."""
+    return text.translate(_ONE_LINE)
+
+
+_ONE_LINE = str.maketrans({"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "})
+
+
+def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """FTS5 ``snippet`` output, :data:`MARK_OPEN` and :data:`MARK_CLOSE` around matches: the text and the offsets."""
+    plain: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length, opened = 0, None
+    for part in re.split(f"([{MARK_OPEN}{MARK_CLOSE}])", marked):
+        if part == MARK_OPEN:
+            opened = length
+        elif part == MARK_CLOSE:
+            if opened is not None and length > opened:
+                spans.append((opened, length))
+            opened = None
+        else:
+            plain.append(part)
+            length += len(part)
+    return one_line("".join(plain)), tuple(spans)

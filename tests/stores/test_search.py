@@ -1,0 +1,213 @@
+"""Full-text search (SearchableSession): what it finds, where, and that it follows every change.
+
+Run against every bundled store: the in-memory store scans, the SQLite one queries its FTS5
+index, kept by triggers; both must find the same hits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lovia import AssistantMessage, SQLiteSession, StoreError, ToolCall, ToolResult, UserError, UserMessage
+from lovia.session import SearchableSession
+from lovia.stores import sqlite as sqlite_store
+from lovia.stores._search import parse_query, unmark
+from lovia.stores.memory import InMemorySession
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def found(hits) -> list[tuple[str, int | None, str]]:
+    return [(hit.session_id, hit.position, hit.kind) for hit in hits]
+
+
+def highlighted(hit) -> list[str]:
+    return [hit.snippet[start:end] for start, end in hit.matches]
+
+
+async def fill(session) -> None:
+    await session.append("s-cafe", [UserMessage(text="Where is the best café in Zürich?"),
+                                    AssistantMessage(text="Try the Café Odeon.\nIt is old and fine.")])
+    await session.append("s-build", [
+        UserMessage(text="fix the build please"),
+        ToolCall(call_id="c1", name="shell", arguments='{"cmd": "make all"}'),
+        ToolResult(call_id="c1", output="error: libfoo.so not found\n" + "noise " * 300),
+        AssistantMessage(text="The library is missing; install libfoo."),
+    ])
+    await session.append("s-cafe", [UserMessage(text="and a quiet one?"),
+                                    AssistantMessage(text="Quiet: the Cafe Schober.")])
+
+
+async def test_both_bundled_stores_are_searchable(session):
+    assert isinstance(session, SearchableSession)
+
+
+async def test_finds_user_text_answers_tool_calls_and_outputs_at_their_positions(session):
+    await fill(session)
+    # Newest stored first: the second run of s-cafe, then s-build, then s-cafe's first run.
+    assert found(await session.search("cafe")) == [
+        ("s-cafe", 3, "assistant"), ("s-cafe", 1, "assistant"), ("s-cafe", 0, "user")]
+    assert found(await session.search("libfoo")) == [("s-build", 3, "assistant"), ("s-build", 2, "tool_result")]
+    assert found(await session.search("make")) == [("s-build", 1, "tool_call")]
+    [hit] = await session.search("zurich")  # any case, no diacritics
+    assert highlighted(hit) == ["Zürich"]
+    assert hit.title == "Where is the best café in Zürich?"
+    assert hit.run_id is not None and hit.at is not None
+    # Each found entry is the one read at that position.
+    for hit in await session.search("the"):
+        page = await session.read_page(hit.session_id, start=hit.position, limit=1)
+        text = getattr(page.entries[0], "text", None) or getattr(page.entries[0], "output", "")
+        assert "the" in text.lower()
+
+
+async def test_a_snippet_is_one_line_around_the_match(session):
+    await fill(session)
+    [hit] = await session.search("libfoo.so")
+    assert "\n" not in hit.snippet
+    assert len(hit.snippet) < 200  # not the whole 1,800-character output
+    assert highlighted(hit) == ["libfoo", "so"] or highlighted(hit) == ["libfoo.so"]
+
+
+async def test_phrases_prefixes_and_exclusions(session):
+    await fill(session)
+    assert found(await session.search('"old and fine"')) == [("s-cafe", 1, "assistant")]
+    assert found(await session.search('"fine and old"')) == []
+    assert found(await session.search("libr*")) == [("s-build", 3, "assistant")]
+    assert found(await session.search("cafe -quiet")) == [("s-cafe", 1, "assistant"), ("s-cafe", 0, "user")]
+    assert found(await session.search("cafe quiet")) == [("s-cafe", 3, "assistant")]
+
+
+@pytest.mark.parametrize("query", [
+    '"unbalanced cafe', 'cafe"', '"', '""', "cafe*", "*cafe", "c*a*f*e", "-", "--cafe", "cafe -", "cafe AND",
+    "NEAR(cafe odeon)", "cafe OR", "(cafe", "cafe)", "^cafe", "cafe:odeon", "body:cafe", "{cafe}", "'cafe'",
+    "caf\u00e9 \\ /", "NOT cafe", "cafe NOT", "+cafe", "a\u0000b", "\u200bcafe", "漢字", "🙂 cafe",
+])
+async def test_no_query_a_user_types_crashes(session, query):
+    await fill(session)
+    try:
+        hits = await session.search(query)
+    except UserError as error:
+        assert str(error)
+    else:
+        assert isinstance(hits, list)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "***", "-cafe", '-"cafe odeon"', "()"])
+async def test_a_query_with_nothing_to_find_says_so(session, query):
+    with pytest.raises(UserError):
+        await session.search(query)
+
+
+async def test_the_limit(session):
+    await fill(session)
+    assert len(await session.search("the", limit=2)) == 2
+    with pytest.raises(UserError):
+        await session.search("the", limit=0)
+
+
+async def test_titles_given_are_found_first_and_follow_renames(session):
+    await fill(session)
+    await session.rename_session("s-build", "Linker trouble with the cafe menu")
+    hits = await session.search("cafe")
+    assert found(hits)[0] == ("s-build", None, "title")
+    assert highlighted(hits[0]) == ["cafe"]
+    assert all(hit.title == "Linker trouble with the cafe menu" for hit in hits if hit.session_id == "s-build")
+    await session.rename_session("s-build", "Linker trouble")
+    assert found(await session.search("menu")) == []
+    assert found(await session.search("linker")) == [("s-build", None, "title")]
+    await session.rename_session("s-build", "")  # back to the first message
+    assert found(await session.search("linker")) == []
+
+
+async def test_search_follows_rewind_trim_and_clear(session):
+    await fill(session)
+    await session.rewind("s-cafe", keep_entries=3)  # inside the second run: its answer goes
+    assert found(await session.search("schober")) == []
+    assert found(await session.search("quiet")) == [("s-cafe", 2, "user")]
+    await session.rewind("s-cafe", keep_entries=1)
+    assert found(await session.search("odeon")) == []
+    await session.trim_tool_results("s-build", keep_chars=30, keep_runs=0)
+    assert found(await session.search("noise")) == []
+    assert found(await session.search("libfoo")) == [("s-build", 3, "assistant"), ("s-build", 2, "tool_result")]
+    await session.clear("s-build")
+    assert found(await session.search("libfoo")) == []
+    await session.append("s-build", [UserMessage(text="libfoo again")])
+    assert found(await session.search("libfoo")) == [("s-build", 0, "user")]
+
+
+async def test_search_follows_the_trash_and_the_rewind_undo(session):
+    if not hasattr(session, "trash_session") or not hasattr(session, "rewind_undoably"):
+        pytest.skip("the trash is not in this store yet")
+    await fill(session)
+    trashed = await session.trash_session("s-build")
+    assert found(await session.search("libfoo")) == []
+    await session.restore_session(trashed.trash_id)
+    assert found(await session.search("libfoo")) == [("s-build", 3, "assistant"), ("s-build", 2, "tool_result")]
+    await session.rewind_undoably("s-cafe", keep_entries=2)
+    assert found(await session.search("schober")) == []
+    await session.undo_rewind("s-cafe")
+    assert found(await session.search("schober")) == [("s-cafe", 3, "assistant")]
+
+
+async def test_the_index_survives_reopening_and_sees_other_connections_writes(stores):
+    if not stores.persistent:
+        pytest.skip("a memory store does not outlive its object")
+    first, second = stores.session(), stores.session()
+    await fill(first)
+    assert found(await second.search("odeon")) == [("s-cafe", 1, "assistant")]
+    await second.append("s-new", [UserMessage(text="odeon opening hours")])
+    assert found(await first.search("odeon"))[0] == ("s-new", 0, "user")
+
+
+async def test_both_stores_find_the_same(tmp_path):
+    memory, sqlite = InMemorySession(), SQLiteSession(tmp_path / "same.db")
+    async with sqlite:
+        for store in (memory, sqlite):
+            await fill(store)
+            await store.rename_session("s-cafe", "Coffee in Zürich")
+        for query in ["cafe", "the", "zurich", "li*", '"the c', "quiet -schober", "make all", "coffee"]:
+            assert found(await memory.search(query)) == found(await sqlite.search(query)), query
+
+
+def test_queries_reach_fts5_as_quoted_words_only():
+    assert parse_query('cafe "old and" fin* -quiet').fts() == '("cafe" "old and" "fin" *) NOT "quiet"'
+    assert parse_query('say "hi').fts() == '"say" "hi"'
+    assert parse_query("NEAR(a b)").fts() == "\"near a\" \"b\""  # one word-run: a phrase
+    assert unmark("a \x02b\x03 c\nd") == ("a b c d", ((2, 3),))
+
+
+async def test_a_version_2_file_is_indexed_when_it_is_migrated(tmp_path):
+    path = tmp_path / "v2.db"
+    shutil.copyfile(DATA / "session-v2.db", path)
+    async with SQLiteSession(path) as session:
+        memory = InMemorySession()
+        infos = await session.list_sessions()
+        for info in infos:
+            for segment in await session.segments(info.session_id):
+                await memory.append(info.session_id, segment.entries, run_id=segment.run_id, meta=segment.meta)
+        words = {word for info in infos for entry in await session.load(info.session_id)
+                 for word in (getattr(entry, "text", None) or getattr(entry, "output", None) or "").split()[:2]}
+        assert words
+        for word in sorted(words)[:20]:
+            try:
+                expected = sorted(found(await memory.search(word, limit=500)))
+            except UserError:
+                continue
+            assert sorted(found(await session.search(word, limit=500))) == expected, word
+
+
+async def test_without_fts5_the_file_opens_and_search_says_why(tmp_path, monkeypatch):
+    # A Python whose SQLite lacks FTS5 cannot be had here: the probe is made to say so.
+    monkeypatch.setattr(sqlite_store, "fts5_available", lambda: False)
+    async with SQLiteSession(tmp_path / "plain.db") as session:
+        await fill(session)
+        assert len(await session.load("s-cafe")) == 4
+        with pytest.raises(StoreError, match="FTS5"):
+            await session.search("cafe")
+    with sqlite3.connect(tmp_path / "plain.db") as conn:
+        assert conn.execute("SELECT version FROM lovia_schema WHERE store = 'session'").fetchone()[0] == \
+            sqlite_store.SESSION_SCHEMA.version
