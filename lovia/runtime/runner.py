@@ -447,7 +447,7 @@ class _Run:
         head = RunHead(
             agent=self.entry_agent.name, status="running", started_at=now, updated_at=now,
             session_id=self.session_id, first_input=_first_input(self.input_entries), owner=RunOwner.current(),
-            entry_agent=self.entry_agent.name, claim=self._token,
+            entry_agent=self.entry_agent.name, claim=self._token, model=self._model_name(self.entry_agent),
         )
         return RunSnapshot(self.run_id, head, list(self.input_entries))
 
@@ -514,6 +514,7 @@ class _Run:
 
         self._emit(RunStarted(self.run_id, self.agent.name, resumed, self.session_id, self._model(self.agent).name))
         if resumed:
+            head.model = self._model(self.agent).name
             await self._save()  # the head as this execution goes on with it (its session, say)
         # A fresh run's head is the one its claim (or the save right after it) just stored.
         if self.agent.hooks:
@@ -871,6 +872,14 @@ class _Run:
                 "needs the agent it was using; restore it to resume the run."
             )
         return agent
+
+    def _model_name(self, agent: Agent[Any]) -> str | None:
+        """``agent``'s model's name for the head, stored before its first turn; ``None`` if it cannot be resolved
+        (the run then fails at that turn, after its claim, with the resolution's error)."""
+        try:
+            return self._model(agent).name
+        except Exception:
+            return None
 
     def _model(self, agent: Agent[Any]) -> Model:
         if agent.name not in self._models:

@@ -1,0 +1,64 @@
+"""A run killed mid-answer (SIGKILL, real process, real SSE server) shows what streamed, cut off, and keeps it.
+
+The partial-answer journal (issue 10, item 1) gives the crashed run's head its ``cut_off_text``,
+so the runs list, the transcript and finalizing treat it as they treat a stopped answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from rich.console import Console
+
+from lovia import SQLiteSession
+from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from tests.runtime.drip_server import PARTIAL, DripServer
+from tests.runtime.test_partial_journal import RUN, stream_then_kill
+from tests.tui.conftest import make_app, settle, wait_for
+
+
+def plain(renderable) -> str:
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_a_crashed_run_shows_its_streamed_text_cut_off_and_finalize_keeps_it(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    with DripServer() as server:
+        await asyncio.to_thread(stream_then_kill, db, server)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        runs = app.screen.query_one("RunsPane")
+        await wait_for(pilot, lambda: len(runs.runs) == 1)
+        [crashed] = runs.runs
+        assert crashed.run_id == RUN and crashed.head.crashed and crashed.head.cut_off_text == PARTIAL
+
+        chat = app.screen.chat
+        await chat.open_session("s1")
+        await settle(pilot)
+        views = list(chat.transcript.query(AssistantMessageView))
+        assert [(v.text, v.finish_reason) for v in views] == [(PARTIAL, "cut_off")]
+        assert "cut off" in plain(views[0].query_one(".finish").render())
+
+        if size == (80, 24):
+            await pilot.press("ctrl+o")  # the runs pane, folded away at this size
+            await settle(pilot)
+        app.screen.query_one("#run-list").focus()
+        await wait_for(pilot, lambda: app.screen.inspected == RUN)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        await wait_for(pilot, lambda: runs.runs == [])
+        views = list(chat.transcript.query(AssistantMessageView))
+        assert [(v.text, v.finish_reason) for v in views] == [(PARTIAL, "cut_off")]  # now from the session
+    async with SQLiteSession(db, wal=True) as session:
+        [segment] = await session.segments("s1")
+    assert segment.meta["partial"] is True and segment.meta["ended"] == "crashed"
+    assert [(e.type, e.text) for e in segment.entries] == [("user", "tell me"), ("assistant", PARTIAL)]
+    assert segment.entries[-1].finish_reason == "cut_off"
