@@ -17,6 +17,7 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
+    with_partial,
 )
 from lovia.entries import Entry, ToolResult, UserMessage
 from lovia.errors import UserError
@@ -390,6 +391,9 @@ class InMemoryCheckpointer:
 
     def __init__(self) -> None:
         self._runs: dict[str, RunSnapshot] = {}
+        # The partial-answer journal: run id -> (the claim and turn of the head it was written
+        # under, the text); see :class:`~lovia.checkpoint.JournalingCheckpointer`.
+        self._partials: dict[str, tuple[str | None, int, str]] = {}
 
     async def __aenter__(self) -> InMemoryCheckpointer:
         return self
@@ -411,6 +415,21 @@ class InMemoryCheckpointer:
         else:
             stored.entries.extend(snapshot.entries[have:len(snapshot.entries)])
             stored.head = head
+        partial = self._partials.get(run_id)
+        if partial is not None and partial[:2] != (head.claim, head.turn):  # not a renewal mid-stream
+            del self._partials[run_id]
+
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+        """Journal the text so far of the streaming turn; see :class:`~lovia.checkpoint.JournalingCheckpointer`."""
+        stored = self._runs.get(run_id)
+        if stored is None or stored.head.status != "running" or stored.head.claim != claim:
+            return False
+        self._partials[run_id] = (claim, stored.head.turn, text)
+        return True
+
+    def _partial(self, run_id: str) -> str | None:
+        partial = self._partials.get(run_id)
+        return partial[2] if partial is not None else None
 
     async def claim(
         self,
@@ -434,7 +453,8 @@ class InMemoryCheckpointer:
             return None
         found = None if step == "none" else await self.load(run_id)
         if found is not None and step == "update":
-            found.taken_from = before
+            assert before is not None
+            found.taken_from = with_partial(before, self._partial(run_id))
         return found
 
     @staticmethod
@@ -446,9 +466,11 @@ class InMemoryCheckpointer:
         stored = self._runs.get(run_id)
         if stored is None:
             return None
-        return RunSnapshot(run_id, RunHead.from_dict(stored.head.to_dict()), list(stored.entries))
+        head = with_partial(RunHead.from_dict(stored.head.to_dict()), self._partial(run_id))
+        return RunSnapshot(run_id, head, list(stored.entries))
 
     async def delete(self, run_id: str) -> bool:
+        self._partials.pop(run_id, None)
         return self._runs.pop(run_id, None) is not None
 
     async def list_runs(
@@ -456,7 +478,8 @@ class InMemoryCheckpointer:
     ) -> list[RunSummary]:
         """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
         runs = [
-            RunSummary(s.run_id, RunHead.from_dict(s.head.to_dict()), len(s.entries))
+            RunSummary(s.run_id, with_partial(RunHead.from_dict(s.head.to_dict()), self._partial(s.run_id)),
+                       len(s.entries))
             for s in self._runs.values()
             if statuses is None or s.head.status in statuses
         ]

@@ -57,6 +57,7 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
+    with_partial,
 )
 from lovia.entries import (
     Entry,
@@ -371,8 +372,27 @@ def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     )
 
 
+def _checkpoint_v2(conn: sqlite3.Connection) -> None:
+    """The partial-answer journal: per run, the text so far of the model turn in progress.
+
+    Apart from ``lovia_runs`` and ``lovia_run_entries``, so a resume is what the spec says
+    whatever it holds. ``claim`` and ``turn`` are the stored head's when the text was written:
+    a save of the run under another claim or turn (the turn's snapshot, a resume going on)
+    clears it, a lease renewal during the stream does not. A rowid table: the text can be long.
+    """
+    conn.execute(
+        """CREATE TABLE lovia_run_partials (
+            run_id TEXT PRIMARY KEY,
+            claim TEXT,
+            turn INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        )"""
+    )
+
+
 SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4, _session_v5))
-CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1,))
+CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1, _checkpoint_v2))
 
 
 class _SQLiteStore:
@@ -1136,7 +1156,7 @@ class SQLiteCheckpointer(_SQLiteStore):
     async def save(self, snapshot: RunSnapshot) -> None:
         run_id, entries = snapshot.run_id, snapshot.entries
         # Read now: the runner goes on changing its head while this runs on the worker thread.
-        claim, head_row = snapshot.head.claim, _head_row(snapshot.head)
+        claim, head_row, turn = snapshot.head.claim, _head_row(snapshot.head), snapshot.head.turn
         total = len(entries)
         counts = self._stored_counts
 
@@ -1165,6 +1185,7 @@ class SQLiteCheckpointer(_SQLiteStore):
                 [(run_id, have + i, type_name, data) for i, (type_name, data) in enumerate(fresh)],
             )
             counts.remember(run_id, total)  # a guess until the commit: a failed one only costs the full check
+            conn.execute(_CLEAR_PARTIAL, (run_id, claim, turn))
 
         await self._db.write(write, f"saving the checkpoint of run {run_id!r}")
 
@@ -1200,7 +1221,9 @@ class SQLiteCheckpointer(_SQLiteStore):
             if stored is None or step == "store_start":
                 return None
             if step == "update":
+                assert before is not None
                 _write_head(conn, run_id, _head_row(stored), None)
+                with_partial(before, _partial(conn, run_id))
             return stored, _entry_rows(conn, run_id), before if step == "update" else None
 
         found = await self._db.write(write, f"claiming run {run_id!r}")
@@ -1211,18 +1234,29 @@ class SQLiteCheckpointer(_SQLiteStore):
         return RunSnapshot(run_id, head, entries, taken_from=taken_from)
 
     async def load(self, run_id: str) -> RunSnapshot | None:
-        def read(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:
+        def read(conn: sqlite3.Connection) -> tuple[str, list[str], str | None] | None:
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return None
-            return row[0], _entry_rows(conn, run_id)
+            return row[0], _entry_rows(conn, run_id), _partial(conn, run_id)
 
         found = await self._db.read(read, f"loading the checkpoint of run {run_id!r}")
         if found is None:
             return None
-        head_json, rows = found
+        head_json, rows, partial = found
         entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
-        return RunSnapshot(run_id, _decode_head(head_json, run_id, self.path), entries)
+        return RunSnapshot(run_id, with_partial(_decode_head(head_json, run_id, self.path), partial), entries)
+
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+        """Journal the text so far of the streaming turn; see :class:`~lovia.checkpoint.JournalingCheckpointer`.
+
+        One statement: the text is written only while the stored run is ``running`` under
+        ``claim``, with that head's turn, replacing the run's previous text.
+        """
+        def write(conn: sqlite3.Connection) -> bool:
+            return conn.execute(_JOURNAL_PARTIAL, (text, time.time(), run_id, claim)).rowcount > 0
+
+        return await self._db.write(write, f"journalling the streaming answer of run {run_id!r}")
 
     def _stored_head(self, conn: sqlite3.Connection, run_id: str) -> RunHead:
         (head_json,) = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -1231,6 +1265,7 @@ class SQLiteCheckpointer(_SQLiteStore):
     async def delete(self, run_id: str) -> bool:
         def write(conn: sqlite3.Connection) -> bool:
             conn.execute("DELETE FROM lovia_run_entries WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM lovia_run_partials WHERE run_id = ?", (run_id,))
             return conn.execute("DELETE FROM lovia_runs WHERE run_id = ?", (run_id,)).rowcount > 0
 
         return await self._db.write(write, f"deleting the checkpoint of run {run_id!r}")
@@ -1239,13 +1274,15 @@ class SQLiteCheckpointer(_SQLiteStore):
         self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
     ) -> list[RunSummary]:
         """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
-        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
-            sql = "SELECT run_id, head, entry_count FROM lovia_runs"
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int, str | None]]:
+            # A running run's journal comes along, for the one that crashed (``with_partial``).
+            sql = ("SELECT r.run_id, r.head, r.entry_count, CASE WHEN r.status = 'running' THEN p.text END "
+                   "FROM lovia_runs AS r LEFT JOIN lovia_run_partials AS p USING (run_id)")
             args: list[Any] = []
             if statuses is not None:
-                sql += f" WHERE status IN ({', '.join('?' for _ in statuses)})"
+                sql += f" WHERE r.status IN ({', '.join('?' for _ in statuses)})"
                 args.extend(statuses)
-            sql += " ORDER BY updated_at DESC"
+            sql += " ORDER BY r.updated_at DESC"
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(limit)
@@ -1254,7 +1291,8 @@ class SQLiteCheckpointer(_SQLiteStore):
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        return [RunSummary(run_id, _decode_head(head, run_id, self.path), count) for run_id, head, count in rows]
+        return [RunSummary(run_id, with_partial(_decode_head(head, run_id, self.path), partial), count)
+                for run_id, head, count, partial in rows]
 
 
 _HeadRow = tuple[str, str | None, float, str]
@@ -1265,6 +1303,27 @@ _UPDATE_OWN_HEAD = (
     "UPDATE lovia_runs SET status = ?, session_id = ?, updated_at = ?, head = ?, entry_count = ? "
     "WHERE run_id = ? AND entry_count = ? AND json_extract(head, '$.claim') = ?"
 )
+
+
+# The journal's write: only while the stored run is running under the writer's claim, tagged with
+# the stored head's claim and turn (what ``_CLEAR_PARTIAL`` compares with each save).
+_JOURNAL_PARTIAL = (
+    "INSERT INTO lovia_run_partials (run_id, claim, turn, text, updated_at) "
+    "SELECT run_id, json_extract(head, '$.claim'), COALESCE(json_extract(head, '$.turn'), 0), ?, ? "
+    "FROM lovia_runs WHERE run_id = ? AND status = 'running' AND json_extract(head, '$.claim') IS ? "
+    "ON CONFLICT (run_id) DO UPDATE SET claim = excluded.claim, turn = excluded.turn, text = excluded.text, "
+    "updated_at = excluded.updated_at"
+)
+
+# A save clears the journal unless it is of the same execution and turn (a lease renewal while
+# the model streams): the turn's snapshot landed, or the run went on under another claim.
+_CLEAR_PARTIAL = "DELETE FROM lovia_run_partials WHERE run_id = ? AND (claim IS NOT ? OR turn IS NOT ?)"
+
+
+def _partial(conn: sqlite3.Connection, run_id: str) -> str | None:
+    """The journalled text of ``run_id``'s streaming turn, if any."""
+    row = conn.execute("SELECT text FROM lovia_run_partials WHERE run_id = ?", (run_id,)).fetchone()
+    return row[0] if row else None
 
 
 class _StoredCounts:
