@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.stores import SQLiteCheckpointer, SQLiteSession
+from lovia.timing import ModelStep, Step, ToolStep, steps_to_meta
 from lovia.usage import Usage
 
 BASE_TIME = 1796212800.0  # 2026-12-02 12:00 UTC
@@ -55,6 +56,20 @@ CONVERSATIONS: list[tuple[str, list[tuple[list[Entry], float, float]]]] = [
 ]
 
 
+def _demo_steps(session_id: str, number: int, start: float) -> list[Step]:
+    """The per-step timing of a demo run (s-atlas's runs have it; the older session was stored without)."""
+    model = "demo-model"
+    if session_id != "s-atlas":
+        return []
+    if number == 0:
+        return [ModelStep("assistant", model, start + 0.05, start + 0.45, start + 1.15, 310, 18, turn=1)]
+    if number == 1:
+        return [ModelStep("assistant", model, start + 0.05, start + 0.4, start + 0.9, 402, 24, turn=1),
+                ToolStep("call-demo-1", "calculate", start + 0.92, start + 0.97),
+                ModelStep("assistant", model, start + 1.0, start + 1.55, start + 2.35, 455, 31, turn=2)]
+    return [ModelStep("assistant", model, start + 0.05, start + 0.62, start + 3.05, 420, 96, turn=1)]
+
+
 async def build(path: Path, *, long_entries: int = 0) -> None:
     """Write the demo sessions (and a long one of ``long_entries``) and an interrupted run."""
     session = SQLiteSession(path, wal=True)
@@ -62,8 +77,10 @@ async def build(path: Path, *, long_entries: int = 0) -> None:
     for session_id, runs in CONVERSATIONS:
         for number, (entries, offset, seconds) in enumerate(runs):
             start = BASE_TIME + offset
-            await session.append(session_id, _at(entries, start), run_id=f"{session_id}-run-{number}",
-                                 meta={"timing": {"started_at": start, "finished_at": start + seconds}})
+            meta: dict[str, object] = {"timing": {"started_at": start, "finished_at": start + seconds}}
+            if steps := _demo_steps(session_id, number, start):
+                meta["steps"] = steps_to_meta(steps)
+            await session.append(session_id, _at(entries, start), run_id=f"{session_id}-run-{number}", meta=meta)
     if long_entries:
         batch = []
         for i in range(long_entries // 2):
@@ -79,7 +96,10 @@ async def build(path: Path, *, long_entries: int = 0) -> None:
     head = RunHead(agent="assistant", status="interrupted", turn=1, usage=Usage(1, 120, 14),
                    started_at=BASE_TIME + 300, updated_at=BASE_TIME + 304, session_id="s-atlas",
                    first_input="wait 30, then tell me the time", owner=RunOwner(host="worker-1", pid=4242),
-                   entry_agent="assistant")
+                   entry_agent="assistant", model="demo-model", steps=[
+                       ModelStep("assistant", "demo-model", BASE_TIME + 300.1, BASE_TIME + 300.5, BASE_TIME + 301.0,
+                                 120, 14, turn=1),
+                       ToolStep("call-demo-3", "wait", BASE_TIME + 301.05, BASE_TIME + 304.0, cut_off=True)])
     await checkpointer.save(RunSnapshot("run-demo-interrupted", head, _at([
         UserMessage(text="wait 30, then tell me the time"),
         AssistantMessage(text="Starting a 30-second step.", agent="assistant"),

@@ -31,6 +31,7 @@ from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.timeline import TimelineScreen, run_for_timeline
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.footer import LoviaFooter
@@ -570,6 +571,27 @@ class MainScreen(Screen):
     async def _transcript_run_selected(self, event: Transcript.RunSelected) -> None:
         await self.inspect(event.run.run_id, event.run)
 
+    @on(Transcript.TimelineRequested)
+    def _timeline_requested(self, event: Transcript.TimelineRequested) -> None:
+        self.open_timeline(event.run.run_id, event.run)
+
+    @work(group="timeline")
+    async def open_timeline(self, run_id: str, shown: TranscriptRun | None = None) -> None:
+        """Show ``run_id``'s timeline: from its checkpoint while it is not in its session, else ``shown``
+        (the run as the transcript has it); an executing run is followed as it goes."""
+        async def reread() -> TranscriptRun | None:
+            return await run_for_timeline(self.backend, run_id, None)
+
+        try:
+            run = await run_for_timeline(self.backend, run_id, shown)
+        except LoviaError as exc:  # a store error: say so, stay up
+            self.notify(str(exc), severity="error")
+            return
+        if run is None:
+            self.notify("That run is gone: it was discarded or finalized meanwhile.", severity="warning")
+            return
+        await self.app.push_screen(TimelineScreen(run, reread=reread))
+
     @on(ToolCallView.ArchiveRequested)
     async def _archive_requested(self, event: ToolCallView.ArchiveRequested) -> None:
         session_id = self.chat.session_id
@@ -638,6 +660,9 @@ class MainScreen(Screen):
 
     @on(RunsPane.Action)
     def _run_action(self, event: RunsPane.Action) -> None:
+        if event.action == "timeline":
+            self.open_timeline(event.run_id)
+            return
         self._run_flow(event.action, event.run_id)
 
     @work(group="dialog")

@@ -40,7 +40,7 @@ LIVE_STATES = ("running", "elsewhere")
 FOLLOW_SECONDS = 1.0
 """How often the screen reads an executing run again."""
 
-WAITING, STREAMING, TOOL, FAILED, OPEN = "░", "█", "▆", "▆", "╌"
+WAITING, STREAMING, TOOL, FAILED, OPEN = "░", "█", "▆", "▓", "╌"
 STYLES = {"waiting": "$accent 60%", "streaming": "$accent", "tool": "$success", "error": "$error",
           "open": "$warning", "label": "", "muted": "$text-muted"}
 
@@ -208,10 +208,9 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
 def legend() -> Content:
     """What the bars' marks mean, and the keys."""
     return Content.assemble(
-        (WAITING * 2, STYLES["waiting"]), " waiting for the first token  ",
-        (STREAMING * 2, STYLES["streaming"]), " streaming  ",
-        (TOOL * 2, STYLES["tool"]), " tool  ", (FAILED * 2, STYLES["error"]), " tool error  ",
-        (OPEN * 2, STYLES["open"]), " never ended · ↑↓ pgup pgdn home end scroll · escape closes",
+        (WAITING, STYLES["waiting"]), " to first token  ", (STREAMING, STYLES["streaming"]), " streaming  ",
+        (TOOL, STYLES["tool"]), " tool  ", (FAILED, STYLES["error"]), " error  ",
+        (OPEN, STYLES["open"]), " never ended   ↑↓ pgup pgdn scroll · esc closes",
     )
 
 

@@ -32,6 +32,8 @@ class RunList(StoppingOptionList):
         Binding("x", "act('discard')", "Discard", id="runs.discard"),
         Binding("f", "act('finalize')", "Finalize", id="runs.finalize"),
         Binding("c", "copy_run_id", "Copy run id", id="runs.copy_run_id"),
+        Binding("w", "act('timeline')", "Timeline", id="runs.timeline",
+                tooltip="Where the time went: the run as a waterfall of its steps"),
     ]
 
     def on_focus(self) -> None:

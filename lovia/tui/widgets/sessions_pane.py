@@ -217,10 +217,10 @@ class SessionsPane(Vertical):
     def _index_of(self, session_id: str) -> int | None:
         return next((i for i, info in enumerate(self.sessions) if info.session_id == session_id), None)
 
-    def _filter(self, *, keep_options: bool) -> None:
+    def _filter(self, *, keep_options: bool, from_top: bool = False) -> None:
         self._since = self.time_view.since(format.clock())
         self.sessions = self._shown_of(self.listed)
-        self._draw(self._options_for if keep_options else 0, keep_highlight=False)
+        self._draw(self._options_for if keep_options else 0, keep_highlight=False, from_top=from_top)
 
     def _shown_of(self, listed: list[SessionInfo]) -> list[SessionInfo]:
         """Those of ``listed`` (newest first) the filter and the time view let through, in the view's order."""
@@ -233,21 +233,23 @@ class SessionsPane(Vertical):
         self.set_time_view(TIME_VIEWS[(TIME_VIEWS.index(self.time_view) + 1) % len(TIME_VIEWS)])
 
     def set_time_view(self, view: TimeView) -> None:
-        """Sort and filter by ``view``; the title says which view is shown. Options are drawn from the top."""
+        """Sort and filter by ``view``; the title says which view is shown. The cursor goes to the top of it."""
         self.time_view = view
         self.query_one("#sessions-title", Static).update(view.title)
         self.set_class(view is not TIME_VIEWS[0], "-time-view")
-        self._filter(keep_options=False)
-        self.query_one(SessionList).scroll_home(animate=False)
+        self._filter(keep_options=False, from_top=True)
 
-    def _draw(self, at_least: int, *, keep_highlight: bool) -> None:
-        """Redraw the options: for the first ``max(PAGE, at_least)`` sessions, and down to the open one."""
+    def _draw(self, at_least: int, *, keep_highlight: bool, from_top: bool = False) -> None:
+        """Redraw the options: for the first ``max(PAGE, at_least)`` sessions, and down to the open one.
+
+        ``from_top``: not down to the open one, and the first session highlighted.
+        """
         sessions, current = self.sessions, self._current
         options = self.query_one(SessionList)
         highlighted_id = options.get_option_at_index(options.highlighted).id \
             if keep_highlight and options.highlighted is not None else None
         index = {info.session_id: i for i, info in enumerate(sessions)}
-        count = min(len(sessions), max(PAGE, at_least, index.get(current or "", -1) + 1))
+        count = min(len(sessions), max(PAGE, at_least, -1 if from_top else index.get(current or "", -1) + 1))
         self._options_for = count
         options.clear_options()
         options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
@@ -255,7 +257,7 @@ class SessionsPane(Vertical):
         self._more_marker(options)
         if sessions:  # the open session if it is listed, else the first match, so enter opens something
             wanted = highlighted_id if highlighted_id in index else current
-            options.highlighted = index.get(wanted or "", 0)
+            options.highlighted = 0 if from_top else index.get(wanted or "", 0)
         elif self.query_text:
             options.add_option(Option(Text("No session matches the filter: escape clears it.", style="dim"),
                                       disabled=True))

@@ -107,6 +107,8 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("y", "copy_code", "Copy code", id="transcript.copy_code"),
         Binding("e", "edit", "Edit & resend", id="transcript.edit"),
         Binding("t", "trim", "Trim outputs", id="transcript.trim"),
+        Binding("w", "timeline", "Timeline", id="transcript.timeline",
+                tooltip="Where the time went: the run under the cursor as a waterfall of its steps"),
     ]
 
     DEFAULT_CSS = """
@@ -132,6 +134,13 @@ class Transcript(VerticalScroll, can_focus=True):
             super().__init__()
             self.text = text
             self.what = what
+
+    class TimelineRequested(Message):
+        """The user asked for the timeline of ``run`` (as its header shows it)."""
+
+        def __init__(self, run: TranscriptRun) -> None:
+            super().__init__()
+            self.run = run
 
     class RunSelected(Message):
         """The cursor moved onto a message of another run (``run`` as its header shows it)."""
@@ -873,6 +882,17 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def action_trim(self) -> None:
         self.post_message(self.TrimRequested())
+
+    def action_timeline(self) -> None:
+        """Ask for the timeline of the run under the cursor (the last run shown when no message is selected)."""
+        view = self.selected_view
+        header = self.header_above(view) if view is not None else None
+        if header is None and view is None:
+            header = next((h for h in reversed(self.query(RunHeader)) if h.display), None)
+        if header is None:
+            self.notify("No run to show: select a message of one (↑/↓).", severity="warning")
+            return
+        self.post_message(self.TimelineRequested(header.run))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":

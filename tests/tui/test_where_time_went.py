@@ -1,0 +1,362 @@
+"""Where time went, in the UI: run headers with per-step timing, the timeline of a run, and the
+sessions pane's time views; on real SQLite files, with the real app at 80x24 and full size.
+
+The steps are written as the runner records them (:mod:`lovia.timing`): in a segment's
+``meta["steps"]`` for a stored run, in the checkpoint head for a run not in its session yet.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage
+from lovia.checkpoint import RunHead, RunOwner, RunSnapshot
+from lovia.timing import ModelStep, ToolStep, steps_to_meta
+from lovia.tui import format
+from lovia.tui.backend import TranscriptRun
+from lovia.tui.screens.timeline import TimelineScreen, draw_rows
+from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line
+from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.counting import CountingSession, reset
+
+SIZES = [(80, 24), (160, 45)]
+T0 = 1796212800.0  # 2026-12-02 12:00 UTC, a Wednesday
+
+TIMED_STEPS = (
+    ModelStep("assistant", "gpt-test", T0 + 0.1, T0 + 0.5, T0 + 1.5, 400, 50, turn=1),
+    ToolStep("call-1", "calculate", T0 + 1.6, T0 + 1.65),
+    ToolStep("call-2", "fetch", T0 + 1.6, T0 + 2.6, error=True),
+    ModelStep("assistant", "gpt-test", T0 + 2.7, T0 + 3.0, T0 + 4.0, 500, 50, turn=2),
+)
+TIMED_ENTRIES = [
+    UserMessage(text="add and fetch"),
+    ToolCall(call_id="call-1", name="calculate", arguments='{"expression": "1+1"}', agent="assistant"),
+    ToolCall(call_id="call-2", name="fetch", arguments="{}", agent="assistant"),
+    ToolResult(call_id="call-1", output="2", name="calculate"),
+    ToolResult(call_id="call-2", output="no network", name="fetch", is_error=True),
+    AssistantMessage(text="It is 2; the fetch failed.", agent="assistant"),
+]
+
+
+def plain(renderable) -> str:
+    return getattr(renderable, "plain", str(renderable))
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited: a run it owned is held by nobody (crashed)."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                           check=True)
+    return int(child.stdout)
+
+
+async def timed_db(path, *, crashed: bool = False) -> None:
+    """``s-timed``: a run stored with steps, then one stored before lovia recorded them (``s-old``);
+    with ``crashed``, a run of ``s-timed`` whose process died inside a tool call."""
+    async with SQLiteSession(path, wal=True) as session, SQLiteCheckpointer(path, wal=True) as checkpointer:
+        await session.append("s-old", [UserMessage(text="an old question"), AssistantMessage(text="an old answer")],
+                             run_id="run-old", meta={"timing": {"started_at": T0 - 60, "finished_at": T0 - 58}})
+        await session.append("s-timed", TIMED_ENTRIES, run_id="run-timed",
+                             meta={"timing": {"started_at": T0, "finished_at": T0 + 4.1},
+                                   "steps": steps_to_meta(TIMED_STEPS)})
+        if crashed:
+            owner = replace(RunOwner.current(), pid=dead_pid())
+            head = RunHead(agent="assistant", status="running", turn=1, started_at=T0 + 10, updated_at=T0 + 12,
+                           session_id="s-timed", first_input="wait", owner=owner, steps=[
+                               ModelStep("assistant", "gpt-test", T0 + 10, T0 + 10.4, T0 + 11, 90, 10, turn=1),
+                               ToolStep("call-w", "wait", T0 + 11.1)])
+            await checkpointer.save(RunSnapshot("run-crashed", head, [
+                UserMessage(text="wait"), ToolCall(call_id="call-w", name="wait", arguments="{}", agent="assistant")]))
+
+
+# -- the run header ---------------------------------------------------------------------------
+
+
+def test_a_summary_counts_turns_first_token_rate_and_tool_time_once_for_parallel_calls():
+    summary = StepSummary.of(TIMED_STEPS)
+    assert summary.turns == 2 and summary.tool_calls == 2 and summary.open_steps == 0
+    assert summary.first_token == pytest.approx(0.4)  # the first turn's: the wait before anything showed
+    assert summary.tokens_per_second == pytest.approx(100 / 2.0)  # 50 + 50 tokens over 1.0 + 1.0 s of streaming
+    assert summary.tool_seconds == pytest.approx(1.0)  # the two calls ran side by side: 1.6 to 2.6
+    assert busy_seconds([(0, 1), (2, 3), (2.5, 4)]) == pytest.approx(3.0)
+    unknown = StepSummary.of([ModelStep("a", None, T0, None, None)])
+    assert (unknown.first_token, unknown.tokens_per_second, unknown.tool_seconds, unknown.open_steps) == \
+        (None, None, None, 1)
+
+
+def test_a_header_folds_its_timing_to_fit_and_a_run_without_steps_reads_as_before():
+    run = TranscriptRun("r", (), "completed", T0, 4.1, steps=TIMED_STEPS)
+    summary = StepSummary.of(TIMED_STEPS)
+    full = header_line(run, summary)
+    assert full.endswith("4.1s · 2 turns · first token 0.4s · 50 tok/s · tools 1.0s ──")
+    lines = [header_line(run, summary, width) for width in range(len(full), 20, -1)]
+    assert all(len(line) <= width for line, width in zip(lines, range(len(full), 20, -1)) if "turn" in line
+               or "ttft" in line)
+    assert any("ttft 0.4s · 50 tok/s" in line and "turns" in line for line in lines)  # shorter words first
+    assert any(line.endswith("ttft 0.4s · tools 1.0s ──") for line in lines)  # then fewer figures
+    assert lines[-1] == header_line(replace(run, steps=()), None)  # then none: the header as before
+    assert header_line(replace(run, steps=()), None, 200) == f"── {format.when(T0)} · 4.1s ──"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_run_headers_show_where_time_went_at_every_size(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await timed_db(db, crashed=True)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-timed")
+        await settle(pilot)
+        headers = {h.run_id: h for h in app.screen.chat.transcript.query(RunHeader)}
+        stored, crashed = plain(headers["run-timed"].render()), plain(headers["run-crashed"].render())
+        width = headers["run-timed"].content_region.width
+        assert len(stored) <= width and len(crashed) <= width  # one line each, folded to fit
+        assert "tools 1.0s" in stored and "0.4s" in stored  # first-token time and time in tools, at any width
+        assert "crashed" in crashed and "0.4s" in crashed  # an in-flight run's steps come from its head
+        if size == (160, 45):
+            assert "2 turns · first token 0.4s · 50 tok/s · tools 1.0s" in stored or \
+                "2 turns · ttft 0.4s · 50 tok/s · tools 1.0s" in stored
+        await app.screen.open_session("s-old")
+        await settle(pilot)
+        old = plain(app.screen.chat.transcript.query_one(RunHeader).render())
+        assert old == f"── {format.when(T0 - 60)} · 2.0s ──"  # stored before steps: as it always read
+
+
+# -- the timeline -----------------------------------------------------------------------------
+
+
+def test_the_waterfall_places_each_step_on_the_runs_axis():
+    run = TranscriptRun("r", (), "completed", T0, 4.0, steps=TIMED_STEPS)
+    rows = plain(draw_rows(run, 80, T0 + 100)).splitlines()
+    assert len(rows) == 1 + len(TIMED_STEPS)  # the axis, then a row per step
+    assert rows[0].split()[-1] == "4.0s"  # the axis ends where the run ended
+    first, calc, fetch, second = rows[1:]
+    assert first.startswith("turn 1 · gpt-test") and "1.4s" in first  # its duration
+    assert calc.startswith("  ⚙ calculate") and "50ms" in calc
+    bar = first[first.index("░"):]
+    assert bar.startswith("░" * 4) and "█" in bar  # shaded until its first token, solid after: ttft marked
+    assert calc.index("▆") == fetch.index("▓")  # started together, side by side on the axis
+    assert second.index("░") > fetch.index("▓")  # the second turn after the calls
+    assert max(len(row) for row in rows) <= 80
+    wide = plain(draw_rows(run, 150, T0 + 100)).splitlines()
+    assert "ttft 0.4s · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_w_in_the_transcript_shows_the_run_under_the_cursor_and_escape_closes(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await timed_db(db)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-timed")
+        await settle(pilot)
+        app.screen.chat.transcript.focus()
+        await pilot.press("up", "w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await pilot.pause()
+        screen = app.screen
+        assert screen.run.run_id == "run-timed"
+        rows = plain(screen.query_one("#timeline-rows").render()).splitlines()
+        assert [row.split()[0] for row in rows[1:]] == ["turn", "⚙", "⚙", "turn"]
+        assert all(len(row) <= size[0] for row in rows)
+        summary = plain(screen.query_one("#timeline-summary").render())
+        assert "2 turns" in summary and "2 tool calls" in summary
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, TimelineScreen)
+
+
+async def test_the_timeline_scrolls_with_keys_at_80x24(tmp_path):
+    db = tmp_path / "lovia.db"
+    steps = [ToolStep(f"call-{i}", f"tool_{i}", T0 + i, T0 + i + 0.5) for i in range(60)]
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-long", [UserMessage(text="many calls"), AssistantMessage(text="done")],
+                             run_id="run-long", meta={"timing": {"started_at": T0, "finished_at": T0 + 61},
+                                                      "steps": steps_to_meta(steps)})
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.chat.transcript.focus()
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await pilot.pause()
+        scroll = app.screen.query_one("#timeline-scroll")
+        assert scroll.has_focus and scroll.max_scroll_y > 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert scroll.scroll_y > 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert scroll.scroll_y == scroll.max_scroll_y
+        await pilot.press("home")
+        await pilot.pause()
+        assert scroll.scroll_y == 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_w_in_the_runs_pane_draws_a_crashed_run_from_its_head(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await timed_db(db, crashed=True)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("ctrl+o")  # the runs pane comes over the conversation
+        app.screen.query_one("#run-list").focus()
+        await wait_for(pilot, lambda: app.screen.inspected == "run-crashed")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await pilot.pause()
+        screen = app.screen
+        assert screen.run.state == "crashed"
+        rows = plain(screen.query_one("#timeline-rows").render()).splitlines()
+        assert rows[1].startswith("turn 1 · gpt-test")
+        wait_row = rows[2]
+        assert wait_row.startswith("  ⚙ wait") and "…" in wait_row and "╌" in wait_row  # it never ended
+        if size == (160, 45):
+            assert "never ended" in wait_row
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.query_one("#run-list").has_focus
+
+
+async def test_a_run_stored_without_steps_says_so_in_its_timeline(tmp_path):
+    db = tmp_path / "lovia.db"
+    await timed_db(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-old")
+        await settle(pilot)
+        app.screen.chat.transcript.focus()
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await pilot.pause()
+        assert "no per-step timing" in plain(app.screen.query_one("#timeline-empty").render())
+
+
+# -- the sessions pane's time views -----------------------------------------------------------
+
+
+async def sessions_at(path, activity: dict[str, tuple[float, float]]) -> None:
+    """A session of one run for each id: ``(last activity, run seconds)``, set as the store keeps them."""
+    async with SQLiteSession(path, wal=True) as session:
+        for session_id, (_, seconds) in activity.items():
+            await session.append(session_id, [UserMessage(text=f"about {session_id}"), AssistantMessage(text="ok")],
+                                 meta={"timing": {"started_at": T0, "finished_at": T0 + seconds}})
+    with sqlite3.connect(path) as conn:
+        for session_id, (at, _) in activity.items():
+            conn.execute("UPDATE lovia_session_info SET last_activity = ? WHERE session_id = ?", (at, session_id))
+
+
+def shown_ids(pane: SessionsPane) -> list[str]:
+    return [info.session_id for info in pane.sessions]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_f3_cycles_today_this_week_and_longest_with_the_filter_and_the_title_says_which(
+        tmp_path, monkeypatch, size):
+    db = tmp_path / "lovia.db"
+    now = T0 + 3600  # Wednesday 13:00 UTC
+    await sessions_at(db, {
+        "s-today-short": (now - 60, 2.0),
+        "s-today-long": (now - 7200, 50.0),
+        "s-monday": (now - 2 * 86400, 90.0),  # this week, not today
+        "s-last-week": (now - 8 * 86400, 500.0),
+    })
+    monkeypatch.setattr(format, "clock", lambda: now)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("ctrl+b")  # the sessions pane comes over the conversation
+        pane = app.screen.query_one(SessionsPane)
+        title = app.screen.query_one("#sessions-title")
+        app.screen.query_one("#session-list").focus()
+        assert shown_ids(pane) == ["s-today-short", "s-today-long", "s-monday", "s-last-week"]
+        expected = {
+            "today": ["s-today-short", "s-today-long"],
+            "this week": ["s-today-short", "s-today-long", "s-monday"],
+            "longest": ["s-last-week", "s-monday", "s-today-long", "s-today-short"],
+            "recent": ["s-today-short", "s-today-long", "s-monday", "s-last-week"],
+        }
+        for name, ids in expected.items():
+            await pilot.press("f3")
+            await pilot.pause()
+            assert pane.time_view.name == name
+            assert shown_ids(pane) == ids
+            assert plain(title.render()) == pane.time_view.title  # the choice is in the pane's title
+        # From the filter box too (f3 types nothing), and with filter text: both apply.
+        app.screen.query_one("#session-filter").focus()
+        await pilot.press(*"long", "f3", "f3", "f3")
+        await pilot.pause()
+        assert pane.query_text == "long" and pane.time_view.name == "longest"
+        assert shown_ids(pane) == ["s-today-long"]
+        await pilot.press("f3", "f3")  # recent, then today
+        await pilot.pause()
+        assert shown_ids(pane) == ["s-today-long"]
+        await pilot.press("ctrl+u", *"last")  # nothing today matches: said so
+        await pilot.pause()
+        assert shown_ids(pane) == []
+        options = app.screen.query_one("#session-list")
+        assert "escape clears" in str(options.get_option_at_index(0).prompt)
+
+
+async def test_a_time_view_keeps_its_order_when_a_session_changes(tmp_path, monkeypatch):
+    db = tmp_path / "lovia.db"
+    now = T0 + 3600
+    await sessions_at(db, {"s-a": (now - 60, 5.0), "s-b": (now - 120, 30.0), "s-c": (now - 9 * 86400, 10.0)})
+    monkeypatch.setattr(format, "clock", lambda: now)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(SessionsPane)
+        pane.set_time_view(next(v for v in TIME_VIEWS if v.name == "longest"))
+        assert shown_ids(pane) == ["s-b", "s-c", "s-a"]
+        async with SQLiteSession(db, wal=True) as session:  # s-a runs long, in another connection
+            await session.append("s-a", [UserMessage(text="more"), AssistantMessage(text="ok")],
+                                 meta={"timing": {"started_at": now, "finished_at": now + 100.0}})
+        await app.screen.refresh_session("s-a")
+        await settle(pilot)
+        assert shown_ids(pane) == ["s-a", "s-b", "s-c"]
+        pane.set_time_view(next(v for v in TIME_VIEWS if v.name == "today"))
+        assert shown_ids(pane) == ["s-a", "s-b"]
+
+
+async def test_longest_over_many_sessions_reads_no_transcript_and_draws_a_page_at_a_time(tmp_path):
+    db = tmp_path / "lovia.db"
+    count = 3 * PAGE + 10
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(count):
+            seconds = float((i * 37) % count)  # every run time once, in no order of activity
+            await session.append(f"s-{i:04d}", [UserMessage(text=f"question {i}"), AssistantMessage(text="ok")],
+                                 meta={"timing": {"started_at": T0 + i, "finished_at": T0 + i + seconds}})
+    session = CountingSession(db, wal=True)
+    app = make_app(db, session=session)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(SessionsPane)
+        options = app.screen.query_one("#session-list")
+        assert len(pane.listed) == count
+        app.screen._change_timer.pause()  # the several-windows check is counted elsewhere
+        await settle(pilot)
+        reset(session)
+        options.focus()
+        await pilot.press("f3", "f3", "f3")
+        await pilot.pause()
+        assert pane.time_view.name == "longest"
+        seconds = [info.total_run_seconds for info in pane.sessions]
+        assert seconds == sorted(seconds, reverse=True) and len(seconds) == count
+        # Sorted from what the listing holds: the store is not asked, and no transcript is read.
+        assert {name: n for name, n in session.calls.items() if n} == {}
+        assert options.option_count == PAGE + 1  # a page of options, and "N more"
+        await pilot.press("end")
+        await pilot.pause()
+        assert options.option_count == 2 * PAGE + 1  # the next page as the cursor nears the end
+        assert options.get_option_at_index(0).id == pane.sessions[0].session_id
