@@ -13,14 +13,15 @@ from collections.abc import Sequence
 
 from lovia.checkpoint import Checkpointer
 from lovia.errors import UserError
-from lovia.session import RewindableSession, Segment
+from lovia.session import RewindableSession, Segment, UndoableRewindSession
 from lovia.stores._common import rewind_cut
 
 __all__ = ["rewind_with_checkpoints"]
 
 
 async def rewind_with_checkpoints(
-    session: RewindableSession, checkpointer: Checkpointer | None, session_id: str, *, keep_entries: int
+    session: RewindableSession, checkpointer: Checkpointer | None, session_id: str, *, keep_entries: int,
+    undoable: bool = False,
 ) -> int:
     """Keep the first ``keep_entries`` entries of ``session_id``, forget the checkpoints of the
     runs that undoes, and return how many entries went (what ``session.rewind`` returns).
@@ -43,6 +44,10 @@ async def rewind_with_checkpoints(
     reason: nothing tells it from a run awaiting its heal, so re-issuing its run id puts
     it back at the end of the session rather than losing it.
 
+    With ``undoable`` and a session that can (:class:`~lovia.session.UndoableRewindSession`), the
+    rewind is ``rewind_undoably``: what it drops is kept until the next message. The checkpoints
+    go all the same: an undo puts the runs back in the session, whose segments hold them whole.
+
     Raises :class:`~lovia.errors.UserError` for a session without ``rewind`` or a negative
     ``keep_entries``, before anything changes.
     """
@@ -55,7 +60,10 @@ async def rewind_with_checkpoints(
     if checkpointer is not None:
         for run_id in planned:
             await checkpointer.delete(run_id)
-    removed = await session.rewind(session_id, keep_entries=keep_entries)
+    if undoable and isinstance(session, UndoableRewindSession):
+        removed = await session.rewind_undoably(session_id, keep_entries=keep_entries)
+    else:
+        removed = await session.rewind(session_id, keep_entries=keep_entries)
     if checkpointer is not None:
         for run_id in _undone(before, await session.segments(session_id)):
             if run_id not in planned:

@@ -47,13 +47,17 @@ from lovia.session import (
     PagedSession,
     RenamableSession,
     RewindableSession,
+    RewindUndo,
     RunSpan,
     Segment,
     Session,
     SessionInfo,
+    TrashedSession,
+    TrashingSession,
     TrimmableSession,
     TrimPreview,
     TrimPreviewingSession,
+    UndoableRewindSession,
 )
 from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
 from lovia.timing import Step, steps_from_meta
@@ -74,6 +78,8 @@ RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
 CUT_OFF = "cut_off"
 """The finish reason of an answer whose run stopped while it streamed, kept when the run is finalized."""
 TRIM_KEEP_CHARS = 400
+DEFAULT_TRASH_DAYS = 30.0
+"""How long a deleted session stays in the trash before it is purged, unless the config says otherwise."""
 """How much of each old tool output a trim from the UI keeps."""
 OPEN_PAGE = 24
 """How many of its newest stored entries a session opens with (a screenful; the rest is read as it is wanted)."""
@@ -372,8 +378,11 @@ class ChatBackend:
     """Sessions, runs and the agent the UI drives."""
 
     def __init__(self, session: Session, checkpointer: Checkpointer, agent: Agent[Any], *,
-                 context_policy: ContextPolicy | None = None, max_turns: int = 25) -> None:
+                 context_policy: ContextPolicy | None = None, max_turns: int = 25,
+                 trash_days: float = DEFAULT_TRASH_DAYS) -> None:
         self.session = session
+        self.trash_days = trash_days
+        self._trash_purged = False  # the expired trash is purged once at the first listing, then as it is listed
         self.checkpointer = checkpointer
         self.agent = agent
         self.context_policy = context_policy
@@ -429,6 +438,16 @@ class ChatBackend:
         return isinstance(self.session, RenamableSession)
 
     @property
+    def can_trash(self) -> bool:
+        """Deleting to a trash (and restoring from it) needs a :class:`~lovia.session.TrashingSession`."""
+        return isinstance(self.session, TrashingSession)
+
+    @property
+    def can_undo_rewind(self) -> bool:
+        """Undoing a rewind needs an :class:`~lovia.session.UndoableRewindSession`."""
+        return isinstance(self.session, UndoableRewindSession)
+
+    @property
     def can_list_runs(self) -> bool:
         return isinstance(self.checkpointer, ListableCheckpointer)
 
@@ -453,6 +472,8 @@ class ChatBackend:
         session = self.session
         if not isinstance(session, ListableSession):
             return []
+        if not self._trash_purged:  # the app's first listing: what stayed in the trash too long goes
+            await self.purge_expired_trash()
         stored = await session.list_sessions(query=query or None, limit=limit)
         newest, oldest = _runs_by_session(await self._unstored_runs())
         listed = [_listing(info, newest.get(info.session_id)) for info in stored]
@@ -520,17 +541,82 @@ class ChatBackend:
             _refuse_held(summary.run_id, summary.head)
         return summaries
 
-    async def delete_session(self, session_id: str) -> None:
-        """Forget the session and every run checkpoint of it; refused while one of its runs executes.
+    async def delete_session(self, session_id: str) -> TrashedSession | None:
+        """Move the session to the trash (or, with a store that has none, forget it); refused while one
+        of its runs executes. Returns the trash's item, ``None`` when nothing was kept.
 
-        Every run is checked before anything is deleted, then each is taken (see
-        :meth:`_taken`) and deleted, so one that started meanwhile stops that.
+        Every run is checked before anything changes. With a trash, nothing of the session is
+        lost: its runs not in it yet (stopped, crashed, failed) are finalized into it first, as
+        partial runs marked how they ended, so they go to the trash with it and come back with
+        it; the checkpoints of its completed runs (replay caches of runs its segments hold) are
+        deleted, so that no start-up replays a run into a session in the trash. Without one,
+        the session is cleared and every checkpoint of it deleted, as before. Each run is taken
+        (see :meth:`_taken`) before it is finalized or deleted, so one that started meanwhile
+        stops that.
         """
         summaries = await self.check_deletable(session_id)
-        for summary in summaries:
+        session = self.session
+        trashing = isinstance(session, TrashingSession)
+        for summary in sorted(summaries, key=lambda r: r.head.started_at):  # oldest first: the order they belong in
+            if trashing and summary.head.status != "completed":
+                await self.finalize(summary.run_id, ended="stopped" if run_state(summary.head) == "interrupted"
+                                    else None)
+                continue
             async with self._taken(summary.run_id):
                 await self.checkpointer.delete(summary.run_id)
-        await self.session.clear(session_id)
+        if isinstance(session, TrashingSession):
+            return await session.trash_session(session_id)
+        await session.clear(session_id)
+        return None
+
+    async def trash(self) -> list[TrashedSession]:
+        """What the trash holds, most recently deleted first, after purging what stayed past ``trash_days``."""
+        session = self.session
+        if not isinstance(session, TrashingSession):
+            return []
+        await self.purge_expired_trash()
+        return await session.list_trash()
+
+    async def purge_expired_trash(self) -> int:
+        """Forget, for good, the sessions deleted more than ``trash_days`` ago; return how many went.
+
+        Run when the app first lists its sessions and whenever the trash is listed: never on a
+        timer, so a session is never purged while nobody looks.
+        """
+        session = self.session
+        self._trash_purged = True
+        if not isinstance(session, TrashingSession):
+            return 0
+        return await session.purge_trash(deleted_before=time.time() - self.trash_days * 86400)
+
+    def purges_at(self, item: TrashedSession) -> float:
+        """When ``item`` is purged (the first listing after this time)."""
+        return item.deleted_at + self.trash_days * 86400
+
+    async def restore_session(self, trash_id: int) -> str:
+        """Bring a deleted session back from the trash; return its session id.
+
+        Refused, changing nothing, when its id names a session again: one the store has, or
+        one known only by its runs not stored yet (a new conversation under that id that
+        stopped or crashed before its first answer). Ids are the user's: lovia never merges
+        the two nor renames either; the user deletes the new one first (it goes to the trash
+        too) and then restores.
+        """
+        session = self.session
+        if not isinstance(session, TrashingSession):
+            raise UserError(f"{type(session).__name__} has no trash: deleted sessions are gone")
+        item = next((t for t in await session.list_trash() if t.trash_id == trash_id), None)
+        if item is not None and await self._in_flight(item.session_id):
+            raise UserError(f"session {item.session_id!r} cannot be restored: a new conversation under that id has "
+                            "runs not stored yet. Delete that one first (it goes to the trash too), then restore")
+        return await session.restore_session(trash_id)
+
+    async def purge_trashed(self, trash_id: int) -> int:
+        """Forget one item of the trash for good now; returns 1, or 0 when it was gone already."""
+        session = self.session
+        if not isinstance(session, TrashingSession):
+            return 0
+        return await session.purge_trash(trash_id=trash_id)
 
     async def transcript(self, session_id: str, *, page: int = OPEN_PAGE) -> Transcript:
         """The session as it opens: its newest ``page`` stored entries, its in-flight runs, and a reader for the rest.
@@ -871,13 +957,48 @@ class ChatBackend:
         """Keep the first ``keep_entries`` stored entries of ``session_id``; return how many went.
 
         The checkpoints of the runs it truncates or deletes go too (this object holds the
-        checkpointer): see :func:`lovia.rewind.rewind_with_checkpoints`, which does it.
+        checkpointer): see :func:`lovia.rewind.rewind_with_checkpoints`, which does it. With a
+        store that can, what it drops is kept until the next message: :meth:`undo_rewind`.
         """
         session = self.session
         if not isinstance(session, RewindableSession):
             raise UserError(f"{type(session).__name__} cannot rewind: edit-and-resend and regenerate need a "
                             "rewind(session_id, *, keep_entries) method")
-        return await rewind_with_checkpoints(session, self.checkpointer, session_id, keep_entries=keep_entries)
+        return await rewind_with_checkpoints(session, self.checkpointer, session_id, keep_entries=keep_entries,
+                                             undoable=True)
+
+    async def rewind_undo(self, session_id: str) -> RewindUndo | None:
+        """What undoing the session's last rewind would bring back; ``None``: nothing to undo."""
+        session = self.session
+        return await session.rewind_undo(session_id) if isinstance(session, UndoableRewindSession) else None
+
+    async def undo_rewind(self, session_id: str) -> RewindUndo:
+        """Put the session back as it was before its last rewind (an edit-and-resend or a regenerate).
+
+        Possible until the next message is sent. The runs the rewind dropped come back whole
+        (a truncated one as it was) and the resend's run is dropped: its answer when it
+        finished (its checkpoint, the replay cache, is deleted first, as a rewind deletes
+        those it undoes), or, stopped, crashed or failed and not stored yet, its checkpoint
+        (discarded). Refused, changing nothing, while a run of the session executes here or
+        elsewhere: its answer would land in a session it no longer belongs to.
+        """
+        session = self.session
+        if not isinstance(session, UndoableRewindSession):
+            raise UserError(f"{type(session).__name__} cannot undo a rewind: it keeps nothing a rewind drops")
+        undo = await session.rewind_undo(session_id)
+        if undo is None:
+            raise UserError("nothing to undo: no edit-and-resend or regenerate since the last message")
+        in_flight = await self._in_flight(session_id)
+        for summary in in_flight:
+            if summary.head.is_held():
+                raise RunClaimedError(f"a run of this session ({summary.run_id}) is executing: wait for its answer, "
+                                      "or stop it, then undo")
+        for summary in in_flight:
+            if summary.head.started_at >= undo.rewound_at:  # the resend's run, not stored yet
+                await self.discard(summary.run_id)
+        if undo.added_run_id is not None:
+            await self.checkpointer.delete(undo.added_run_id)
+        return await session.undo_rewind(session_id)
 
     async def last_message(self, session_id: str) -> EditTarget | None:
         """The message an edit-last or a regenerate acts on: the last run's.
@@ -963,6 +1084,19 @@ class ChatBackend:
         for summary in dropped:
             _refuse_held(summary.run_id, summary.head)
         self._check_settleable(before, settle)
+        if self.can_undo_rewind and dropped:
+            # Undoable: the dropped runs are finalized into the session (after ``before``, in
+            # order) and rewound away with the rest, so an undo brings them back as partial runs.
+            settled = await self._settle(before, settle)
+            for summary in dropped:
+                await self.finalize(summary.run_id, ended="stopped" if run_state(summary.head) == "interrupted"
+                                    else None)
+            stored = await self.locate(session_id, original)
+            if stored is None or stored.position is None:
+                raise UserError("that message is not in this session any more (it was rewound meanwhile): pick it "
+                                "again")
+            await self.rewind(session_id, stored.position)
+            return await self._start(session_id, text, [*settled, *(r.run_id for r in dropped)])
         for summary in reversed(dropped):
             await self.discard(summary.run_id)
         if target.position is not None:

@@ -201,12 +201,20 @@ class RacedSQLiteSession(SQLiteSession):
         self.gone_before_rewind: list[str] = []
 
     async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        await self._race(session_id)
+        return await super().rewind(session_id, keep_entries=keep_entries)
+
+    async def rewind_undoably(self, session_id: str, *, keep_entries: int) -> int:
+        """The backend's rewind (undoable), raced the same way."""
+        await self._race(session_id)
+        return await super().rewind_undoably(session_id, keep_entries=keep_entries)
+
+    async def _race(self, session_id: str) -> None:
         for run_id in ("r2", "r3"):
             if await self.checkpointer.load(run_id) is None:
                 self.gone_before_rewind.append(run_id)
         await completed_checkpoint(self.checkpointer, "late", session_id)  # finalized, then appended
         await self.other_writer.append(session_id, [UserMessage(text="late"), UserMessage(text="run")], run_id="late")
-        return await super().rewind(session_id, keep_entries=keep_entries)
 
     async def close(self) -> None:
         await self.other_writer.close()
@@ -260,9 +268,17 @@ class AppendFailsOnceSQLiteSession(SQLiteSession):
         return await super().append(session_id, entries, run_id=run_id, meta=meta)
 
     async def rewind(self, session_id: str, *, keep_entries: int) -> int:
+        await self._race(session_id)
+        return await super().rewind(session_id, keep_entries=keep_entries)
+
+    async def rewind_undoably(self, session_id: str, *, keep_entries: int) -> int:
+        """The backend's rewind (undoable), raced the same way."""
+        await self._race(session_id)
+        return await super().rewind_undoably(session_id, keep_entries=keep_entries)
+
+    async def _race(self, session_id: str) -> None:
         if self.append_before_rewind is not None:
             await self.other_writer.append(session_id, [UserMessage(text="late")], run_id=self.append_before_rewind)
-        return await super().rewind(session_id, keep_entries=keep_entries)
 
     async def close(self) -> None:
         await self.other_writer.close()

@@ -1,0 +1,221 @@
+"""The UI's delete (to the trash), restore, purge and rewind undo, over real stores (memory and a SQLite file)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from lovia import (
+    Agent,
+    InMemoryCheckpointer,
+    InMemorySession,
+    RunClaimedError,
+    RunSnapshot,
+    ScriptedModel,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    UserError,
+    UserMessage,
+)
+from lovia.entries import entry_to_dict
+from lovia.tui.backend import ChatBackend
+from tests.tui.test_backend_run_actions import a_dead_owner, stored_head
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def make_backend(request, tmp_path) -> AsyncIterator:
+    opened: list = []
+
+    def make(answers: list[str], **options) -> ChatBackend:
+        if request.param == "memory":
+            session, checkpointer = InMemorySession(), InMemoryCheckpointer()
+        else:
+            db = tmp_path / "lovia.db"
+            session, checkpointer = SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True)
+            opened.extend([session, checkpointer])
+        return ChatBackend(session, checkpointer, Agent(name="bot", model=ScriptedModel(answers)), **options)
+
+    yield make
+    for store in opened:
+        await store.close()
+
+
+async def finish(started) -> None:
+    async for _ in started.stream:
+        pass
+
+
+async def chat(backend: ChatBackend, session_id: str, *texts: str) -> None:
+    for text in texts:
+        await finish(await backend.send(session_id, text))
+
+
+async def transcript(backend: ChatBackend, session_id: str) -> list:
+    return [(s.run_id, [entry_to_dict(e) | {"created_at": 0} for e in s.entries])
+            for s in await backend.session.segments(session_id)]
+
+
+async def crashed_run(backend: ChatBackend, session_id: str, run_id: str, text: str) -> None:
+    head = stored_head(session_id=session_id, owner=a_dead_owner(), status="running", claim=None, lease_until=None,
+                       first_input=text, started_at=time.time(), updated_at=time.time())
+    await backend.checkpointer.save(RunSnapshot(run_id, head, [UserMessage(text=text)]))
+
+
+# -- trash --------------------------------------------------------------------------------------
+
+
+async def test_delete_moves_the_session_to_the_trash_with_its_unfinished_runs_and_restore_brings_it_back(
+        make_backend):
+    backend = make_backend(["one", "two", "four"])
+    await chat(backend, "s", "first", "second")
+    await crashed_run(backend, "s", "crashed-run", "third, never answered")
+    before = await transcript(backend, "s")
+
+    item = await backend.delete_session("s")
+    assert item is not None and item.session_id == "s" and item.title == "first"
+    assert await backend.session.segments("s") == []
+    assert [s.session_id for s in await backend.sessions()] == []
+    assert await backend.checkpointer.list_runs() == []  # no start-up replays a run into a trashed session
+    assert [t.trash_id for t in await backend.trash()] == [item.trash_id]
+    assert backend.purges_at(item) == pytest.approx(item.deleted_at + 30 * 86400)
+
+    assert await backend.restore_session(item.trash_id) == "s"
+    after = await backend.session.segments("s")
+    assert await transcript(backend, "s") == before + [("crashed-run", [entry_to_dict(after[-1].entries[0]) |
+                                                                        {"created_at": 0}])]
+    assert after[-1].run_id == "crashed-run" and after[-1].meta["partial"] and after[-1].meta["ended"] == "crashed"
+    assert await backend.trash() == []
+    # The restored session goes on as before.
+    await chat(backend, "s", "fourth")
+    assert len(await backend.session.segments("s")) == 4
+
+
+async def test_expired_items_are_purged_when_listed_never_before(make_backend):
+    backend = make_backend(["one", "two"], trash_days=1)
+    await chat(backend, "old", "first")
+    await chat(backend, "new", "second")
+    old = await backend.delete_session("old")
+    await backend.delete_session("new")
+    assert len(await backend.trash()) == 2
+    assert len(await backend.trash()) == 2  # listing again purges nothing younger than a day
+    backend.trash_days = 0  # both are past their time now
+    assert await backend.trash() == []
+    with pytest.raises(UserError, match="restored or purged"):
+        await backend.restore_session(old.trash_id)
+
+
+async def test_the_first_session_listing_purges_the_expired_trash_once(make_backend):
+    backend = make_backend(["one"], trash_days=0)
+    await chat(backend, "s", "first")
+    await backend.delete_session("s")
+    assert await backend.sessions() == []  # the first listing purges
+    assert await backend.trash() == []
+
+
+async def test_purge_one_item_now(make_backend):
+    backend = make_backend(["one", "two"])
+    await chat(backend, "a", "first")
+    await chat(backend, "b", "second")
+    a = await backend.delete_session("a")
+    b = await backend.delete_session("b")
+    assert await backend.purge_trashed(a.trash_id) == 1
+    assert [t.trash_id for t in await backend.trash()] == [b.trash_id]
+
+
+async def test_restore_is_refused_while_a_new_conversation_holds_the_id(make_backend):
+    backend = make_backend(["one", "two"])
+    await chat(backend, "s", "first")
+    item = await backend.delete_session("s")
+    await crashed_run(backend, "s", "new-crashed", "a new start under the same id")
+    with pytest.raises(UserError, match="cannot be restored") as refused:
+        await backend.restore_session(item.trash_id)
+    assert "new start" not in str(refused.value)
+    await chat(backend, "t", "x")
+    await backend.finalize("new-crashed")
+    with pytest.raises(UserError, match="exists again"):
+        await backend.restore_session(item.trash_id)
+    assert len(await backend.trash()) == 1
+
+
+# -- rewind undo --------------------------------------------------------------------------------
+
+
+async def test_undo_after_a_regenerate_brings_the_transcript_back_and_drops_the_new_answer(make_backend):
+    backend = make_backend(["one", "two", "two again"])
+    await chat(backend, "s", "first", "second")
+    before = await transcript(backend, "s")
+    assert await backend.rewind_undo("s") is None
+
+    started = await backend.regenerate("s")
+    await finish(started)
+    assert [e["text"] for _, entries in await transcript(backend, "s") for e in entries][-1] == "two again"
+    undo = await backend.rewind_undo("s")
+    assert undo is not None and undo.added_run_id == started.stream.run_id
+
+    await backend.undo_rewind("s")
+    assert await transcript(backend, "s") == before
+    assert await backend.checkpointer.load(started.stream.run_id) is None  # its replay cache went too
+    with pytest.raises(UserError, match="nothing to undo"):
+        await backend.undo_rewind("s")
+
+
+async def test_undo_after_editing_a_stopped_runs_message_brings_that_run_back_as_partial(make_backend):
+    backend = make_backend(["one", "edited answer"])
+    await chat(backend, "s", "first")
+    await crashed_run(backend, "s", "stopped-run", "a question")
+    target = await backend.last_message("s")
+    assert target.run_id == "stopped-run"
+    # A crashed run of the session before the edited one would need a decision; this one is the edited one.
+    started = await backend.resend_edited("s", target.message, "a better question")
+    await finish(started)
+    assert [e["text"] for _, entries in await transcript(backend, "s") for e in entries if e["type"] == "user"] == \
+        ["first", "a better question"]
+
+    await backend.undo_rewind("s")
+    runs = await backend.session.segments("s")
+    assert [s.run_id for s in runs][-1] == "stopped-run" and runs[-1].meta["ended"] == "crashed"
+    assert [e.text for e in runs[-1].entries] == ["a question"]
+
+
+async def test_the_next_message_forgets_the_undo(make_backend):
+    backend = make_backend(["one", "two", "two again", "three"])
+    await chat(backend, "s", "first", "second")
+    await finish(await backend.regenerate("s"))
+    assert await backend.rewind_undo("s") is not None
+    await chat(backend, "s", "third")
+    assert await backend.rewind_undo("s") is None
+    with pytest.raises(UserError, match="nothing to undo"):
+        await backend.undo_rewind("s")
+
+
+async def test_undo_is_refused_while_a_run_of_the_session_executes_and_drops_a_stopped_resend(make_backend):
+    backend = make_backend(["one", "two"])
+    await chat(backend, "s", "first", "second")
+    before = await transcript(backend, "s")
+    await backend.rewind("s", 2)  # as a resend does, before its run starts
+    rewound_at = (await backend.rewind_undo("s")).rewound_at
+    busy = stored_head(session_id="s", status="running", started_at=rewound_at + 1, updated_at=rewound_at + 1,
+                       lease_until=time.time() + 600)
+    await backend.checkpointer.save(RunSnapshot("resend", busy, [UserMessage(text="second")]))
+    with pytest.raises(RunClaimedError, match="wait for its answer"):
+        await backend.undo_rewind("s")
+    assert await backend.rewind_undo("s") is not None
+
+    await backend.checkpointer.delete("resend")  # as if it was stopped there: given back, no owner
+    stopped = stored_head(session_id="s", status="interrupted", started_at=rewound_at + 1,
+                          updated_at=rewound_at + 2, claim=None, lease_until=None)
+    await backend.checkpointer.save(RunSnapshot("resend", stopped, [UserMessage(text="second")]))
+    await backend.undo_rewind("s")
+    assert await transcript(backend, "s") == before
+    assert await backend.checkpointer.load("resend") is None
+
+
+async def test_delete_forgets_the_undo(make_backend):
+    backend = make_backend(["one", "two", "two again"])
+    await chat(backend, "s", "first", "second")
+    await finish(await backend.regenerate("s"))
+    item = await backend.delete_session("s")
+    await backend.restore_session(item.trash_id)
+    assert await backend.rewind_undo("s") is None
