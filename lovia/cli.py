@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Chat with an agent from the terminal; sessions and in-flight runs survive crashes. "
                     "With no options it opens your sessions on the offline demo model.",
         epilog="Environment: LOVIA_MODEL, LOVIA_BASE_URL, LOVIA_API_KEY or OPENAI_API_KEY, OLLAMA_HOST, "
-               "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives).",
+               "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives). "
+               "Commands: lovia export SESSION_ID [--format md|jsonl] [--db PATH] [-o FILE] writes a session "
+               "as Markdown or JSON lines.",
     )
     parser.add_argument("--version", action="version", version=f"lovia {__version__}")
     parser.add_argument("--db", type=Path, help="the SQLite file for sessions and checkpoints "
@@ -86,7 +88,9 @@ async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
 
 # ``lovia NAME ...`` runs a command instead of the app: NAME -> "module:function", imported only
 # when used, the function taking the remaining arguments and returning the exit status.
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "export": "lovia.export:main",
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -211,6 +211,12 @@ class LoviaApp(App[None]):
                                 transcript.action_edit)
         if opened and transcript.check_action("trim", ()) and not running:
             yield SystemCommand("Trim tool outputs", "Cut old tool outputs to reclaim space", transcript.action_trim)
+        if transcript.selected_view is not None and transcript.check_action("fork", ()) and not running:
+            yield SystemCommand("Fork from selected message", "A new session copied up to and including the "
+                                "selected message (f in the transcript); the original stays", transcript.action_fork)
+        if opened and main.check_action("export", ()):
+            yield SystemCommand("Export session", "Write the open session to a Markdown or JSON lines file (ctrl+s)",
+                                main.action_export)
         if isinstance(transcript.selected_view, Expandable):
             yield SystemCommand("Expand or collapse tool call", "Show or hide the selected tool call's details",
                                 transcript.action_expand)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from lovia._async import shielded
@@ -36,6 +37,7 @@ from lovia.checkpoint import (
 from lovia.context import ContextPolicy
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.errors import AgentResolutionError, LoviaError, RunClaimedError, UserError
+from lovia.export import ExportFormat, ExportSummary, write_export
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
@@ -43,6 +45,8 @@ from lovia.session import (
     ClosableStore,
     DescribableSession,
     EntryPage,
+    ForkableSession,
+    ForkOrigin,
     ListableSession,
     PagedSession,
     RenamableSession,
@@ -64,6 +68,8 @@ from lovia.timing import Step, steps_from_meta
 from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
 
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
+FORK_MARK = "⑂"
+"""What a fork's title begins with, and what marks a forked session where it is shown."""
 HEAL_NEWEST_RUNS = 20
 # The run ids this app makes; it replays only its own runs (see record_finished_runs).
 APP_RUN_PREFIX = "lovia-run-"
@@ -950,6 +956,78 @@ class ChatBackend:
         stored = await self.checkpointer.load(taken.run_id)
         if stored is not None and stored.head.status != "completed":
             await self.checkpointer.save(RunSnapshot(taken.run_id, _given_back(taken), taken.entries))
+
+    # -- fork and export -----------------------------------------------------------------
+
+    @property
+    def can_fork(self) -> bool:
+        """Forking a session from a message needs ``fork`` (:class:`~lovia.session.ForkableSession`)."""
+        return isinstance(self.session, ForkableSession)
+
+    async def fork(self, session_id: str, position: int) -> tuple[str, int]:
+        """Copy ``session_id`` up to and including its stored entry at ``position`` into a new session.
+
+        Returns the new session's id and how many entries it holds. A tool call takes its
+        result along (the cut goes just past the result), so the call the user picked stays in
+        the copy; a cut inside a run is otherwise made tool-consistent by the store. The fork is
+        titled ``⑂`` and the source's title, so the sessions list tells it apart; where it came
+        from is recorded in it (:class:`~lovia.session.ForkOrigin`, see :meth:`fork_origin`).
+        """
+        session = self.session
+        if not isinstance(session, ForkableSession):
+            raise UserError(f"{type(session).__name__} cannot fork sessions: it has no "
+                            "fork(session_id, *, keep_entries, new_session_id) method")
+        pages = TranscriptPages(session, session_id)
+        probe = await pages._entry_page(position, 1)
+        if not probe.entries:
+            raise UserError("that message is not in this session any more (it was rewound meanwhile): pick it again")
+        keep = position + 1
+        picked = probe.entries[0]
+        if isinstance(picked, ToolCall) and probe.runs:
+            rest = await pages._entry_page(position, max(1, probe.runs[0].end - position))
+            keep = next((position + i + 1 for i, e in enumerate(rest.entries)
+                         if isinstance(e, ToolResult) and e.call_id == picked.call_id), keep)
+        new_session_id = self.new_session_id()
+        copied = await session.fork(session_id, keep_entries=keep, new_session_id=new_session_id)
+        info = await self.session_info(session_id)
+        if info is not None and isinstance(session, RenamableSession):
+            await session.rename_session(new_session_id, f"{FORK_MARK} {info.title or session_id}")
+        return new_session_id, copied
+
+    async def stored_position(self, session_id: str, run_id: str, matches: Callable[[Entry], bool]) -> int | None:
+        """Where the last stored entry of run ``run_id`` that ``matches`` is in ``session_id``; ``None`` if none is.
+
+        For a message this window showed live: its run is the session's last, or near it, so the
+        session is read from its end a page at a time until the run is found.
+        """
+        pages = TranscriptPages(self.session, session_id)
+        end: int | None = None
+        while end is None or end > 0:
+            start = None if end is None else max(0, end - LOCATE_PAGE)
+            page = await pages._entry_page(start, LOCATE_PAGE if end is None else end - (start or 0))
+            spans = [span for span in page.runs if span.run_id == run_id]
+            if spans:
+                span = spans[0]
+                run = await pages._entry_page(span.start, max(1, span.count))
+                found = [run.start + i for i, entry in enumerate(run.entries) if matches(entry)]
+                return found[-1] if found else None
+            if page.start == 0:
+                return None
+            end = page.start
+        return None
+
+    async def fork_origin(self, session_id: str) -> ForkOrigin | None:
+        """Where ``session_id`` was forked from, as its first run records it; ``None`` for a session not forked.
+
+        One page of one entry with a paged store; any other store's session is read whole.
+        """
+        first = await TranscriptPages(self.session, session_id)._entry_page(0, 1)
+        return ForkOrigin.from_meta(first.runs[0].meta) if first.runs else None
+
+    async def export(self, session_id: str, path: str | Path, *, fmt: ExportFormat | None = None) -> ExportSummary:
+        """Write ``session_id`` to the file ``path`` (see :func:`lovia.export.write_export`): Markdown, or
+        JSON lines for a ``.jsonl`` name; read a page at a time from a paged store."""
+        return await write_export(self.session, session_id, path, fmt=fmt)
 
     # -- rewind and trim -----------------------------------------------------------------
 

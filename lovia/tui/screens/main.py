@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import ClassVar
 
 from textual import events, on, work
@@ -27,10 +28,12 @@ from textual.worker import Worker
 
 from lovia.checkpoint import RunSummary, claim_refused
 from lovia.errors import LoviaError
+from lovia.export import default_file_name
 from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
 from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.screens.timeline import TimelineScreen, run_for_timeline
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
@@ -79,6 +82,8 @@ class MainScreen(Screen):
                 tooltip="Show or hide the runs pane and inspector (over the conversation on a narrow screen)",
                 id="main.toggle_runs"),
         # One key, two bindings: the footer reads what f10 does now (only one applies at a time).
+        Binding("ctrl+s", "export", "Export", id="main.export",
+                tooltip="Export the open session to a Markdown file (a .jsonl name writes JSON lines)"),
         Binding("f10", "maximize", "Maximize", tooltip="Maximize the focused pane", id="main.maximize"),
         Binding("f10", "minimize", "Restore", tooltip="Restore every pane", id="main.minimize"),
         Binding("escape", "close_overlay", "Fold pane", show=False,
@@ -516,7 +521,37 @@ class MainScreen(Screen):
         self.show_pane("sessions")
         self.set_focus(self.query_one("#session-filter"))
 
+    def action_export(self) -> None:
+        self._export_session()
+
+    @work(exclusive=True, group="dialog")
+    async def _export_session(self) -> None:
+        """Ask where to (the current directory, named after the session), write the file, say where it went.
+
+        Only what is stored is written: a run in flight reaches the file once it is in the session.
+        """
+        session_id = self.chat.session_id
+        if session_id is None or not self.chat.transcript.run_ids:
+            self.notify("Nothing to export yet: this session has no stored message.", severity="warning")
+            return
+        suggested = str(Path.cwd() / default_file_name(session_id))
+        path = await self.app.push_screen_wait(PromptScreen(
+            "Export this session to the file (a name ending in .jsonl writes JSON lines, any other Markdown):",
+            suggested))
+        if not path or not path.strip():
+            return
+        try:
+            summary = await self.backend.export(session_id, path.strip())
+        except LoviaError as exc:  # no such directory, not writable, a store error: said, nothing half-written
+            self.notify(str(exc), severity="error")
+            return
+        entries = format.count(summary.entries, "entry", "entries")
+        self.notify(f"Exported {format.count(summary.runs, 'run')} ({entries}) to {summary.path}", timeout=10)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "export":
+            chat = self._chat_panel
+            return chat is not None and chat.is_attached and chat.session_id is not None
         if action == "stop_run":  # asked for the footer at any time, also while the app closes
             chat = self._chat_panel
             return chat is not None and chat.is_attached and chat.running
@@ -700,4 +735,3 @@ class MainScreen(Screen):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_lists()
-

@@ -35,6 +35,7 @@ from lovia.runtime import (
 )
 from lovia.tui import format
 from lovia.tui.backend import (
+    FORK_MARK,
     STATE_LABELS,
     TRIM_KEEP_CHARS,
     ChatBackend,
@@ -104,6 +105,7 @@ class ChatPanel(Vertical):
         transcript = Transcript(id="transcript")
         transcript.can_edit = self.backend.can_rewind
         transcript.can_trim = self.backend.can_trim
+        transcript.can_fork = self.backend.can_fork
         yield transcript
         yield Static("Editing a message: enter resends it and drops everything after it; escape cancels.",
                      id="editing")
@@ -143,7 +145,13 @@ class ChatPanel(Vertical):
             if title is None and self.session_id:
                 unstored = await self.backend.runs(session_id=self.session_id)  # newest first
                 title = unstored[-1].head.first_input if unstored else None
-            self.query_one("#chat-title", Static).update(format.one_line(title, 80) if title else "New session")
+            shown = format.one_line(title, 80) if title else "New session"
+            origin = await self.backend.fork_origin(self.session_id) if info is not None and self.session_id else None
+            if origin is not None:
+                mark = "" if shown.startswith(FORK_MARK) else f"{FORK_MARK} "
+                shown += (f"  ·  {mark}forked from “{format.one_line(origin.title or origin.session_id, 40)}” "
+                          f"at entry {origin.entries}, {format.when(origin.forked_at)}")
+            self.query_one("#chat-title", Static).update(shown)
 
     # -- sending and running ---------------------------------------------------------------
 
@@ -500,9 +508,38 @@ class ChatPanel(Vertical):
             await self.open_session(self.session_id)
             self.post_message(self.Changed(self.session_id))
 
+    @on(Transcript.ForkRequested)
+    def _fork_requested(self, event: Transcript.ForkRequested) -> None:
+        event.stop()
+        if self.session_id is not None and self.backend.can_fork:
+            self._fork(self.session_id, event)
+
+    @work(exclusive=True, group="dialog")
+    async def _fork(self, session_id: str, request: Transcript.ForkRequested) -> None:
+        """Copy the session up to and including the picked entry into a new session, and open it to write in."""
+        if self.running:
+            self.notify("Wait for the answer, or stop it with escape, before forking.", severity="warning")
+            return
+        try:
+            position = request.position
+            if position is None and request.run_id is not None and request.matches is not None:
+                position = await self.backend.stored_position(session_id, request.run_id, request.matches)
+            if position is None:
+                self.notify("That message is not in the session (yet): fork once its run is stored.",
+                            severity="warning")
+                return
+            new_session_id, copied = await self.backend.fork(session_id, position)
+        except LoviaError as exc:  # refused (rewound meanwhile) or a store error: nothing was made
+            self.notify(str(exc), severity="error")
+            return
+        await self.open_session(new_session_id)
+        self.post_message(self.Changed(new_session_id))
+        self.composer.focus()
+        self.notify(f"Forked: a new session with {format.count(copied, 'entry', 'entries')} of this one, "
+                    "open to go on from there. The original is unchanged.")
+
     @on(Transcript.CopyRequested)
     def _copy(self, event: Transcript.CopyRequested) -> None:
         event.stop()
         how = copy_text(self.app, event.text)
         self.notify(f"Copied the {event.what} ({format.size(len(event.text))}) {how}.")
-

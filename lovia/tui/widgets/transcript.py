@@ -107,6 +107,8 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("y", "copy_code", "Copy code", id="transcript.copy_code"),
         Binding("e", "edit", "Edit & resend", id="transcript.edit"),
         Binding("t", "trim", "Trim outputs", id="transcript.trim"),
+        Binding("f", "fork", "Fork", id="transcript.fork",
+                tooltip="Copy the session up to and including the message under the cursor into a new session"),
         Binding("w", "timeline", "Timeline", id="transcript.timeline",
                 tooltip="Where the time went: the run under the cursor as a waterfall of its steps"),
     ]
@@ -125,6 +127,20 @@ class Transcript(VerticalScroll, can_focus=True):
             super().__init__()
             self.message = message
             self.position = position
+
+    class ForkRequested(Message):
+        """The user wants a new session copied from this one up to and including a stored entry.
+
+        ``position`` is where it is stored; for a message of a run this window showed live
+        (stored since, but not read back), ``None``, and ``run_id`` with ``matches`` find it.
+        """
+
+        def __init__(self, position: int | None, run_id: str | None = None,
+                     matches: Callable[[Entry], bool] | None = None) -> None:
+            super().__init__()
+            self.position = position
+            self.run_id = run_id
+            self.matches = matches
 
     class TrimRequested(Message):
         """The user asked to trim old tool outputs of this session."""
@@ -176,6 +192,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._selected_run: str | None = None  # the run of the selected message, as last reported
         self.can_edit = True  # the session store can rewind
         self.can_trim = True  # the session store can trim tool outputs
+        self.can_fork = True  # the session store can fork
 
     # -- showing a session -----------------------------------------------------------------
 
@@ -880,6 +897,22 @@ class Transcript(VerticalScroll, can_focus=True):
             item = self._item_of.get(view)
             self.post_message(self.EditRequested(view.message, item.position if item is not None else None))
 
+    def action_fork(self) -> None:
+        """Fork from the message under the cursor: a stored one, or one of a run shown live (found once stored)."""
+        view = self.selected_view
+        item = self._item_of.get(view) if view is not None else None
+        if view is None:
+            self.notify("Select a message to fork from (↑/↓).", severity="warning")
+        elif item is not None and item.position is not None:
+            self.post_message(self.ForkRequested(item.position))
+        else:
+            header = self.header_above(view)
+            matches = _entry_matcher(view)
+            if header is None or matches is None:
+                self.notify("Only a message of the conversation can be forked from (↑/↓ to one).", severity="warning")
+            else:
+                self.post_message(self.ForkRequested(None, header.run_id, matches))
+
     def action_trim(self) -> None:
         self.post_message(self.TrimRequested())
 
@@ -899,7 +932,23 @@ class Transcript(VerticalScroll, can_focus=True):
             return self.can_edit
         if action == "trim":
             return self.can_trim
+        if action == "fork":
+            return self.can_fork
         return True
+
+
+def _entry_matcher(view: Widget) -> Callable[[Entry], bool] | None:
+    """What tells the stored entry a live view shows (its run is stored since it was shown), if it shows one."""
+    if isinstance(view, UserMessageView):
+        message = view.message
+        return lambda entry: entry == message
+    if isinstance(view, ToolCallView):
+        call_id = view.call.call_id
+        return lambda entry: isinstance(entry, ToolCall) and entry.call_id == call_id
+    if isinstance(view, AssistantMessageView):
+        text = view.copy_text()
+        return lambda entry: isinstance(entry, AssistantMessage) and entry.text == text
+    return None
 
 
 def _items(runs: Iterable[TranscriptRun]) -> Iterable[_Item]:

@@ -1,0 +1,403 @@
+"""Export a session: Markdown to read, JSON lines to process.
+
+``lovia export SESSION_ID [--format md|jsonl] [--db PATH] [-o FILE]`` writes one session of the
+data file to standard output (or ``FILE``); the terminal UI's ``ctrl+s`` writes the open
+session to a file with the same code (:func:`write_export`). A session id may be given by a
+prefix of 4 characters or more when exactly one session starts with it.
+
+A session is read a page at a time (:data:`EXPORT_PAGE` entries) when its store offers
+:class:`~lovia.session.PagedSession`, so a huge session is never held whole; any other store's
+session is read at once.
+
+**Markdown** (``md``): the session's title, id, dates and, for a fork, where it came from;
+then a ``## Run N`` heading per stored run with its start time (UTC) and duration, how long
+each of its steps took when they were recorded, then its entries: what the user wrote, the
+answers, each tool call and its result as fenced blocks, handoffs as quotes.
+
+**JSON lines** (``jsonl``): one JSON object a line, told apart by ``"record"``:
+
+* ``session``, first: ``version`` (:data:`JSONL_VERSION`), ``session_id``, ``title``,
+  ``created_at``, ``last_activity``, ``entry_count``, ``run_count``, ``forked_from`` (the
+  :class:`~lovia.session.ForkOrigin` as stored, or ``null``), ``exported_at``;
+* ``run``, before the run's entries: ``run_id``, ``index`` (from 1), ``start`` (its first
+  entry's position), ``count``, ``started_at``, ``finished_at``, ``duration``,
+  ``active_seconds`` (each ``null`` when not recorded), ``steps`` (per model turn and tool
+  call, as :mod:`lovia.timing` stores them; ``[]`` when none were recorded) and ``meta`` (the
+  run's meta as stored);
+* ``entry``: ``position`` (from 0 over the session, as rewind and fork count), ``run_id``,
+  ``created_at`` and ``entry`` (the entry as :func:`lovia.entries.entry_to_dict` writes it).
+
+Times are epoch seconds; durations seconds. Fields are only ever added, never renamed: a
+reader should ignore what it does not know.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
+from lovia.errors import LoviaError, UserError
+from lovia.session import (
+    DescribableSession,
+    ForkOrigin,
+    ListableSession,
+    PagedSession,
+    RunSpan,
+    Segment,
+    Session,
+    SessionInfo,
+)
+from lovia.timing import ModelStep, steps_from_meta, steps_to_meta, tokens_per_second
+
+__all__ = ["EXPORT_PAGE", "FORMATS", "JSONL_VERSION", "ExportFormat", "ExportSummary", "export_session",
+           "main", "resolve_session_id", "write_export"]
+
+ExportFormat = Literal["md", "jsonl"]
+FORMATS: tuple[ExportFormat, ...] = ("md", "jsonl")
+EXPORT_PAGE = 200
+"""How many entries are read at a time from a store that reads pages."""
+JSONL_VERSION = 1
+"""The ``version`` of the JSON lines layout; it changes only if a field changes meaning."""
+MIN_PREFIX = 4
+"""The fewest characters of a session id that name it by prefix."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    """What an export wrote: how many runs and entries, the session's title, and the file (absolute), if any."""
+
+    session_id: str
+    title: str
+    runs: int
+    entries: int
+    path: str | None = None
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+async def _runs(session: Session, session_id: str, page: int) -> AsyncIterator[tuple[RunSpan, int, list[Entry]]]:
+    """Each stored run that has entries, in order, with the position of its first entry given and those entries.
+
+    Read a page at a time from a :class:`~lovia.session.PagedSession`: a run longer than a page
+    comes in parts (the same span, consecutive entries). Runs without entries are left out, as
+    a page leaves them out.
+    """
+    if isinstance(session, PagedSession):
+        start = 0
+        while True:
+            read = await session.read_page(session_id, start=start, limit=page)
+            if not read.entries:
+                return
+            offset = 0
+            for span in read.runs:
+                first = max(span.start, read.start)
+                taken = min(span.end, read.end) - first
+                yield span, first, list(read.entries[offset:offset + taken])
+                offset += taken
+            start = read.end
+    position = 0
+    for segment in await session.segments(session_id):
+        if segment.entries:
+            span = RunSpan(segment.run_id, position, len(segment.entries), segment.meta)
+            yield span, position, list(segment.entries)
+            position += len(segment.entries)
+
+
+async def resolve_session_id(session: Session, wanted: str) -> str:
+    """``wanted`` itself when the store has that session; else the one session whose id starts with it.
+
+    A prefix needs :data:`MIN_PREFIX` characters and a store that lists sessions. A
+    :class:`~lovia.errors.UserError` when no session, or more than one, matches.
+    """
+    if isinstance(session, DescribableSession):
+        if await session.session_info(wanted) is not None:
+            return wanted
+    elif await session.segments(wanted):
+        return wanted
+    if len(wanted) >= MIN_PREFIX and isinstance(session, ListableSession):
+        matches = [info.session_id for info in await session.list_sessions() if info.session_id.startswith(wanted)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+            raise UserError(f"{len(matches)} sessions start with {wanted!r} ({shown}): give more of the id")
+    hint = "" if len(wanted) >= MIN_PREFIX else f" (a prefix needs {MIN_PREFIX} characters or more)"
+    raise UserError(f"no session {wanted!r} in this store{hint}: check the id (the sessions filter finds a "
+                    "session by its title or id)")
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+async def export_session(session: Session, session_id: str, out: TextIO, *, fmt: ExportFormat = "md",
+                         page: int = EXPORT_PAGE, now: float | None = None) -> ExportSummary:
+    """Write ``session_id`` to ``out`` as ``fmt`` (see the module docstring); return what was written.
+
+    A :class:`~lovia.errors.UserError` for an unknown session (nothing is written) or format.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+    info = await session.session_info(session_id) if isinstance(session, DescribableSession) else None
+    runs = _runs(session, session_id, page)
+    first = await anext(runs, None)
+    if first is None and info is None:
+        raise UserError(f"no session {session_id!r} in this store: nothing to export")
+    writer = _Markdown(out) if fmt == "md" else _JsonLines(out)
+    origin = ForkOrigin.from_meta(first[0].meta) if first is not None else None
+    writer.session(session_id, info, origin, time.time() if now is None else now)
+    run_count = entries = 0
+    current: str | None = None
+    part = first
+    while part is not None:
+        span, start, run_entries = part
+        if span.run_id != current:
+            current = span.run_id
+            run_count += 1
+            writer.run(span, run_count)
+        for offset, entry in enumerate(run_entries):
+            writer.entry(start + offset, span.run_id, entry)
+        entries += len(run_entries)
+        part = await anext(runs, None)
+    writer.end()
+    title = info.title if info is not None else ""
+    return ExportSummary(session_id, title, run_count, entries)
+
+
+async def write_export(session: Session, session_id: str, path: str | os.PathLike[str], *,
+                       fmt: ExportFormat | None = None, page: int = EXPORT_PAGE) -> ExportSummary:
+    """Export ``session_id`` to the file ``path``; ``fmt`` ``None``: from its suffix (``.jsonl``, else Markdown).
+
+    The file is written beside its final name and renamed into place once complete (a failed
+    export leaves no half file, and never half-replaces an older one), readable by its owner
+    only: it holds the conversation. A missing directory, or one that cannot be written, is a
+    :class:`~lovia.errors.UserError` saying which.
+    """
+    target, fd, temp = _temp_beside(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            summary = await export_session(session, session_id, file, fmt=fmt or format_for(target), page=page)
+        os.replace(temp, target)
+    except BaseException:
+        _remove(temp)
+        raise
+    return replace(summary, path=str(target))
+
+
+def _temp_beside(path: str | os.PathLike[str]) -> tuple[Path, int, str]:
+    """The export's final path, and an open temporary file beside it (mode 0600) with its name."""
+    target = Path(path).expanduser().absolute()
+    if not target.parent.is_dir():
+        raise UserError(f"cannot export to {target}: the directory {target.parent} does not exist")
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UserError(f"cannot export to {target}: {exc.strerror}") from None
+    return target, fd, temp
+
+
+def _remove(path: str) -> None:
+    Path(path).unlink(missing_ok=True)
+
+
+def format_for(path: str | os.PathLike[str]) -> ExportFormat:
+    """The format a file name asks for: ``jsonl`` for ``.jsonl`` / ``.ndjson``, else ``md``."""
+    return "jsonl" if Path(path).suffix.lower() in (".jsonl", ".ndjson") else "md"
+
+
+def default_file_name(session_id: str, fmt: ExportFormat = "md") -> str:
+    """``lovia-<session id>.md`` (or ``.jsonl``), with characters a file name cannot hold replaced."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)
+    return f"lovia-{safe}.{fmt}"
+
+
+def _utc(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "—"
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _fence(text: str, language: str = "") -> str:
+    """``text`` in a fenced block whose fence is longer than any run of backticks inside it."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}\n"
+
+
+class _Markdown:
+    def __init__(self, out: TextIO) -> None:
+        self.write: Callable[[str], Any] = out.write
+
+    def session(self, session_id: str, info: SessionInfo | None, origin: ForkOrigin | None, now: float) -> None:
+        title = (info.title if info is not None else "") or "Untitled session"
+        self.write(f"# {_one_line(title)}\n\n- Session: `{session_id}`\n")
+        if info is not None:
+            self.write(f"- Created: {_utc(info.created_at)}; last activity: {_utc(info.last_activity)}\n"
+                       f"- {info.run_count} runs, {info.entry_count} entries, "
+                       f"{_seconds(info.total_run_seconds)} of run time\n")
+        if origin is not None:
+            self.write(f"- Forked from “{_one_line(origin.title) or origin.session_id}” (`{origin.session_id}`) "
+                       f"at entry {origin.entries}, {_utc(origin.forked_at)}\n")
+        self.write(f"- Exported: {_utc(now)} by lovia\n")
+
+    def run(self, span: RunSpan, index: int) -> None:
+        segment = Segment(span.run_id, (), span.meta)
+        self.write(f"\n## Run {index} · {_utc(segment.started_at)} · {_seconds(segment.run_seconds)}\n\n")
+        notes = [f"run `{span.run_id}`"]
+        if span.meta.get("partial"):
+            notes.append(f"did not complete ({span.meta.get('ended') or 'partial'})")
+        steps = steps_from_meta(span.meta)
+        if steps:
+            notes.append("steps: " + ", ".join(_step(step) for step in steps))
+        self.write(f"_{'; '.join(notes)}_\n")
+
+    def entry(self, position: int, run_id: str, entry: Entry) -> None:
+        if isinstance(entry, UserMessage):
+            self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{entry.text}\n")
+        elif isinstance(entry, AssistantMessage):
+            cut = f" (cut off: {entry.finish_reason})" if entry.finish_reason not in (None, "stop") else ""
+            self.write(f"\n**{entry.agent or 'assistant'}** · {_utc(entry.created_at)}{cut}\n\n{entry.text}\n")
+        elif isinstance(entry, ToolCall):
+            self.write(f"\n**Tool call** `{entry.name}` (`{entry.call_id}`)\n\n" + _fence(_pretty(entry.arguments),
+                                                                                          "json"))
+        elif isinstance(entry, ToolResult):
+            error = " (error)" if entry.is_error else ""
+            self.write(f"\n**Result** of `{entry.name or entry.call_id}`{error}\n\n" + _fence(entry.output, "text"))
+        elif isinstance(entry, Handoff):
+            self.write(f"\n> ⇢ handed from **{entry.from_agent}** to **{entry.to_agent}**\n")
+
+    def end(self) -> None:
+        pass
+
+
+def _step(step: Any) -> str:
+    if isinstance(step, ModelStep):
+        text = f"{step.model or step.agent} {_seconds(step.duration)}"
+        if step.time_to_first_token is not None:
+            text += f" (first token {_seconds(step.time_to_first_token)}"
+            rate = tokens_per_second(step)
+            text += f", {rate:.0f} tok/s)" if rate is not None else ")"
+        return text
+    return f"{step.name} {_seconds(step.duration)}" + (" (error)" if step.error else "")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+class _JsonLines:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def _line(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def session(self, session_id: str, info: SessionInfo | None, origin: ForkOrigin | None, now: float) -> None:
+        self._line({
+            "record": "session", "version": JSONL_VERSION, "session_id": session_id,
+            "title": info.title if info is not None else "",
+            "created_at": info.created_at if info is not None else None,
+            "last_activity": info.last_activity if info is not None else None,
+            "entry_count": info.entry_count if info is not None else None,
+            "run_count": info.run_count if info is not None else None,
+            "forked_from": origin.to_meta() if origin is not None else None,
+            "exported_at": now,
+        })
+
+    def run(self, span: RunSpan, index: int) -> None:
+        segment = Segment(span.run_id, (), span.meta)
+        active = span.meta.get("active_seconds")
+        self._line({
+            "record": "run", "run_id": span.run_id, "index": index, "start": span.start, "count": span.count,
+            "started_at": segment.started_at, "finished_at": segment.finished_at, "duration": segment.duration,
+            "active_seconds": active if isinstance(active, (int, float)) and not isinstance(active, bool) else None,
+            "steps": steps_to_meta(steps_from_meta(span.meta)), "meta": span.meta,
+        })
+
+    def entry(self, position: int, run_id: str, entry: Entry) -> None:
+        self._line({"record": "entry", "position": position, "run_id": run_id, "created_at": entry.created_at,
+                    "entry": entry_to_dict(entry)})
+
+    def end(self) -> None:
+        pass
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lovia export",
+        description="Write one session of lovia's data file as Markdown (to read) or JSON lines (to process).",
+        epilog="Exit status: 0 written; 2 unknown or ambiguous session, bad arguments, or an unreadable file.",
+    )
+    parser.add_argument("session_id", metavar="SESSION_ID",
+                        help=f"the session's id, or a prefix of it ({MIN_PREFIX} characters or more)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="md (default) or jsonl; with -o, a .jsonl file name picks jsonl")
+    parser.add_argument("--db", type=Path, help="the SQLite file (default: lovia.db in your user data directory)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """``lovia export``: the exit status (0 written, 2 refused with a message on standard error)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(_command(args))
+    except LoviaError as exc:
+        print(f"lovia export: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _command(args: argparse.Namespace) -> int:
+    from lovia.stores import SQLiteSession
+
+    if args.db is not None:
+        db = args.db
+    else:
+        from lovia.tui.config import default_db_path
+
+        db = default_db_path()
+    if not db.is_file():
+        raise UserError(f"no lovia data file at {db}: give one with --db")
+    async with SQLiteSession(db, wal=True) as session:
+        session_id = await resolve_session_id(session, args.session_id)
+        if args.output is None:
+            await export_session(session, session_id, sys.stdout, fmt=args.format or "md")
+            sys.stdout.flush()
+        else:
+            summary = await write_export(session, session_id, args.output, fmt=args.format)
+            print(f"lovia export: wrote {summary.runs} runs, {summary.entries} entries of {session_id} "
+                  f"to {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,245 @@
+"""lovia.export: a session as Markdown and as JSON lines, from both stores, a page at a time; the command."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lovia import (
+    AssistantMessage,
+    Handoff,
+    InMemorySession,
+    SQLiteSession,
+    ToolCall,
+    ToolResult,
+    UserError,
+    UserMessage,
+)
+from lovia.export import export_session, format_for, resolve_session_id, write_export
+
+STEPS = [
+    {"kind": "model", "agent": "bot", "model": "demo-1", "started_at": 1000.0, "first_token_at": 1000.5,
+     "finished_at": 1002.0, "output_tokens": 30},
+    {"kind": "tool", "call_id": "c1", "name": "current_time", "started_at": 1002.0, "finished_at": 1002.25},
+]
+
+
+async def fill(session) -> None:
+    """Session ``s-export-1``: a run with a tool call, a handoff and timing; a second run of two entries."""
+    await session.append("s-export-1", [
+        UserMessage(text="what time is it?", created_at=999.0),
+        ToolCall(call_id="c1", name="current_time", arguments='{"tz": "UTC"}', created_at=1000.0),
+        ToolResult(call_id="c1", name="current_time", output="12:00 ``` not a fence end", created_at=1001.0),
+        Handoff(from_agent="bot", to_agent="clock", created_at=1001.5),
+        AssistantMessage(text="It is **noon**.", agent="clock", created_at=1002.0),
+    ], run_id="r1", meta={"timing": {"started_at": 999.0, "finished_at": 1003.0}, "steps": STEPS})
+    await session.append("s-export-1", [UserMessage(text="thanks", created_at=2000.0),
+                                        AssistantMessage(text="welcome", agent="clock", created_at=2001.0)],
+                         run_id="r2")
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def session(request, tmp_path):
+    if request.param == "memory":
+        yield InMemorySession()
+        return
+    async with SQLiteSession(tmp_path / "lovia.db") as store:
+        yield store
+
+
+class SegmentsOnly:
+    """A store with nothing but the spec's four methods: no pages, no listing (the export reads it whole)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    async def segments(self, session_id):
+        return await self.inner.segments(session_id)
+
+    async def load(self, session_id):
+        return await self.inner.load(session_id)
+
+    async def append(self, session_id, entries, *, run_id=None, meta=None):
+        return await self.inner.append(session_id, entries, run_id=run_id, meta=meta)
+
+    async def clear(self, session_id):
+        await self.inner.clear(session_id)
+
+
+async def export_text(session, fmt: str, **kwargs) -> str:
+    out = io.StringIO()
+    await export_session(session, "s-export-1", out, fmt=fmt, now=5000.0, **kwargs)
+    return out.getvalue()
+
+
+async def test_jsonl_has_a_session_record_then_each_run_before_its_entries(session):
+    await fill(session)
+    records = [json.loads(line) for line in (await export_text(session, "jsonl")).splitlines()]
+    assert [r["record"] for r in records] == ["session", "run", *["entry"] * 5, "run", "entry", "entry"]
+    head = records[0]
+    assert head["version"] == 1 and head["session_id"] == "s-export-1" and head["title"] == "what time is it?"
+    assert head["entry_count"] == 7 and head["run_count"] == 2 and head["forked_from"] is None
+    assert head["exported_at"] == 5000.0
+    run = records[1]
+    assert run["run_id"] == "r1" and run["index"] == 1 and run["start"] == 0 and run["count"] == 5
+    assert (run["started_at"], run["finished_at"], run["duration"]) == (999.0, 1003.0, 4.0)
+    assert run["steps"] == STEPS and run["meta"]["timing"] == {"started_at": 999.0, "finished_at": 1003.0}
+    entries = [r for r in records if r["record"] == "entry"]
+    assert [e["position"] for e in entries] == list(range(7))
+    assert [e["created_at"] for e in entries] == [999.0, 1000.0, 1001.0, 1001.5, 1002.0, 2000.0, 2001.0]
+    assert entries[1]["entry"]["type"] == "tool_call" and entries[1]["run_id"] == "r1"
+    assert records[7]["run_id"] == "r2" and records[7]["steps"] == [] and records[7]["started_at"] is None
+
+
+async def test_markdown_reads_as_a_conversation(session):
+    await fill(session)
+    text = await export_text(session, "md")
+    assert text.startswith("# what time is it?\n")
+    assert "- Session: `s-export-1`" in text
+    assert "## Run 1 · 1970-01-01 00:16:39 UTC · 4.0 s" in text
+    assert "demo-1 2.0 s (first token 0.5 s, 20 tok/s), current_time 0.2 s" in text
+    assert "**You** · 1970-01-01 00:16:39 UTC\n\nwhat time is it?" in text
+    assert '**Tool call** `current_time` (`c1`)\n\n```json\n{\n  "tz": "UTC"\n}\n```' in text
+    # An output holding a fence is fenced with a longer one, so it cannot close the block early.
+    assert "````text\n12:00 ``` not a fence end\n````" in text
+    assert "> ⇢ handed from **bot** to **clock**" in text
+    assert "**clock** · 1970-01-01 00:16:42 UTC\n\nIt is **noon**." in text
+    assert "## Run 2 · — · —" in text
+
+
+async def test_page_by_page_gives_what_a_whole_read_gives(session):
+    await fill(session)
+    for fmt in ("md", "jsonl"):
+        paged = await export_text(session, fmt, page=2)
+        assert paged == await export_text(session, fmt)
+        # A store that cannot read pages is read whole: the runs and entries come out the same (its
+        # header says less: it cannot describe the session).
+        whole = await export_text(SegmentsOnly(session), fmt)
+        assert _body(whole, fmt) == _body(paged, fmt)
+
+
+def _body(text: str, fmt: str) -> str:
+    return text.split("\n", 1)[1] if fmt == "jsonl" else text[text.index("\n## Run 1"):]
+
+
+async def test_page_by_page_for_jsonl_equals_a_whole_read(session):
+    await fill(session)
+    assert await export_text(session, "jsonl", page=1) == await export_text(session, "jsonl", page=500)
+
+
+async def test_a_fork_says_where_it_came_from(session):
+    await fill(session)
+    await session.fork("s-export-1", keep_entries=5, new_session_id="s-fork")
+    out = io.StringIO()
+    await export_session(session, "s-fork", out, fmt="jsonl")
+    head = json.loads(out.getvalue().splitlines()[0])
+    assert head["forked_from"]["session_id"] == "s-export-1" and head["forked_from"]["entries"] == 5
+    out = io.StringIO()
+    await export_session(session, "s-fork", out, fmt="md")
+    assert "- Forked from “what time is it?” (`s-export-1`) at entry 5" in out.getvalue()
+
+
+async def test_unknown_sessions_and_formats_are_refused(session):
+    await fill(session)
+    with pytest.raises(UserError, match="no session 'nope'"):
+        await export_session(session, "nope", io.StringIO())
+    with pytest.raises(UserError, match="unknown export format"):
+        await export_session(session, "s-export-1", io.StringIO(), fmt="html")  # type: ignore[arg-type]
+
+
+async def test_a_prefix_names_a_session_when_only_one_starts_with_it(session):
+    await fill(session)
+    await session.append("s-export-2", [UserMessage(text="other")])
+    assert await resolve_session_id(session, "s-export-1") == "s-export-1"
+    with pytest.raises(UserError, match="2 sessions start with 's-ex'"):
+        await resolve_session_id(session, "s-ex")
+    await session.append("s-other", [UserMessage(text="x")])
+    assert await resolve_session_id(session, "s-oth") == "s-other"
+    with pytest.raises(UserError, match="a prefix needs 4 characters"):
+        await resolve_session_id(session, "s-o")
+    with pytest.raises(UserError, match="no session 'zzzz'"):
+        await resolve_session_id(session, "zzzz")
+
+
+async def test_write_export_writes_a_private_file_whole_and_picks_the_format_by_name(session, tmp_path):
+    await fill(session)
+    summary = await write_export(session, "s-export-1", tmp_path / "out.jsonl")
+    assert (summary.runs, summary.entries, summary.path) == (2, 7, str(tmp_path / "out.jsonl"))
+    assert json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])["record"] == "session"
+    assert stat.S_IMODE(os.stat(tmp_path / "out.jsonl").st_mode) == 0o600
+    await write_export(session, "s-export-1", tmp_path / "out.md")
+    assert (tmp_path / "out.md").read_text().startswith("# what time is it?")
+    assert format_for("a.NDJSON") == "jsonl" and format_for("a.txt") == "md"
+    with pytest.raises(UserError, match="does not exist"):
+        await write_export(session, "s-export-1", tmp_path / "missing" / "out.md")
+    with pytest.raises(UserError, match="no session"):
+        await write_export(session, "nope", tmp_path / "nope.md")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out") or p.name.startswith(".")) == [
+        "out.jsonl", "out.md"]  # no temporary file left behind, none made for the refused export
+    assert not (tmp_path / "nope.md").exists()
+
+
+# -- the command, as a real process ----------------------------------------------------------
+
+
+def lovia(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lovia.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "LOVIA_DATA_DIR": str(cwd / "data")}, timeout=120)
+
+
+@pytest.fixture
+async def db(tmp_path) -> Path:
+    path = tmp_path / "lovia.db"
+    async with SQLiteSession(path, wal=True) as store:
+        await fill(store)
+    return path
+
+
+def test_the_command_writes_markdown_to_stdout_by_default(db, tmp_path):
+    done = lovia("export", "s-export-1", "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# what time is it?\n") and "It is **noon**." in done.stdout
+    assert done.stderr == ""
+
+
+def test_the_command_writes_jsonl_to_a_file_by_prefix(db, tmp_path):
+    done = lovia("export", "s-export", "--db", str(db), "--format", "jsonl", "-o", str(tmp_path / "x.out"),
+                 cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and "wrote 2 runs, 7 entries of s-export-1" in done.stderr
+    lines = (tmp_path / "x.out").read_text().splitlines()
+    assert len(lines) == 10 and json.loads(lines[0])["session_id"] == "s-export-1"
+
+
+def test_the_command_uses_the_data_directory_without_db(db, tmp_path):
+    (tmp_path / "data").mkdir()
+    db.rename(tmp_path / "data" / "lovia.db")
+    done = lovia("export", "s-export-1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nope"], "no session 'nope'"),
+    (["s-e"], "a prefix needs 4 characters"),
+    (["s-export-1", "--db", "missing.db"], "no lovia data file at missing.db"),
+])
+def test_the_command_refuses_with_exit_2_and_a_clear_message(db, tmp_path, args, message):
+    if "--db" not in args:
+        args = [*args, "--db", str(db)]
+    done = lovia("export", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("lovia export: ") and message in done.stderr
+    assert done.stdout == ""
+    assert not (tmp_path / "missing.db").exists()  # never creates a file
+
+
+def test_the_command_is_in_the_help(tmp_path):
+    done = lovia("--help", cwd=tmp_path)
+    assert "lovia export SESSION_ID" in done.stdout

@@ -1,0 +1,174 @@
+"""Fork (f in the transcript) and export (ctrl+s) in the real app on a real SQLite file, at 80x24 and full size."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lovia import AssistantMessage, ForkOrigin, SQLiteSession, ToolCall, ToolResult, UserMessage
+from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.widgets.chat_panel import ChatPanel
+from lovia.tui.widgets.sessions_pane import SessionsPane
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+
+SIZES = [(80, 24), (160, 45)]
+
+
+async def two_runs(db) -> None:
+    async with SQLiteSession(db, wal=True) as store:
+        await store.append("s-source", [
+            UserMessage(text="what time is it?"),
+            ToolCall(call_id="c1", name="current_time", arguments="{}"),
+            ToolResult(call_id="c1", name="current_time", output="12:00"),
+            AssistantMessage(text="It is noon.", agent="assistant"),
+        ], meta={"timing": {"started_at": 1000.0, "finished_at": 1002.0}})
+        await store.append("s-source", [UserMessage(text="and in Tokyo?"),
+                                        AssistantMessage(text="Nine in the evening.", agent="assistant")])
+
+
+def notices(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def select(pilot, ups: int) -> None:
+    """The cursor ``ups`` messages up from the end (the first up selects the last message)."""
+    pilot.app.screen.query_one("#transcript").focus()
+    await pilot.pause()
+    for _ in range(ups):
+        await pilot.press("up")
+    await settle(pilot)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_f_forks_up_to_and_including_the_message_under_the_cursor(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await two_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        chat = app.screen.query_one(ChatPanel)
+        assert chat.session_id == "s-source"
+        await select(pilot, 3)  # "It is noon.": the end of the first run
+        await pilot.press("f")
+        await settle(pilot)
+        fork_id = chat.session_id
+        assert fork_id != "s-source"
+        assert app.focused is chat.composer  # ready to go on from there
+        title = str(chat.query_one("#chat-title").render())
+        assert title.startswith("⑂ what time is it?") and "forked from “what time is it?” at entry 4" in title
+        assert any("Forked: a new session with 4 entries" in n for n in notices(app))
+        assert len(chat.transcript.views) == 3  # the user message, the tool call (with its result), the answer
+        if size[0] >= 110:  # the sessions pane is shown beside the conversation: the fork is listed, marked
+            pane = app.screen.query_one(SessionsPane)
+            assert any(info.session_id == fork_id and info.title.startswith("⑂ ") for info in pane.listed)
+    async with SQLiteSession(db) as store:
+        fork = await store.segments(fork_id)
+        assert [len(s.entries) for s in fork] == [4]
+        origin = ForkOrigin.from_meta(fork[0].meta)
+        assert origin is not None and (origin.session_id, origin.entries) == ("s-source", 4)
+        assert fork[0].meta["timing"] == {"started_at": 1000.0, "finished_at": 1002.0}
+        assert len(await store.load("s-source")) == 6  # the original is unchanged
+
+
+async def test_forking_a_tool_call_takes_its_result_along(tmp_path):
+    db = tmp_path / "lovia.db"
+    await two_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, 4)  # the tool call
+        await pilot.press("f")
+        await settle(pilot)
+        fork_id = app.screen.query_one(ChatPanel).session_id
+    async with SQLiteSession(db) as store:
+        assert [e.type for e in await store.load(fork_id)] == ["user", "tool_call", "tool_result"]
+
+
+async def test_a_message_this_window_streamed_is_forked_once_stored(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "hello")
+        await type_and_send(pilot, "what time is it")
+        chat = app.screen.query_one(ChatPanel)
+        source = chat.session_id
+        await select(pilot, 4)  # the first answer (under the second message and its tool call), shown live
+        await pilot.press("f")
+        await settle(pilot)
+        assert chat.session_id != source
+        fork_id = chat.session_id
+        # The fork goes on on its own: a message sent there does not reach the source.
+        await type_and_send(pilot, "in the fork")
+    async with SQLiteSession(db) as store:
+        assert [getattr(e, "text", None) for e in await store.load(fork_id)][:3] == [
+            "hello", (await store.load(source))[1].text, "in the fork"]
+        assert len(await store.load(source)) > 3
+
+
+async def test_f_on_nothing_selected_says_what_to_do(tmp_path):
+    db = tmp_path / "lovia.db"
+    await two_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#transcript").focus()
+        await pilot.press("f")
+        await settle(pilot)
+        assert app.screen.query_one(ChatPanel).session_id == "s-source"
+        assert any("Select a message to fork from" in n for n in notices(app))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_ctrl_s_exports_the_open_session_to_the_file_named(tmp_path, monkeypatch, size):
+    db = tmp_path / "lovia.db"
+    await two_runs(db)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        answer = app.screen.query_one("#answer")
+        assert answer.value == str(work / "lovia-s-source.md")  # the current directory, named after the session
+        await pilot.press("enter")
+        await settle(pilot)
+        assert (work / "lovia-s-source.md").read_text().startswith("# what time is it?")
+        assert any(f"Exported 2 runs (6 entries) to {work / 'lovia-s-source.md'}" in n for n in notices(app))
+        # Another name, typed: a .jsonl one writes JSON lines.
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await pilot.press("ctrl+u", *"out.jsonl", "enter")
+        await settle(pilot)
+        lines = (work / "out.jsonl").read_text().splitlines()
+        assert json.loads(lines[0])["record"] == "session" and len(lines) == 1 + 2 + 6
+        # A directory that is not there: said, nothing written, the app stays.
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await pilot.press("ctrl+u", *"nowhere/x.md", "enter")
+        await settle(pilot)
+        assert any("does not exist" in n for n in notices(app))
+        assert sorted(p.name for p in work.iterdir()) == ["lovia-s-source.md", "out.jsonl"]
+
+
+async def test_ctrl_s_on_a_new_session_says_there_is_nothing_yet(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert not isinstance(app.screen, PromptScreen)
+        assert any("Nothing to export yet" in n for n in notices(app))
+
+
+async def test_fork_and_export_are_in_the_command_palette(tmp_path):
+    db = tmp_path / "lovia.db"
+    await two_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await select(pilot, 1)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert "Fork from selected message" in titles and "Export session" in titles
