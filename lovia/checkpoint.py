@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from lovia.entries import Entry
 from lovia.errors import RunClaimedError, UserError
-from lovia.timing import Step, steps_from_list, steps_to_meta
+from lovia.timing import ModelStep, Step, steps_from_list, steps_to_meta
 from lovia.usage import Usage
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "IfStored",
     "JournalingCheckpointer",
     "ListableCheckpointer",
+    "PartialAnswer",
     "RunHead",
     "RunOwner",
     "RunSnapshot",
@@ -461,8 +462,12 @@ class JournalingCheckpointer(Checkpointer, Protocol):
     checkpointers implement it.
     """
 
-    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None,
+                              step: ModelStep | None = None) -> bool:
         """Record ``text`` as what the turn in progress of ``run_id`` has streamed so far.
+
+        ``step`` is that turn's timing so far (started, first token, model; not ended), so a
+        crashed run's head shows the turn it died in among its ``steps`` too.
 
         Written only while the stored run's claim is ``claim`` (an execution that lost its
         claim, or whose run was deleted, must not write); returns whether it was written. It
@@ -473,15 +478,47 @@ class JournalingCheckpointer(Checkpointer, Protocol):
         ...
 
 
-def with_partial(head: RunHead, text: str | None) -> RunHead:
-    """``head`` with the journalled ``text`` as its ``cut_off_text`` when the run crashed.
+@dataclass(frozen=True, slots=True)
+class PartialAnswer:
+    """What a :class:`JournalingCheckpointer` holds for a run: the streaming turn's text so far and its step."""
+
+    text: str
+    step: ModelStep | None = None
+
+
+def with_partial(head: RunHead, partial: PartialAnswer | None) -> RunHead:
+    """``head`` with the journalled text as its ``cut_off_text`` (and the turn's step) when the run crashed.
 
     What both bundled :class:`JournalingCheckpointer` stores do to a head they return: only a
     ``running`` head that nothing holds (:attr:`RunHead.crashed`) takes it; a live run's
-    journal is its own business, and a stopped one carries its text already.
+    journal is its own business, and a stopped one carries its text already. The turn's
+    step, never ended, joins ``steps`` (in place of the same step a lease renewal stored),
+    and its model becomes ``model`` (:func:`with_partial_step`).
     """
-    if text and head.cut_off_text is None and head.crashed:
-        head.cut_off_text = text
+    if partial is None or not partial.text or head.cut_off_text is not None or not head.crashed:
+        return head
+    head.cut_off_text = partial.text
+    return with_partial_step(head, partial)
+
+
+def with_partial_step(head: RunHead, partial: PartialAnswer | None) -> RunHead:
+    """``head`` with the journalled turn's step among its ``steps``, its model as ``model``.
+
+    What a claim that takes up a stopped or crashed run does to the head it stores, so the
+    resumed run's timeline keeps the turn it was cut off in. A step the head has already is
+    kept as it is, unless it is the same turn still unended (a lease renewal stored it as it
+    began; the journal's is newer).
+    """
+    step = partial.step if partial is not None else None
+    if step is None:
+        return head
+    for index, known in enumerate(head.steps):
+        if (known.kind, known.started_at) == (step.kind, step.started_at):
+            if known.finished_at is None and not known.cut_off:
+                head.steps[index] = step
+            return head
+    head.steps.append(step)
+    head.model = step.model or head.model
     return head
 
 

@@ -247,8 +247,9 @@ class _Run:
         self._streaming: list[str] | None = None
         journals = checkpoint is not None and isinstance(checkpoint.checkpointer, JournalingCheckpointer)
         self._journal = PartialAnswerJournal(self._journal_partial if journals else None)
-        # Where this execution's steps that have not ended yet are in ``head.steps``.
+        # Where this execution's steps that have not ended yet are in ``head.steps``, and the model turn's.
         self._open_steps: set[int] = set()
+        self._turn_step: int | None = None
 
     # -- entry point -----------------------------------------------------------------------
 
@@ -579,8 +580,8 @@ class _Run:
         model = self._model(agent)
         assert self.head is not None
         self.head.model = model.name
-        step = self._step_started(ModelStep(agent=agent.name, model=model.name, started_at=time.time(),
-                                            turn=self.head.turn + 1))
+        opened = ModelStep(agent=agent.name, model=model.name, started_at=time.time(), turn=self.head.turn + 1)
+        step = self._turn_step = self._step_started(opened)
         first_token_at: float | None = None
         text: list[str] = []
         self._streaming = text  # kept by the head if the run stops before the turn ends
@@ -592,6 +593,7 @@ class _Run:
         async for chunk in model.stream(request):
             if first_token_at is None and isinstance(chunk, (TextChunk, ToolCallChunk)):
                 first_token_at = time.time()
+                self.head.steps[step] = replace(opened, first_token_at=first_token_at)  # for the journal
             if isinstance(chunk, TextChunk):
                 if chunk.text:
                     text.append(chunk.text)
@@ -856,7 +858,9 @@ class _Run:
         """Write the streaming turn's text so far to the checkpointer's journal, under this execution's claim."""
         assert self.checkpoint is not None and self.head is not None
         checkpointer = cast(JournalingCheckpointer, self.checkpoint.checkpointer)
-        return await checkpointer.journal_partial(self.run_id, text, claim=self.head.claim)
+        step = self.head.steps[self._turn_step] if self._turn_step is not None else None
+        return await checkpointer.journal_partial(self.run_id, text, claim=self.head.claim,
+                                                  step=step if isinstance(step, ModelStep) else None)
 
     # -- small helpers -----------------------------------------------------------------------
 

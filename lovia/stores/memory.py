@@ -10,6 +10,7 @@ from typing import Any
 
 from lovia.checkpoint import (
     IfStored,
+    PartialAnswer,
     RunHead,
     RunOwner,
     RunSnapshot,
@@ -18,6 +19,7 @@ from lovia.checkpoint import (
     check_save,
     plan_claim,
     with_partial,
+    with_partial_step,
 )
 from lovia.entries import Entry, ToolResult, UserMessage
 from lovia.errors import UserError
@@ -49,6 +51,7 @@ from lovia.stores._common import (
     title_from,
 )
 from lovia.stores._search import check_search_limit, match_text, parse_query, searched_text, snippet_of
+from lovia.timing import ModelStep
 from lovia.transcript import trim_output, truncate_run
 
 __all__ = ["InMemoryCheckpointer", "InMemorySession"]
@@ -392,8 +395,8 @@ class InMemoryCheckpointer:
     def __init__(self) -> None:
         self._runs: dict[str, RunSnapshot] = {}
         # The partial-answer journal: run id -> (the claim and turn of the head it was written
-        # under, the text); see :class:`~lovia.checkpoint.JournalingCheckpointer`.
-        self._partials: dict[str, tuple[str | None, int, str]] = {}
+        # under, what it holds); see :class:`~lovia.checkpoint.JournalingCheckpointer`.
+        self._partials: dict[str, tuple[str | None, int, PartialAnswer]] = {}
 
     async def __aenter__(self) -> InMemoryCheckpointer:
         return self
@@ -419,15 +422,16 @@ class InMemoryCheckpointer:
         if partial is not None and partial[:2] != (head.claim, head.turn):  # not a renewal mid-stream
             del self._partials[run_id]
 
-    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None,
+                              step: ModelStep | None = None) -> bool:
         """Journal the text so far of the streaming turn; see :class:`~lovia.checkpoint.JournalingCheckpointer`."""
         stored = self._runs.get(run_id)
         if stored is None or stored.head.status != "running" or stored.head.claim != claim:
             return False
-        self._partials[run_id] = (claim, stored.head.turn, text)
+        self._partials[run_id] = (claim, stored.head.turn, PartialAnswer(text, step))
         return True
 
-    def _partial(self, run_id: str) -> str | None:
+    def _partial(self, run_id: str) -> PartialAnswer | None:
         partial = self._partials.get(run_id)
         return partial[2] if partial is not None else None
 
@@ -451,7 +455,11 @@ class InMemoryCheckpointer:
             assert start is not None
             self._runs[run_id] = start
             return None
-        found = None if step == "none" else await self.load(run_id)
+        if step == "update" and stored is not None:  # the turn it was cut off in joins its timeline
+            with_partial_step(stored.head, self._partial(run_id))
+        # As stored, as the SQLite store returns it: the journal's text is only for a crashed run's readers.
+        found = None if step == "none" or stored is None else RunSnapshot(run_id, self._copy(stored.head),
+                                                                          list(stored.entries))
         if found is not None and step == "update":
             assert before is not None
             found.taken_from = with_partial(before, self._partial(run_id))

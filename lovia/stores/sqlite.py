@@ -50,6 +50,7 @@ import msgspec
 
 from lovia.checkpoint import (
     IfStored,
+    PartialAnswer,
     RunHead,
     RunOwner,
     RunSnapshot,
@@ -58,6 +59,7 @@ from lovia.checkpoint import (
     check_save,
     plan_claim,
     with_partial,
+    with_partial_step,
 )
 from lovia.entries import (
     Entry,
@@ -109,6 +111,7 @@ from lovia.stores._search import (
     unmark,
 )
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
+from lovia.timing import ModelStep, step_from_dict, step_to_dict
 from lovia.transcript import trim_output, truncate_run
 
 __all__ = ["CHECKPOINT_SCHEMA", "SESSION_SCHEMA", "SQLiteCheckpointer", "SQLiteSession"]
@@ -378,7 +381,8 @@ def _checkpoint_v2(conn: sqlite3.Connection) -> None:
     Apart from ``lovia_runs`` and ``lovia_run_entries``, so a resume is what the spec says
     whatever it holds. ``claim`` and ``turn`` are the stored head's when the text was written:
     a save of the run under another claim or turn (the turn's snapshot, a resume going on)
-    clears it, a lease renewal during the stream does not. A rowid table: the text can be long.
+    clears it, a lease renewal during the stream does not. ``step`` is the turn's timing so far
+    (:func:`lovia.timing.step_to_dict` as JSON). A rowid table: the text can be long.
     """
     conn.execute(
         """CREATE TABLE lovia_run_partials (
@@ -386,6 +390,7 @@ def _checkpoint_v2(conn: sqlite3.Connection) -> None:
             claim TEXT,
             turn INTEGER NOT NULL,
             text TEXT NOT NULL,
+            step TEXT,
             updated_at REAL NOT NULL
         )"""
     )
@@ -1222,8 +1227,9 @@ class SQLiteCheckpointer(_SQLiteStore):
                 return None
             if step == "update":
                 assert before is not None
-                _write_head(conn, run_id, _head_row(stored), None)
-                with_partial(before, _partial(conn, run_id))
+                partial = _partial(conn, run_id)
+                _write_head(conn, run_id, _head_row(with_partial_step(stored, partial)), None)
+                with_partial(before, partial)
             return stored, _entry_rows(conn, run_id), before if step == "update" else None
 
         found = await self._db.write(write, f"claiming run {run_id!r}")
@@ -1234,7 +1240,7 @@ class SQLiteCheckpointer(_SQLiteStore):
         return RunSnapshot(run_id, head, entries, taken_from=taken_from)
 
     async def load(self, run_id: str) -> RunSnapshot | None:
-        def read(conn: sqlite3.Connection) -> tuple[str, list[str], str | None] | None:
+        def read(conn: sqlite3.Connection) -> tuple[str, list[str], PartialAnswer | None] | None:
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return None
@@ -1247,14 +1253,17 @@ class SQLiteCheckpointer(_SQLiteStore):
         entries = entries_from_json(rows, where=f"checkpoint of run {run_id!r} in {self.path}")
         return RunSnapshot(run_id, with_partial(_decode_head(head_json, run_id, self.path), partial), entries)
 
-    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None,
+                              step: ModelStep | None = None) -> bool:
         """Journal the text so far of the streaming turn; see :class:`~lovia.checkpoint.JournalingCheckpointer`.
 
         One statement: the text is written only while the stored run is ``running`` under
         ``claim``, with that head's turn, replacing the run's previous text.
         """
+        step_json = _encode_json(step_to_dict(step)).decode() if step is not None else None
+
         def write(conn: sqlite3.Connection) -> bool:
-            return conn.execute(_JOURNAL_PARTIAL, (text, time.time(), run_id, claim)).rowcount > 0
+            return conn.execute(_JOURNAL_PARTIAL, (text, step_json, time.time(), run_id, claim)).rowcount > 0
 
         return await self._db.write(write, f"journalling the streaming answer of run {run_id!r}")
 
@@ -1274,10 +1283,10 @@ class SQLiteCheckpointer(_SQLiteStore):
         self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
     ) -> list[RunSummary]:
         """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
-        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int, str | None]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int, str | None, str | None]]:
             # A running run's journal comes along, for the one that crashed (``with_partial``).
-            sql = ("SELECT r.run_id, r.head, r.entry_count, CASE WHEN r.status = 'running' THEN p.text END "
-                   "FROM lovia_runs AS r LEFT JOIN lovia_run_partials AS p USING (run_id)")
+            sql = ("SELECT r.run_id, r.head, r.entry_count, CASE WHEN r.status = 'running' THEN p.text END, "
+                   "p.step FROM lovia_runs AS r LEFT JOIN lovia_run_partials AS p USING (run_id)")
             args: list[Any] = []
             if statuses is not None:
                 sql += f" WHERE r.status IN ({', '.join('?' for _ in statuses)})"
@@ -1291,8 +1300,9 @@ class SQLiteCheckpointer(_SQLiteStore):
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        return [RunSummary(run_id, with_partial(_decode_head(head, run_id, self.path), partial), count)
-                for run_id, head, count, partial in rows]
+        return [RunSummary(run_id, with_partial(_decode_head(head, run_id, self.path), _partial_answer(text, step)),
+                           count)
+                for run_id, head, count, text, step in rows]
 
 
 _HeadRow = tuple[str, str | None, float, str]
@@ -1308,11 +1318,11 @@ _UPDATE_OWN_HEAD = (
 # The journal's write: only while the stored run is running under the writer's claim, tagged with
 # the stored head's claim and turn (what ``_CLEAR_PARTIAL`` compares with each save).
 _JOURNAL_PARTIAL = (
-    "INSERT INTO lovia_run_partials (run_id, claim, turn, text, updated_at) "
-    "SELECT run_id, json_extract(head, '$.claim'), COALESCE(json_extract(head, '$.turn'), 0), ?, ? "
+    "INSERT INTO lovia_run_partials (run_id, claim, turn, text, step, updated_at) "
+    "SELECT run_id, json_extract(head, '$.claim'), COALESCE(json_extract(head, '$.turn'), 0), ?, ?, ? "
     "FROM lovia_runs WHERE run_id = ? AND status = 'running' AND json_extract(head, '$.claim') IS ? "
     "ON CONFLICT (run_id) DO UPDATE SET claim = excluded.claim, turn = excluded.turn, text = excluded.text, "
-    "updated_at = excluded.updated_at"
+    "step = excluded.step, updated_at = excluded.updated_at"
 )
 
 # A save clears the journal unless it is of the same execution and turn (a lease renewal while
@@ -1320,10 +1330,23 @@ _JOURNAL_PARTIAL = (
 _CLEAR_PARTIAL = "DELETE FROM lovia_run_partials WHERE run_id = ? AND (claim IS NOT ? OR turn IS NOT ?)"
 
 
-def _partial(conn: sqlite3.Connection, run_id: str) -> str | None:
-    """The journalled text of ``run_id``'s streaming turn, if any."""
-    row = conn.execute("SELECT text FROM lovia_run_partials WHERE run_id = ?", (run_id,)).fetchone()
-    return row[0] if row else None
+def _partial(conn: sqlite3.Connection, run_id: str) -> PartialAnswer | None:
+    """What the journal holds of ``run_id``'s streaming turn, if anything."""
+    row = conn.execute("SELECT text, step FROM lovia_run_partials WHERE run_id = ?", (run_id,)).fetchone()
+    return _partial_answer(*row) if row else None
+
+
+def _partial_answer(text: str | None, step_json: str | None) -> PartialAnswer | None:
+    """A journal row read back; a step this version cannot read is left out (the text is what matters)."""
+    if text is None:
+        return None
+    step = None
+    if step_json is not None:
+        with contextlib.suppress(ValueError):
+            data = json.loads(step_json)
+            read = step_from_dict(data) if isinstance(data, dict) else None
+            step = read if isinstance(read, ModelStep) else None
+    return PartialAnswer(text, step)
 
 
 class _StoredCounts:

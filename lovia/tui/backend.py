@@ -64,7 +64,7 @@ from lovia.session import (
     UndoableRewindSession,
 )
 from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
-from lovia.timing import Step, steps_from_meta
+from lovia.timing import Step, steps_from_meta, steps_to_meta
 from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
 
 # How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
@@ -895,6 +895,8 @@ class ChatBackend:
                                     "partial": True, "ended": ended, "agent": head.pending_handoff or head.agent}
             if head.active_seconds:
                 meta["active_seconds"] = head.active_seconds
+            if head.steps:  # its timeline so far (lovia.timing), as a completed run's segment has it
+                meta["steps"] = steps_to_meta(head.steps)
             # To its end even if the app quits meanwhile: a run its session has must not be given back
             # resumable (resuming it would answer twice, and its new answer would never be stored).
             await shielded(self._record_partial(snapshot, head.session_id, kept, meta))

@@ -84,6 +84,10 @@ async def test_a_run_killed_mid_answer_keeps_what_streamed_and_a_resume_asks_for
             [listed] = await checkpointer.list_runs()
             assert listed.head.cut_off_text == PARTIAL
             assert crashed.head.model == "openai:drip"
+            # The turn it died in is in its timeline, unended, from the journal (no snapshot was taken meanwhile).
+            [dying] = crashed.head.steps
+            assert isinstance(dying, ModelStep) and dying.model == "openai:drip" and dying.turn == 1
+            assert dying.first_token_at is not None and dying.finished_at is None
 
             model = OpenAIChatModel("drip", base_url=server.base_url, api_key="test-key", retries=0, timeout=60)
             async with SQLiteSession(db, wal=True) as session:
@@ -97,8 +101,11 @@ async def test_a_run_killed_mid_answer_keeps_what_streamed_and_a_resume_asks_for
             done = await checkpointer.load(RUN)
             assert done.head.status == "completed" and done.head.cut_off_text is None
         assert journalled(db) is None  # the turn's snapshot cleared it
-        [step] = steps_from_meta(segment.meta)  # the killed execution never saved its open step
+        # The resumed run's timeline: the turn the kill cut off (its end unknown), then the one asked again.
+        cut, step = steps_from_meta(segment.meta)
+        assert cut.started_at == dying.started_at and cut.cut_off and cut.finished_at is None
         assert isinstance(step, ModelStep) and (step.input_tokens, step.output_tokens) == (11, 7)
+        assert step.turn == 1 and not step.cut_off
 
 
 def make_checkpointer(kind: str, tmp_path: Path):
@@ -120,8 +127,10 @@ async def test_the_journal_is_written_only_under_the_stored_claim_and_cleared_by
     assert not await checkpointer.journal_partial("r1", "from another execution", claim="B")
     assert (await checkpointer.load("r1")).head.cut_off_text is None
     assert await checkpointer.journal_partial("r1", "first words", claim="A")
-    assert await checkpointer.journal_partial("r1", "first words, more", claim="A")
-    assert (await checkpointer.load("r1")).head.cut_off_text == "first words, more"
+    turn = ModelStep("a", "m", started_at=5.0, first_token_at=5.5, turn=1)
+    assert await checkpointer.journal_partial("r1", "first words, more", claim="A", step=turn)
+    crashed = (await checkpointer.load("r1")).head
+    assert crashed.cut_off_text == "first words, more" and crashed.steps == [turn] and crashed.model == "m"
     # A lease renewal mid-stream (same claim, same turn) keeps it.
     await checkpointer.save(RunSnapshot("r1", head("A"), entries))
     assert (await checkpointer.load("r1")).head.cut_off_text == "first words, more"
@@ -129,6 +138,7 @@ async def test_the_journal_is_written_only_under_the_stored_claim_and_cleared_by
     # Another execution takes the run over: the one that lost it cannot write any more.
     taken = await checkpointer.claim("r1", RunOwner.current(), token="B", lease_seconds=60)
     assert taken.taken_from.cut_off_text == "first words, more"  # what a finalize keeps
+    assert taken.head.steps == [turn] and taken.head.cut_off_text is None  # the taker's timeline keeps the turn
     assert not await checkpointer.journal_partial("r1", "overwritten by the loser", claim="A")
     await checkpointer.save(RunSnapshot("r1", head("B"), entries))  # the new owner's save clears it
     assert (await checkpointer.load("r1")).head.cut_off_text is None
@@ -242,9 +252,9 @@ class CountingCheckpointer(SQLiteCheckpointer):
         super().__init__(path)
         self.journal_writes: list[str] = []
 
-    async def journal_partial(self, run_id: str, text: str, *, claim: str | None) -> bool:
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None, step=None) -> bool:
         self.journal_writes.append(text)
-        return await super().journal_partial(run_id, text, claim=claim)
+        return await super().journal_partial(run_id, text, claim=claim, step=step)
 
 
 async def test_a_streaming_run_journals_a_few_times_a_second_and_clears_the_journal_when_the_turn_lands(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from lovia import SQLiteSession
+from lovia.timing import steps_from_meta
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from tests.runtime.drip_server import PARTIAL, DripServer
@@ -62,3 +63,5 @@ async def test_a_crashed_run_shows_its_streamed_text_cut_off_and_finalize_keeps_
     assert segment.meta["partial"] is True and segment.meta["ended"] == "crashed"
     assert [(e.type, e.text) for e in segment.entries] == [("user", "tell me"), ("assistant", PARTIAL)]
     assert segment.entries[-1].finish_reason == "cut_off"
+    [turn] = steps_from_meta(segment.meta)  # the turn it died in, from the journal: its timeline is kept
+    assert turn.kind == "model" and turn.finished_at is None
