@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Environment: LOVIA_MODEL, LOVIA_BASE_URL, LOVIA_API_KEY or OPENAI_API_KEY, OLLAMA_HOST, "
                "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives). "
                "Commands: lovia export SESSION_ID [--format md|jsonl] [--db PATH] [-o FILE] writes a session "
-               "as Markdown or JSON lines.",
+               "as Markdown or JSON lines. lovia doctor [--db PATH] [--fix] checks a database and says what to "
+               "do.",
     )
     parser.add_argument("--version", action="version", version=f"lovia {__version__}")
     parser.add_argument("--db", type=Path, help="the SQLite file for sessions and checkpoints "
@@ -89,6 +90,7 @@ async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
 # ``lovia NAME ...`` runs a command instead of the app: NAME -> "module:function", imported only
 # when used, the function taking the remaining arguments and returning the exit status.
 COMMANDS: dict[str, str] = {
+    "doctor": "lovia.doctor:main",
     "export": "lovia.export:main",
 }
 

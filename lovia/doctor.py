@@ -1,0 +1,448 @@
+"""``lovia doctor [--db PATH] [--quick] [--fix]``: check a lovia database and say what to do.
+
+What it checks, in this order: that the file is a SQLite file and a lovia one; SQLite's own
+``integrity_check`` (``quick_check`` with ``--quick``); the schema version of each store
+(current, older: migrated at the next open, newer: written by a newer lovia, which this one
+refuses); orphaned checkpoints (a run not finished whose session already holds it, so that
+resuming it would answer twice; a run of a session that is in the trash); runs whose owner is
+gone (crashed: left ``running`` by a process that died or whose lease lapsed); the size of the
+WAL file; and the tool-output archive beside the file (``tool-outputs``, see
+:class:`lovia.context.FileResultStore`): files no stored entry refers to, and archived outputs
+that are gone.
+
+Promises: without ``--fix`` the database file is opened read-only and never written (SQLite
+may create the ``-wal`` and ``-shm`` files beside it for the read, as any reader does); no
+message quotes conversation text (only ids, counts, sizes and SQLite's own messages, which name
+tables and pages). The exit status is 0 when all is well (notes included), 1 when something is
+wrong, 2 when the file cannot be checked at all (missing, not SQLite, not lovia's). ``--fix``
+deletes orphaned checkpoints, deletes archive files nothing refers to (older than an hour, so
+an output a running answer has just archived is never taken for one) and checkpoints the WAL
+back into the file; it never touches conversation and fixes nothing SQLite reports damaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lovia.checkpoint import RunHead
+from lovia.context import FileResultStore
+from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA
+
+__all__ = ["Finding", "Report", "examine", "main"]
+
+Severity = Literal["ok", "note", "problem"]
+KNOWN_VERSIONS = {SESSION_SCHEMA.store: SESSION_SCHEMA.version, CHECKPOINT_SCHEMA.store: CHECKPOINT_SCHEMA.version}
+WAL_LIMIT_BYTES = 64 * 1024 * 1024
+"""A WAL file above this size means checkpoints have not run for long (a reader held the file)."""
+ARCHIVE_DIR = "tool-outputs"
+ARCHIVE_GRACE_SECONDS = 3600.0
+"""An archive file younger than this is never called unreferenced: a running answer archives an
+output before its next checkpoint records the reference."""
+SHOWN_IDS = 5
+"""How many run ids a finding names before it says "and N more"."""
+
+
+class CannotCheck(Exception):
+    """The file cannot be checked at all; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the doctor found: what, how bad, and what to do about it."""
+
+    check: str
+    severity: Severity
+    summary: str
+    advice: str = ""
+    fixable: bool = False
+
+
+@dataclass
+class Report:
+    """Everything one examination found, and what ``--fix`` would do about it."""
+
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    orphaned_runs: list[str] = field(default_factory=list)
+    unreferenced_files: list[Path] = field(default_factory=list)
+    wal_too_big: bool = False
+    schema_current: bool = False
+    journal_mode: str = "delete"
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "problem"]
+
+    def add(self, check: str, severity: Severity, summary: str, advice: str = "", *, fixable: bool = False) -> None:
+        self.findings.append(Finding(check, severity, summary, advice, fixable))
+
+
+def examine(path: Path, *, quick: bool = False, now: float | None = None) -> Report:
+    """Check the database at ``path`` read-only; raise :class:`CannotCheck` when it cannot be checked at all."""
+    now = time.time() if now is None else now
+    report = Report(path)
+    _check_file(path)
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise CannotCheck(f"SQLite cannot open {path} ({exc}); check its permissions") from None
+    try:
+        _check_integrity(conn, report, quick)
+        tables = _tables(conn)
+        _check_schema(conn, tables, report)
+        report.journal_mode = _journal_mode(conn)
+        for check in (_check_runs, _check_archive):
+            try:
+                check(conn, tables, report, now)
+            except sqlite3.DatabaseError as exc:
+                report.add(check.__name__.removeprefix("_check_"), "problem",
+                           f"could not be checked: SQLite says {exc}",
+                           "the file is damaged there: see the integrity finding above")
+    finally:
+        conn.close()
+    _check_wal(path, report)
+    return report
+
+
+def _check_file(path: Path) -> None:
+    try:
+        with path.open("rb") as file:
+            header = file.read(16)
+    except FileNotFoundError:
+        raise CannotCheck(f"there is no database at {path}: give the file with --db PATH") from None
+    except OSError as exc:
+        raise CannotCheck(f"cannot read {path}: {exc.strerror}") from None
+    if header != b"SQLite format 3\x00":
+        raise CannotCheck(f"{path} is not a SQLite database (its header is not SQLite's): it is not a lovia "
+                          "file, or its first page is destroyed; restore it from a backup")
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    try:
+        return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise CannotCheck(f"SQLite cannot read the list of tables ({exc}): the file is damaged beyond what lovia "
+                          "can check; restore it from a backup, or try `sqlite3 FILE .recover`") from None
+
+
+def _journal_mode(conn: sqlite3.Connection) -> str:
+    try:
+        return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    except sqlite3.DatabaseError:
+        return "unknown"
+
+
+def _check_integrity(conn: sqlite3.Connection, report: Report, quick: bool) -> None:
+    pragma = "quick_check" if quick else "integrity_check"
+    try:
+        rows = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}(20)")]
+    except sqlite3.DatabaseError as exc:
+        rows = [f"SQLite could not run the check ({exc})"]
+    if rows == ["ok"]:
+        report.add("integrity", "ok", f"SQLite's {pragma} found nothing wrong")
+        return
+    # SQLite's messages name tables, indexes, pages and rows, never stored values.
+    shown = "; ".join(rows[:3]) + (f"; and {len(rows) - 3} more" if len(rows) > 3 else "")
+    report.add("integrity", "problem", f"SQLite's {pragma} reports damage: {shown}",
+               "stop every lovia using the file and copy it aside; restore it from a backup, or salvage what "
+               "SQLite can read with `sqlite3 FILE .recover | sqlite3 NEW.db` and check NEW.db with lovia doctor")
+
+
+def _check_schema(conn: sqlite3.Connection, tables: set[str], report: Report) -> None:
+    if "lovia_schema" not in tables:
+        raise CannotCheck(f"{report.path} is a SQLite database but not a lovia one (it has no lovia_schema table): "
+                          "give lovia's file with --db PATH")
+    try:
+        versions = dict(conn.execute("SELECT store, version FROM lovia_schema"))
+    except sqlite3.DatabaseError as exc:
+        report.add("schema", "problem", f"the schema versions cannot be read: SQLite says {exc}",
+                   "the file is damaged: see the integrity finding")
+        return
+    current = True
+    for store, known in KNOWN_VERSIONS.items():
+        version = versions.get(store)
+        if version is None:
+            current = False
+            report.add("schema", "note", f"the {store} store has no tables yet", "lovia creates them when it opens "
+                       "the file")
+        elif not isinstance(version, int) or version > known:
+            current = False
+            report.add("schema", "problem",
+                       f"the {store} store is at version {version}, newer than this lovia's {known}: a newer lovia "
+                       "wrote it, and this one refuses to open it", "upgrade lovia (pip install -U lovia)")
+        elif version < known:
+            current = False
+            report.add("schema", "note", f"the {store} store is at version {version}; this lovia's is {known}",
+                       "lovia moves it to the new layout when it next opens the file, in one transaction; keep a copy "
+                       "of the file if an older lovia must still read it")
+        else:
+            report.add("schema", "ok", f"the {store} store is at version {version}, this lovia's")
+    for store in sorted(set(versions) - set(KNOWN_VERSIONS)):
+        report.add("schema", "note", f"the file also holds a store this lovia does not know ({store!r})",
+                   "another program shares the file; lovia leaves its tables alone")
+    report.schema_current = current
+
+
+def _ids(run_ids: Sequence[str]) -> str:
+    shown = ", ".join(run_ids[:SHOWN_IDS])
+    return shown + (f" and {len(run_ids) - SHOWN_IDS} more" if len(run_ids) > SHOWN_IDS else "")
+
+
+def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:
+    if "lovia_runs" not in tables:
+        return
+    live: set[str] = set()
+    stored: set[tuple[str, str]] = set()
+    if "lovia_segments" in tables:
+        stored = {(s, r) for s, r in conn.execute("SELECT session_id, run_id FROM lovia_segments")}
+        live = {s for s, _ in stored}
+    if "lovia_session_info" in tables:
+        live |= {s for (s,) in conn.execute("SELECT session_id FROM lovia_session_info")}
+    trashed: set[str] = set()
+    if "lovia_trash" in tables:
+        trashed = {s for (s,) in conn.execute("SELECT session_id FROM lovia_trash")} - live
+    in_session: list[str] = []
+    of_trashed: list[str] = []
+    crashed: list[str] = []
+    damaged: list[str] = []
+    gone_sessions: list[str] = []
+    waiting: list[str] = []
+    caches: list[str] = []
+    elsewhere: list[str] = []
+    for run_id, text in conn.execute("SELECT run_id, head FROM lovia_runs ORDER BY updated_at"):
+        try:
+            head = RunHead.from_dict(json.loads(text))
+        except (TypeError, ValueError, AttributeError):
+            damaged.append(run_id)
+            continue
+        session_id = head.session_id
+        if session_id is not None and session_id in trashed:
+            of_trashed.append(run_id)
+        elif head.status != "completed" and (session_id, run_id) in stored:
+            in_session.append(run_id)
+        elif head.status == "completed":
+            (caches if session_id is None or session_id in live else gone_sessions).append(run_id)
+        elif head.crashed:
+            crashed.append(run_id)
+        elif head.status == "running":
+            elsewhere.append(run_id)
+        else:
+            waiting.append(run_id)
+    report.orphaned_runs = in_session + of_trashed
+    if in_session:
+        report.add("checkpoints", "problem",
+                   f"{len(in_session)} unfinished runs are already in their sessions: {_ids(in_session)} (a finalize "
+                   "stopped between storing the run and deleting its checkpoint); resuming one would answer twice",
+                   "delete their checkpoints: lovia doctor --fix", fixable=True)
+    if of_trashed:
+        report.add("checkpoints", "problem",
+                   f"{len(of_trashed)} runs belong to sessions in the trash: {_ids(of_trashed)}; lovia deletes them "
+                   "when it moves a session there, so something stopped it half-way",
+                   "delete their checkpoints: lovia doctor --fix (restoring the session does not need them)",
+                   fixable=True)
+    if damaged:
+        report.add("checkpoints", "problem", f"{len(damaged)} runs have a damaged head: {_ids(damaged)}",
+                   "discard them in lovia's runs list (ctrl+o), or restore the file from a backup")
+    if crashed:
+        report.add("crashed runs", "problem",
+                   f"{len(crashed)} runs were left running by a process that is gone (or whose lease lapsed): "
+                   f"{_ids(crashed)}",
+                   "open lovia: the runs list (ctrl+o) resumes each, keeps it as a partial answer, or discards it")
+    if gone_sessions:
+        report.add("checkpoints", "note",
+                   f"{len(gone_sessions)} completed runs belong to sessions that do not exist: {_ids(gone_sessions)} "
+                   "(their append failed, or the session was cleared)",
+                   "lovia's start-up replays its own newest ones into their sessions; if those sessions were cleared "
+                   "on purpose, discard the runs (a replay would bring them back)")
+    if elsewhere:
+        report.add("runs", "note", f"{len(elsewhere)} runs are being executed now by a live process: "
+                   f"{_ids(elsewhere)}")
+    if waiting:
+        report.add("runs", "note", f"{len(waiting)} stopped or failed runs wait for a decision: {_ids(waiting)}",
+                   "lovia's runs list (ctrl+o) resumes, finalizes or discards them")
+    if not (in_session or of_trashed or damaged or crashed):
+        report.add("checkpoints", "ok", f"no orphaned or crashed runs ({len(caches)} completed runs kept as replay "
+                   "caches)")
+
+
+def _check_wal(path: Path, report: Report) -> None:
+    wal = path.with_name(path.name + "-wal")
+    try:
+        size = wal.stat().st_size
+    except FileNotFoundError:
+        report.add("wal", "ok", "no WAL file (no writer has it open, or the file is not in WAL mode)")
+        return
+    if size > WAL_LIMIT_BYTES:
+        report.wal_too_big = True
+        report.add("wal", "problem", f"the WAL file is {_size(size)}: its changes have not been copied back into the "
+                   "database for long (a reader kept the file busy); reads slow down as it grows",
+                   "close the other programs using the file (the last one to close copies the WAL back), or run "
+                   "lovia doctor --fix while nothing else uses it", fixable=True)
+    else:
+        report.add("wal", "ok", f"the WAL file is {_size(size)}")
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} bytes"
+    return f"{count / 1024:.1f} KiB" if count < 1024 * 1024 else f"{count / (1024 * 1024):.1f} MiB"
+
+
+def _archived_keys(conn: sqlite3.Connection, tables: set[str]) -> set[str]:
+    """Every archive key a stored entry, run meta or checkpoint head refers to (live, trash or undo)."""
+    keys: set[str] = set()
+
+    def from_meta(rows: Iterable[tuple[Any]], path: str) -> None:
+        for (text,) in rows:
+            try:
+                archived = (json.loads(text).get("context") or {}).get("archived") if path == "meta" else \
+                    (json.loads(text).get("context_state") or {}).get("archived")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(archived, dict):
+                keys.update(v for v in archived.values() if isinstance(v, str))
+
+    def from_entries(rows: Iterable[tuple[str, str]]) -> None:
+        keys.update(FileResultStore.key_for(run_id, call_id) for run_id, call_id in rows if isinstance(call_id, str))
+
+    array = "json_each(CASE WHEN json_valid({0}) THEN {0} ELSE '[]' END) AS item"
+    result = "json_extract(item.value, '$.type') = 'tool_result'"
+    call = "json_extract(item.value, '$.call_id')"
+    if {"lovia_segments", "lovia_segment_entries"} <= tables:
+        from_meta(conn.execute("SELECT meta FROM lovia_segments"), "meta")
+        from_entries(conn.execute(
+            f"SELECT g.run_id, {call} FROM lovia_segments AS g JOIN lovia_segment_entries AS e "
+            f"ON e.segment_seq = g.seq, {array.format('e.entries')} WHERE {result}"))
+    for table in ("lovia_trash_runs", "lovia_rewind_undo_runs"):
+        if table in tables:
+            from_meta(conn.execute(f"SELECT meta FROM {table}"), "meta")
+            from_entries(conn.execute(f"SELECT r.run_id, {call} FROM {table} AS r, {array.format('r.entries')} "
+                                      f"WHERE {result}"))
+    if "lovia_runs" in tables:
+        from_meta(conn.execute("SELECT head FROM lovia_runs"), "head")
+    if "lovia_run_entries" in tables:
+        from_entries(conn.execute("SELECT run_id, json_extract(data, '$.call_id') FROM lovia_run_entries "
+                                  "WHERE type = 'tool_result' AND json_valid(data)"))
+    return keys
+
+
+def _check_archive(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:
+    directory = report.path.parent / ARCHIVE_DIR
+    if not directory.is_dir():
+        report.add("archive", "ok", f"no tool-output archive beside the file ({directory} does not exist)")
+        return
+    files = {p.stem: p for p in directory.glob("*.txt") if p.is_file()}
+    keys = _archived_keys(conn, tables)
+    unreferenced = sorted(p for key, p in files.items()
+                          if key not in keys and now - p.stat().st_mtime > ARCHIVE_GRACE_SECONDS)
+    report.unreferenced_files = unreferenced
+    if unreferenced:
+        size = sum(p.stat().st_size for p in unreferenced)
+        report.add("archive", "problem",
+                   f"{len(unreferenced)} files in {directory} ({_size(size)}) hold tool outputs no stored entry refers "
+                   "to (their runs were rewound or deleted for good, or purged from the trash)",
+                   "delete them: lovia doctor --fix (nothing can show or recall them)", fixable=True)
+    else:
+        report.add("archive", "ok", f"every one of the {len(files)} files in {directory} is referred to")
+
+
+# -- --fix ---------------------------------------------------------------------------------
+
+
+async def _delete_checkpoints(path: Path, run_ids: Sequence[str], wal: bool) -> None:
+    from lovia.stores.sqlite import SQLiteCheckpointer
+
+    async with SQLiteCheckpointer(path, wal=wal) as checkpointer:
+        for run_id in run_ids:
+            await checkpointer.delete(run_id)
+
+
+def fix(report: Report) -> list[str]:
+    """Do what ``--fix`` promises for ``report``'s findings; return what was done, one line each."""
+    done: list[str] = []
+    if report.orphaned_runs:
+        if not report.schema_current:
+            done.append("left the orphaned checkpoints: open the file with lovia first (it migrates it), then run "
+                        "lovia doctor --fix again")
+        else:
+            asyncio.run(_delete_checkpoints(report.path, report.orphaned_runs, report.journal_mode == "wal"))
+            done.append(f"deleted {len(report.orphaned_runs)} orphaned checkpoints")
+    if report.unreferenced_files:
+        for file in report.unreferenced_files:
+            file.unlink(missing_ok=True)
+        done.append(f"deleted {len(report.unreferenced_files)} unreferenced archive files")
+    if report.wal_too_big:
+        conn = sqlite3.connect(report.path, timeout=5.0)
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.close()
+        done.append("copied the WAL back into the database" if not busy else
+                    "could not copy the WAL back: another program holds the file; close it and try again")
+    return done
+
+
+# -- the command ---------------------------------------------------------------------------
+
+_MARK = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lovia doctor",
+        description="Check a lovia database: SQLite's integrity check, schema versions, orphaned checkpoints, "
+                    "crashed runs, the WAL's size and the tool-output archive. Read-only unless --fix is given. "
+                    "Exit status: 0 all well, 1 something is wrong, 2 the file cannot be checked.")
+    parser.add_argument("--db", type=Path, help="the file to check (default: lovia.db in your user data directory)")
+    parser.add_argument("--quick", action="store_true", help="SQLite's quick_check instead of the full "
+                                                             "integrity_check (faster on a large file)")
+    parser.add_argument("--fix", action="store_true",
+                        help="delete orphaned checkpoints and archive files nothing refers to, and copy a large WAL "
+                             "back into the file; never touches conversation")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.db is None:
+        from lovia.tui.config import default_db_path
+
+        args.db = default_db_path()
+    path: Path = args.db
+    try:
+        report = examine(path, quick=args.quick)
+    except CannotCheck as exc:
+        print(f"lovia doctor: {exc}", file=sys.stderr)
+        return 2
+    print(f"lovia doctor: {path}")
+    for finding in report.findings:
+        print(f"  {_MARK[finding.severity]}  {finding.check}: {finding.summary}")
+        if finding.advice and finding.severity != "ok":
+            print(f"             → {finding.advice}")
+    problems = report.problems
+    if args.fix:
+        for line in fix(report):
+            print(f"  fixed    {line}")
+        if any(f.fixable for f in problems):
+            report = examine(path, quick=True)
+            problems = report.problems
+    if not problems:
+        print("All is well." if not args.fix else "All is well now.")
+        return 0
+    fixable = [f for f in problems if f.fixable]
+    print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found."
+          + (" Nothing was changed; lovia doctor --fix mends those marked so." if fixable and not args.fix else ""))
+    return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

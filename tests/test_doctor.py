@@ -1,0 +1,283 @@
+"""``lovia doctor``: real files (healthy, damaged, older, newer, with orphans), a real crashed process.
+
+Every run checks what the command promises besides its verdict: the exit status, that the file
+is left byte for byte as it was without ``--fix``, and that nothing it prints quotes the
+conversation (the files carry marker words everywhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lovia import (
+    AssistantMessage,
+    RunHead,
+    RunSnapshot,
+    SQLiteCheckpointer,
+    SQLiteSession,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    doctor,
+)
+from lovia.cli import main as lovia_main
+from lovia.context import FileResultStore
+from tests.stores.test_sqlite_corruption import PAGE, zero_page
+
+MARKERS = ("ZEBRA", "quokka", "Marmalade")
+SECRET = " ".join(MARKERS)
+DATA = Path(__file__).resolve().parent / "stores" / "data"
+
+
+def make_file(path: Path) -> None:
+    """A lovia file as the app leaves it, closed cleanly, the markers in every entry and meta."""
+
+    async def write():
+        async with SQLiteSession(path, wal=True) as session, SQLiteCheckpointer(path, wal=True) as checkpointer:
+            for s in range(2):
+                for r in range(6):
+                    run_id = f"r{s}-{r}"
+                    await session.append(f"s{s}", [
+                        UserMessage(text=f"{SECRET} question"),
+                        ToolCall(call_id=f"c{r}", name="search", arguments="{}"),
+                        ToolResult(call_id=f"c{r}", output=f"{SECRET} " * 50),
+                        AssistantMessage(text=f"{SECRET} answer"),
+                    ], run_id=run_id, meta={"note": SECRET})
+                    await checkpointer.save(RunSnapshot(run_id, RunHead(agent="bot", first_input=SECRET,
+                                                                        session_id=f"s{s}", status="completed"),
+                                                        [UserMessage(text=SECRET)]))
+
+    asyncio.run(write())
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_doctor(capsys, path: Path, *extra: str) -> tuple[int, str]:
+    """``lovia doctor --db PATH`` through the CLI's table of commands, in this process."""
+    status = lovia_main(["doctor", "--db", str(path), *extra])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    for marker in MARKERS:
+        assert marker not in text, f"doctor quoted the conversation: {text}"
+    return status, text
+
+
+@pytest.fixture
+def healthy(tmp_path) -> Path:
+    path = tmp_path / "lovia.db"
+    make_file(path)
+    return path
+
+
+def test_a_healthy_file_is_well_and_left_untouched(capsys, healthy):
+    before = digest(healthy)
+    status, text = run_doctor(capsys, healthy)
+    assert status == 0, text
+    assert "All is well." in text and "PROBLEM" not in text
+    assert "12 completed runs kept as replay caches" in text
+    assert digest(healthy) == before
+
+
+def test_the_command_runs_as_a_real_process(healthy):
+    done = subprocess.run([sys.executable, "-m", "lovia.cli", "doctor", "--db", str(healthy), "--quick"],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "quick_check found nothing wrong" in done.stdout
+
+
+def test_a_missing_file_a_foreign_file_and_a_file_of_another_program_cannot_be_checked(capsys, tmp_path):
+    status, text = run_doctor(capsys, tmp_path / "none.db")
+    assert status == 2 and "there is no database" in text
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    status, text = run_doctor(capsys, junk)
+    assert status == 2 and "not a SQLite database" in text
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
+    status, text = run_doctor(capsys, other)
+    assert status == 2 and "not a lovia one" in text
+
+
+def test_a_damaged_page_is_reported_quoting_nothing_and_left_as_it_is(capsys, healthy):
+    with sqlite3.connect(healthy) as conn:
+        (page,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'lovia_segments_by_start'").fetchone()
+    conn.close()
+    damaged = zero_page(page - 1)(healthy.read_bytes())
+    healthy.write_bytes(damaged)
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert "PROBLEM  integrity" in text and "restore it from a backup" in text
+    assert healthy.read_bytes() == damaged
+    status, text = run_doctor(capsys, healthy, "--fix")  # nothing SQLite reports damaged is "fixed"
+    assert status == 1 and healthy.read_bytes() == damaged
+
+
+def test_a_page_of_conversation_destroyed_is_reported(capsys, healthy):
+    data = healthy.read_bytes()
+    pages = len(data) // PAGE
+    leaf = next(page for page in range(1, pages) if data[page * PAGE] == 0x0D
+                and SECRET.encode() in data[page * PAGE:(page + 1) * PAGE])
+    healthy.write_bytes(zero_page(leaf)(data))
+    status, text = run_doctor(capsys, healthy, "--quick")
+    assert status == 1 and "PROBLEM  integrity: SQLite's quick_check reports damage" in text
+
+
+def test_an_older_file_is_a_note_and_is_not_migrated(capsys, tmp_path):
+    path = tmp_path / "v2.db"
+    shutil.copyfile(DATA / "session-v2.db", path)
+    before = digest(path)
+    status, text = run_doctor(capsys, path)
+    assert "note     schema: the session store is at version 2" in text and "moves it to the new layout" in text
+    assert status == 1 and "crashed runs: 1 runs" in text  # the file's one run was left running, ownerless
+    assert digest(path) == before
+
+
+def test_a_newer_file_is_a_problem(capsys, healthy):
+    with sqlite3.connect(healthy) as conn:
+        conn.execute("UPDATE lovia_schema SET version = 99 WHERE store = 'session'")
+    conn.close()
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1 and "newer than this lovia's" in text and "upgrade lovia" in text
+
+
+# -- orphaned checkpoints ------------------------------------------------------------------------
+
+
+def test_orphaned_checkpoints_are_named_and_fix_deletes_only_them(capsys, healthy):
+    async def orphan():
+        async with SQLiteSession(healthy, wal=True) as session, SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            # A finalize that stopped between the append and the delete: the run is in its session, unfinished.
+            await checkpointer.save(RunSnapshot("half-finalized", RunHead(agent="bot", session_id="s0",
+                                                                          status="interrupted"),
+                                                [UserMessage(text=SECRET)]))
+            await session.append("s0", [UserMessage(text=SECRET)], run_id="half-finalized")
+            # A session in the trash whose completed run's checkpoint stayed.
+            await session.trash_session("s1")
+            return await session.segments("s0")
+
+    kept = asyncio.run(orphan())
+    before = digest(healthy)
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert "1 unfinished runs are already in their sessions: half-finalized" in text
+    assert "6 runs belong to sessions in the trash: r1-0" in text
+    assert digest(healthy) == before
+
+    status, text = run_doctor(capsys, healthy, "--fix")
+    assert status == 0, text
+    assert "deleted 7 orphaned checkpoints" in text and "All is well now." in text
+
+    async def after():
+        async with SQLiteSession(healthy, wal=True) as session, SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            runs = {r.run_id for r in await checkpointer.list_runs()}
+            return runs, await session.segments("s0"), await session.list_trash()
+
+    runs, segments, trash = asyncio.run(after())
+    assert runs == {f"r0-{r}" for r in range(6)}
+    assert [s.run_id for s in segments] == [s.run_id for s in kept]
+    assert [t.session_id for t in trash] == ["s1"]
+
+
+# -- a real crashed process, and its WAL --------------------------------------------------------
+
+CHILD = """
+import asyncio, sys, time
+from lovia import RunHead, RunOwner, RunSnapshot, SQLiteCheckpointer, UserMessage
+
+async def main():
+    checkpointer = SQLiteCheckpointer(sys.argv[1], wal=True)
+    start = RunSnapshot("child-run", RunHead(agent="bot", session_id="s0", first_input=sys.argv[2]),
+                        [UserMessage(text=sys.argv[2])])
+    await checkpointer.claim("child-run", RunOwner.current(), token="child", lease_seconds=600, start=start)
+    print("claimed", flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def test_a_run_whose_process_was_killed_is_a_crashed_run(capsys, healthy, monkeypatch):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(healthy), SECRET], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert child.stdout.readline().strip() == "claimed"
+        status, text = run_doctor(capsys, healthy)
+        assert status == 0, text
+        assert "1 runs are being executed now by a live process: child-run" in text
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert "PROBLEM  crashed runs: 1 runs were left running by a process that is gone" in text
+    assert "child-run" in text and "the runs list (ctrl+o)" in text
+
+    # The killed writer left its WAL behind: above the limit it is a problem --fix mends.
+    wal = Path(f"{healthy}-wal")
+    assert wal.stat().st_size > 0
+    monkeypatch.setattr(doctor, "WAL_LIMIT_BYTES", 1)
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1 and "PROBLEM  wal: the WAL file is" in text
+    status, text = run_doctor(capsys, healthy, "--fix")
+    assert "copied the WAL back into the database" in text
+    assert status == 1  # the crashed run is the user's to decide: --fix leaves it
+    assert "PROBLEM  wal" not in text.split("fixed")[-1]
+
+
+# -- the tool-output archive --------------------------------------------------------------------
+
+
+def test_archive_files_no_entry_refers_to_are_reported_and_fix_deletes_only_old_ones(capsys, healthy):
+    archive = healthy.parent / "tool-outputs"
+    archive.mkdir()
+    referenced = archive / f"{FileResultStore.key_for('r0-3', 'c3')}.txt"
+    orphan = archive / f"{FileResultStore.key_for('rewound-run', 'c9')}.txt"
+    young = archive / f"{FileResultStore.key_for('running-now', 'c1')}.txt"
+    hour_ago = time.time() - 2 * 3600
+    for file in (referenced, orphan, young):
+        file.write_text(SECRET)
+    for file in (referenced, orphan):
+        os.utime(file, (hour_ago, hour_ago))
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert "1 files in" in text and "no stored entry refers to" in text
+    assert orphan.exists()
+
+    status, text = run_doctor(capsys, healthy, "--fix")
+    assert status == 0, text
+    assert not orphan.exists() and referenced.exists() and young.exists()
+
+
+def test_archive_files_of_trashed_sessions_are_still_referred_to(capsys, healthy):
+    archive = healthy.parent / "tool-outputs"
+    archive.mkdir()
+    file = archive / f"{FileResultStore.key_for('r1-2', 'c2')}.txt"
+    file.write_text(SECRET)
+    os.utime(file, (time.time() - 7200, time.time() - 7200))
+
+    async def trash():
+        async with SQLiteSession(healthy, wal=True) as session, SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            for r in range(6):
+                await checkpointer.delete(f"r1-{r}")
+            await session.trash_session("s1")
+
+    asyncio.run(trash())
+    status, text = run_doctor(capsys, healthy)
+    assert status == 0, text
+    assert "every one of the 1 files" in text
