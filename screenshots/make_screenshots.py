@@ -82,6 +82,18 @@ async def stop_and_continue(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
 
 
+async def timeline_of_a_run(pilot) -> None:
+    """The waterfall of the run that called a tool: ``w`` on one of its messages."""
+    transcript = pilot.app.screen.chat.transcript
+    transcript.focus()
+    await pilot.pause()
+    views = transcript.views
+    transcript.selected = next(i for i, view in enumerate(views)
+                               if transcript.header_above(view).run_id == "s-atlas-run-1")
+    await pilot.press("w")
+    await pilot.pause(0.3)
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
@@ -92,6 +104,7 @@ async def main() -> None:
         await shoot(db, "tool-call-dark", "lovia-dark", live_tool_call)
         await shoot(db, "narrow-runs-light", "lovia-light", runs_over_the_conversation, NARROW)
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
+        await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
 
 
 if __name__ == "__main__":

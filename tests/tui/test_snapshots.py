@@ -156,3 +156,49 @@ def test_editing_a_message(snap_compare, demo_db, theme):
         await pilot.pause()
 
     assert snap_compare(app_on(demo_db, theme), terminal_size=SIZE, run_before=steady(edit))
+
+
+def on_run(run_id: str, *, then=("w",)):
+    """A ``run_before`` that puts the transcript cursor on a message of ``run_id``, then presses ``then``."""
+
+    async def run(pilot):
+        transcript = pilot.app.screen.chat.transcript
+        transcript.focus()
+        await pilot.pause()
+        views = transcript.views
+        transcript.selected = next(i for i, view in enumerate(views) if transcript.header_above(view).run_id == run_id)
+        await pilot.press(*then)
+        if "w" in then:
+            await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "TimelineScreen")
+        await pilot.pause()
+
+    return run
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_timeline_of_a_run(snap_compare, demo_db, size):
+    """A stored run's waterfall: two model turns around a tool call."""
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=SIZES[size],
+                        run_before=steady(on_run("s-atlas-run-1")))
+
+
+def test_timeline_of_an_interrupted_run_from_the_runs_list_at_80x24(snap_compare, demo_db):
+    async def show(pilot):
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-demo-interrupted")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "TimelineScreen")
+        await pilot.pause()
+
+    assert snap_compare(app_on(demo_db, "lovia-light"), terminal_size=(80, 24), run_before=steady(show))
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_run_headers_say_where_time_went(snap_compare, demo_db, size):
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=SIZES[size],
+                        run_before=steady(on_run("s-atlas-run-0", then=())))
+
+
+def test_sessions_longest_first_at_80x24(snap_compare, demo_db):
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24),
+                        run_before=steady(press=["ctrl+b", "f3", "f3", "f3"]))

@@ -93,12 +93,14 @@ def test_a_header_folds_its_timing_to_fit_and_a_run_without_steps_reads_as_befor
     run = TranscriptRun("r", (), "completed", T0, 4.1, steps=TIMED_STEPS)
     summary = StepSummary.of(TIMED_STEPS)
     full = header_line(run, summary)
-    assert full.endswith("4.1s · 2 turns · first token 0.4s · 50 tok/s · tools 1.0s ──")
-    lines = [header_line(run, summary, width) for width in range(len(full), 20, -1)]
-    assert all(len(line) <= width for line, width in zip(lines, range(len(full), 20, -1)) if "turn" in line
-               or "ttft" in line)
-    assert any("ttft 0.4s · 50 tok/s" in line and "turns" in line for line in lines)  # shorter words first
-    assert any(line.endswith("ttft 0.4s · tools 1.0s ──") for line in lines)  # then fewer figures
+    assert full.endswith("4.1s · 2 turns · first token 400ms · 50 tok/s · tools 1.0s ──")
+    widths = range(len(full), 20, -1)
+    lines = [header_line(run, summary, width) for width in widths]
+    # Every line with timing in it fits its width; below the shortest, the header as before.
+    assert all(len(line) <= width for line, width in zip(lines, widths, strict=True) if "ttft" in line)
+    assert any("2 turns · ttft 400ms · 50 tok/s" in line for line in lines)  # shorter words first
+    assert any(line.endswith("2 turns · ttft 400ms · tools 1.0s ──") for line in lines)  # then fewer figures
+    assert any(line.endswith("4.1s · ttft 400ms · tools 1.0s ──") for line in lines)
     assert lines[-1] == header_line(replace(run, steps=()), None)  # then none: the header as before
     assert header_line(replace(run, steps=()), None, 200) == f"── {format.when(T0)} · 4.1s ──"
 
@@ -116,11 +118,11 @@ async def test_run_headers_show_where_time_went_at_every_size(tmp_path, size):
         stored, crashed = plain(headers["run-timed"].render()), plain(headers["run-crashed"].render())
         width = headers["run-timed"].content_region.width
         assert len(stored) <= width and len(crashed) <= width  # one line each, folded to fit
-        assert "tools 1.0s" in stored and "0.4s" in stored  # first-token time and time in tools, at any width
-        assert "crashed" in crashed and "0.4s" in crashed  # an in-flight run's steps come from its head
+        assert "tools 1.0s" in stored and "400ms" in stored  # first-token time and time in tools, at any width
+        assert "crashed" in crashed and "400ms" in crashed  # an in-flight run's steps come from its head
         if size == (160, 45):
-            assert "2 turns · first token 0.4s · 50 tok/s · tools 1.0s" in stored or \
-                "2 turns · ttft 0.4s · 50 tok/s · tools 1.0s" in stored
+            assert "2 turns · first token 400ms · 50 tok/s · tools 1.0s" in stored or \
+                "2 turns · ttft 400ms · 50 tok/s · tools 1.0s" in stored
         await app.screen.open_session("s-old")
         await settle(pilot)
         old = plain(app.screen.chat.transcript.query_one(RunHeader).render())
@@ -143,8 +145,8 @@ def test_the_waterfall_places_each_step_on_the_runs_axis():
     assert calc.index("▆") == fetch.index("▓")  # started together, side by side on the axis
     assert second.index("░") > fetch.index("▓")  # the second turn after the calls
     assert max(len(row) for row in rows) <= 80
-    wide = plain(draw_rows(run, 150, T0 + 100)).splitlines()
-    assert "ttft 0.4s · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
+    wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()
+    assert "ttft 400ms · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -31,9 +31,9 @@ from textual.widgets import Static
 from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import ChatBackend, TranscriptRun
-from lovia.tui.widgets.run_header import StepSummary, header_parts, timing_parts
+from lovia.tui.widgets.run_header import StepSummary, header_parts, step_duration, timing_parts
 
-WIDE = 100
+WIDE = 110
 """From this many columns of rows, each row also says when its step started and its figures."""
 LIVE_STATES = ("running", "elsewhere")
 """States of a run that is executing: its timeline grows, so the screen reads it again."""
@@ -98,7 +98,7 @@ def step_figures(step: Step, state: str) -> str:
     parts = []
     if isinstance(step, ModelStep):
         ttft = step.time_to_first_token
-        parts.append(f"ttft {format.duration(ttft)}" if ttft is not None else "no token")
+        parts.append(f"ttft {step_duration(ttft)}" if ttft is not None else "no token")
         rate = tokens_per_second(step)
         if rate is not None:
             parts.append(f"{rate:.0f} tok/s")
@@ -111,13 +111,6 @@ def step_figures(step: Step, state: str) -> str:
     if step.finished_at is None:
         parts.append("running" if state in LIVE_STATES else "never ended")
     return " · ".join(parts)
-
-
-def took(seconds: float | None) -> str:
-    """A step's duration: ``40ms`` under a second (tool calls often are), else as durations read; ``…`` unknown."""
-    if seconds is None:
-        return "…"
-    return f"{seconds * 1000:.0f}ms" if seconds < 1 else format.duration(seconds)
 
 
 def _tokens(count: int | None) -> str:
@@ -136,7 +129,7 @@ class Columns:
     @classmethod
     def for_width(cls, width: int) -> Columns:
         if width >= WIDE:
-            return cls(name=24, took=7, start=8, figures=36)
+            return cls(name=22, took=7, start=7, figures=34)
         return cls(name=min(20, max(8, width // 4)), took=6, start=0, figures=0)
 
     @property
@@ -181,9 +174,12 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
 def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     name_style = STYLES["error"] if isinstance(step, ToolStep) and step.error else STYLES["label"]
     start = f"+{format.duration(step.started_at - axis.start)}"
+    name = step_name(step)
+    if step.cut_off and not columns.figures:  # said among the figures when they are shown
+        name += " · cut off"
     parts: list[str | tuple[str, str]] = [
-        (_cell(step_name(step), columns.name), name_style),
-        _cell(took(step.duration), columns.took, right=True),
+        (_cell(name, columns.name), name_style),
+        _cell(step_duration(step.duration), columns.took, right=True),
         (_cell(start, columns.start, right=True), STYLES["muted"]),
         (_cell(step_figures(step, state), columns.figures), STYLES["muted"]),
     ]
@@ -210,7 +206,7 @@ def legend() -> Content:
     return Content.assemble(
         (WAITING, STYLES["waiting"]), " to first token  ", (STREAMING, STYLES["streaming"]), " streaming  ",
         (TOOL, STYLES["tool"]), " tool  ", (FAILED, STYLES["error"]), " error  ",
-        (OPEN, STYLES["open"]), " never ended   ↑↓ pgup pgdn scroll · esc closes",
+        (OPEN, STYLES["open"]), " never ended · esc closes",
     )
 
 
@@ -262,12 +258,12 @@ class TimelineScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     TimelineScreen { align: center middle; }
     TimelineScreen > Vertical {
-        width: 100%; height: 100%; max-height: 60;
+        width: 100%; height: auto; max-height: 100%;
         border: round $accent; background: $surface; padding: 0 1;
     }
     TimelineScreen #timeline-title { text-style: bold; }
     TimelineScreen #timeline-summary { color: $text-muted; }
-    TimelineScreen VerticalScroll { height: 1fr; margin: 1 0 0 0; scrollbar-size-vertical: 1; }
+    TimelineScreen VerticalScroll { height: auto; max-height: 60vh; margin: 1 0 0 0; scrollbar-size-vertical: 1; }
     TimelineScreen #timeline-legend { color: $text-muted; margin: 1 0 0 0; }
     """
 

@@ -91,7 +91,7 @@ def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0)
     return f"── {' · '.join(base)} ──"
 
 
-DETAILS = ("full", "short", "least", "none")
+DETAILS = ("full", "short", "no rate", "least", "none")
 """How much of the timing a header line says, most first: the header picks the first that fits."""
 
 
@@ -142,8 +142,9 @@ def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
 def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]:
     """What a header says of ``summary`` at ``detail`` (see :data:`DETAILS`): unknown figures are left out.
 
-    ``full``: ``3 turns · first token 0.4s · 52 tok/s · tools 1.1s``; ``short``: ``3 turns ·
-    ttft 0.4s · 52 tok/s · tools 1.1s``; ``least``: ``ttft 0.4s · tools 1.1s``; ``none``: nothing.
+    ``full``: ``3 turns · first token 420ms · 52 tok/s · tools 1.1s``; ``short``: ``3 turns ·
+    ttft 420ms · 52 tok/s · tools 1.1s``; ``no rate``: ``3 turns · ttft 420ms · tools 1.1s``;
+    ``least``: ``ttft 420ms · tools 1.1s``; ``none``: nothing.
     """
     if summary is None or detail == "none":
         return []
@@ -151,12 +152,20 @@ def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]
     if detail != "least" and summary.turns:
         parts.append(format.count(summary.turns, "turn"))
     if summary.first_token is not None:
-        parts.append(f"{'first token' if detail == 'full' else 'ttft'} {format.duration(summary.first_token)}")
-    if detail != "least" and summary.tokens_per_second is not None:
+        parts.append(f"{'first token' if detail == 'full' else 'ttft'} {step_duration(summary.first_token)}")
+    if detail in ("full", "short") and summary.tokens_per_second is not None:
         parts.append(f"{summary.tokens_per_second:.0f} tok/s")
     if summary.tool_seconds is not None:
-        parts.append(f"tools {format.duration(summary.tool_seconds)}")
+        parts.append(f"tools {step_duration(summary.tool_seconds)}")
     return parts
+
+
+def step_duration(seconds: float | None) -> str:
+    """How long a step took: ``40ms`` under a second (tool calls and first tokens often are), else as
+    durations read (``1.3s``, ``4m 05s``); ``…`` when it never ended."""
+    if seconds is None:
+        return "…"
+    return f"{seconds * 1000:.0f}ms" if seconds < 1 else format.duration(seconds)
 
 
 def header_parts(run: TranscriptRun) -> list[str]:

@@ -34,6 +34,11 @@ from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.lists import StoppingOptionList
 
+TIME_VIEW_BINDING = Binding(
+    # Not a letter: letters typed in the list or the filter filter by title. One id for both, as f2.
+    "f3", "time_view", "Time view", id="sessions.time_view",
+    tooltip="Next time view: by last activity, active today, active this week, longest first")
+
 
 class SessionList(StoppingOptionList):
     """The list itself: typing a letter starts filtering; up and down stop at its ends."""
@@ -44,6 +49,7 @@ class SessionList(StoppingOptionList):
         Binding("f2", "rename", "Rename", priority=True, id="sessions.rename"),
         Binding("delete", "delete", "Delete", id="sessions.delete"),
         Binding("slash", "filter", "Filter", show=False, id="sessions.filter"),
+        TIME_VIEW_BINDING,
     ]
 
     def __init__(self, *, can_rename: bool = True, **kwargs) -> None:
@@ -65,6 +71,9 @@ class SessionList(StoppingOptionList):
 
     def action_filter(self) -> None:
         self.screen.query_one("#session-filter", Input).focus()
+
+    def action_time_view(self) -> None:
+        self.query_ancestor(SessionsPane).next_time_view()
 
     def _current(self) -> str | None:
         if self.highlighted is None:
@@ -95,6 +104,7 @@ class SessionFilter(Input):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "to_list", "To the list", show=False, id="sessions-filter.to_list"),
         Binding("escape", "clear_filter", "Clear filter", id="sessions-filter.clear"),
+        TIME_VIEW_BINDING,
         # The same id as the list's: one action, so one [keys] entry moves both
         Binding("f2", "rename", "Rename", priority=True, tooltip="Rename the session highlighted in the list",
                 id="sessions.rename"),
@@ -116,6 +126,9 @@ class SessionFilter(Input):
     def action_to_list(self) -> None:
         self.screen.set_focus(self.screen.query_one(SessionList))
 
+    def action_time_view(self) -> None:
+        self.query_ancestor(SessionsPane).next_time_view()
+
     def action_clear_filter(self) -> None:
         self.value = ""
         self.action_to_list()
@@ -123,12 +136,6 @@ class SessionFilter(Input):
 
 class SessionsPane(Vertical):
     """Filter box and list; posts :class:`Selected` and :class:`Action` messages up."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Not a letter: letters typed in the list or the filter filter by title.
-        Binding("f3", "time_view", "Time view", id="sessions.time_view",
-                tooltip="Cycle: by last activity, active today, active this week, longest first"),
-    ]
 
     DEFAULT_CSS = """
     SessionsPane { width: 36; border-right: solid $panel; }
@@ -228,7 +235,7 @@ class SessionsPane(Vertical):
         shown = [info for info in listed if matches(info, query)] if query.strip() else listed
         return self.time_view.apply(shown, self._since)
 
-    def action_time_view(self) -> None:
+    def next_time_view(self) -> None:
         """Show the next time view (see :data:`TIME_VIEWS`); the filter text stays."""
         self.set_time_view(TIME_VIEWS[(TIME_VIEWS.index(self.time_view) + 1) % len(TIME_VIEWS)])
 
