@@ -22,7 +22,6 @@ process or under another process's live lease) is refused, never raced.
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from dataclasses import replace
 
@@ -66,7 +65,8 @@ async def complete_dangling_call(
     The run is taken for the change as a resume takes it (with a
     :class:`~lovia.checkpoint.ClaimingCheckpointer`, in one atomic step, under a lease of
     ``lease_seconds`` that the change releases) and given back in the state it was found in
-    (``interrupted``, ``failed``, or crashed), its head as it was. Raises
+    (``interrupted``, ``failed``, or crashed), its head as it was (``updated_at`` included: the
+    run stopped when it stopped). Raises
     :class:`~lovia.errors.RunClaimedError` (naming the run and its holder; nothing changed)
     when an execution holds the run, in this process or another, and
     :class:`~lovia.errors.UserError` when the run is not stored, has completed, has no call
@@ -94,8 +94,7 @@ async def complete_dangling_call(
         found = _as_found(snapshot, token)
         try:
             result = _result_for(snapshot, call_id, output, error)
-            done = replace(found, updated_at=time.time())
-            await checkpointer.save(RunSnapshot(run_id, done, [*snapshot.entries, result]))
+            await checkpointer.save(RunSnapshot(run_id, found, [*snapshot.entries, result]))
         except BaseException:
             with contextlib.suppress(Exception):  # the refusal or the failed save is the error to report
                 await checkpointer.save(RunSnapshot(run_id, found, snapshot.entries))

@@ -59,22 +59,26 @@ class RunStop:
     def headline(self) -> str:
         """``crashed while streaming``, ``stopped inside wait, send_mail``, ``failed on a model error``,
         ``running elsewhere``: what a list says first of the run (the names are not cut)."""
+        return self.describe(", ".join(self.calls))
+
+    def describe(self, calls: str) -> str:
+        """:attr:`headline` with ``calls`` in place of the calls' names (``2 tool calls`` where they do not fit)."""
         if self.kind == "elsewhere":
-            return "running elsewhere" + (f" inside {', '.join(self.calls)}" if self.calls else "")
+            return "running elsewhere" + (f" inside {calls}" if self.calls else "")
         if self.kind == "running":
             return "running here"
         if self.kind == "completed":
             return "completed"
         if self.kind == "failed":
             return "failed on a model error" if self.model_error else "failed"
-        return f"{self.kind} {_MOMENT_WORDS[self.moment](self.calls)}"
+        return f"{self.kind} {_MOMENT_WORDS[self.moment].format(calls=calls)}"
 
 
 _MOMENT_WORDS = {
-    "streaming": lambda calls: "while streaming",
-    "tools": lambda calls: "inside " + ", ".join(calls),
-    "answered": lambda calls: "after its answer",
-    "between_turns": lambda calls: "between turns",
+    "streaming": "while streaming",
+    "tools": "inside {calls}",
+    "answered": "after its answer",
+    "between_turns": "between turns",
 }
 
 

@@ -115,6 +115,43 @@ async def build(path: Path, *, long_entries: int = 0) -> None:
                          (BASE_TIME + min(offset, 0.0), BASE_TIME + offset, session_id))
 
 
+STOPPED_RUNS_HOST = RunOwner(host="worker-1", pid=4243, started=1)
+
+
+async def build_stopped_runs(path: Path) -> None:
+    """Add runs left behind every way a run can be (to a database :func:`build` wrote): crashed
+    while streaming, failed on a model error, crashed inside two tool calls, running elsewhere."""
+    checkpointer = SQLiteCheckpointer(path, wal=True)
+
+    def head(first_input: str, session_id: str, start: float, **changes) -> RunHead:
+        return RunHead(agent="assistant", turn=1, usage=Usage(1, 180, 40), started_at=BASE_TIME + start,
+                       updated_at=BASE_TIME + start + 6, session_id=session_id, first_input=first_input,
+                       entry_agent="assistant", model="gpt-4o-mini", active_seconds=5.8, **changes)
+
+    lapsed = {"status": "running", "owner": STOPPED_RUNS_HOST, "claim": "t-demo", "lease_until": BASE_TIME + 10}
+    runs = [
+        ("run-demo-streaming", head("Why is TOML's datetime type useful?", "s-atlas", 400,
+                                    cut_off_text="TOML has first-class dates, so `2026-12-02T12:00:00Z` reads "
+                                                 "as a datetime, not a string, and", **lapsed), []),
+        ("run-demo-failed", head("Plan the groceries for a week", "s-groceries", 200, status="failed",
+                                 error="ModelError: HTTP 502 Bad Gateway from api.example.com\nretry later"), []),
+        ("run-demo-tools", head("Email the report, then pay the invoice", "s-atlas", 350, **lapsed), [
+            AssistantMessage(text="Sending the report and paying.", agent="assistant"),
+            ToolCall(call_id="call-demo-mail", name="send_report", arguments='{"to": "ops@example.com"}',
+                     agent="assistant"),
+            ToolCall(call_id="call-demo-pay", name="pay_invoice", arguments='{"invoice": "INV-7"}',
+                     agent="assistant"),
+        ]),
+        ("run-demo-elsewhere", head("Summarize the changelog", "s-groceries", 500, status="running",
+                                    owner=RunOwner(host="build-7", pid=7311, started=1), claim="t-far",
+                                    lease_until=4_000_000_000.0), []),
+    ]
+    for run_id, run_head, rest in runs:
+        entries = [UserMessage(text=run_head.first_input), *rest]
+        await checkpointer.save(RunSnapshot(run_id, run_head, _at(entries, run_head.started_at)))
+    await checkpointer.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", type=Path)

@@ -25,7 +25,7 @@ from lovia.models import DemoModel  # noqa: E402
 from lovia.tui.app import LoviaApp  # noqa: E402
 from lovia.tui.backend import ChatBackend  # noqa: E402
 from lovia.tui.config import RememberedState  # noqa: E402
-from screenshots.demo_data import build  # noqa: E402
+from screenshots.demo_data import build, build_stopped_runs  # noqa: E402
 
 WIDE = (160, 45)
 NARROW = (80, 24)
@@ -94,6 +94,21 @@ async def timeline_of_a_run(pilot) -> None:
     await pilot.pause(0.3)
 
 
+async def runs_stopped(pilot) -> None:
+    """The runs list saying how each run stopped, and the inspector on one stopped inside two calls."""
+    pilot.app.screen.query_one("#run-list").focus()
+    await pilot.press("down", "down")
+    await pilot.pause(0.3)
+    await pilot.press("f6")
+
+
+async def shoot_runs_stopped(tmp: Path) -> None:
+    db = tmp / "stopped.db"
+    await build(db)
+    await build_stopped_runs(db)
+    await shoot(db, "runs-stopped-dark", "lovia-dark", runs_stopped)
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
@@ -104,6 +119,7 @@ async def main() -> None:
         await shoot(db, "tool-call-dark", "lovia-dark", live_tool_call)
         await shoot(db, "narrow-runs-light", "lovia-light", runs_over_the_conversation, NARROW)
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
+        await shoot_runs_stopped(Path(tmp))
         await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
 
 

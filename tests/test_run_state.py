@@ -85,3 +85,10 @@ def test_completed():
 def test_first_line_skips_blank_lines():
     assert first_line("\n  \n  boom  \nmore") == "boom"
     assert first_line("") == ""
+
+
+def test_the_calls_can_be_named_shorter_where_they_do_not_fit():
+    assert how_run_stopped(head(), CALLS, NOW).describe("2 tool calls") == "stopped inside 2 tool calls"
+    running = head(status="running", owner=FAR, claim="t-1", lease_until=NOW + 30)
+    assert how_run_stopped(running, CALLS, NOW).describe("2 tool calls") == "running elsewhere inside 2 tool calls"
+    assert how_run_stopped(running, ASKED, NOW).describe("no calls") == "running elsewhere"

@@ -35,6 +35,7 @@ from lovia.checkpoint import (
     live_claim,
 )
 from lovia.context import ContextPolicy
+from lovia.dangling import complete_dangling_call
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.errors import AgentResolutionError, LoviaError, RunClaimedError, UserError
 from lovia.export import ExportFormat, ExportSummary, write_export
@@ -820,6 +821,15 @@ class ChatBackend:
                                checkpoint=CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only"),
                                max_turns=self.max_turns, context_policy=self.context_policy)
         return session_id, stream
+
+    async def complete_call(self, run_id: str, call_id: str, *, output: str | None = None,
+                            error: str | None = None) -> ToolResult:
+        """Give dangling call ``call_id`` of ``run_id`` its output or an error, so resuming does not run it again.
+
+        :func:`lovia.complete_dangling_call` on this backend's checkpointer: refused while
+        the run executes (here or elsewhere) or once it completed.
+        """
+        return await complete_dangling_call(self.checkpointer, run_id, call_id, output=output, error=error)
 
     async def record_finished_runs(self, *, newest: int = HEAL_NEWEST_RUNS) -> list[tuple[str, str]]:
         """Replay the app's newest completed runs that their sessions lack; returns their (session, run) ids.

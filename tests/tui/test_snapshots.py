@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from lovia.tui import format
-from screenshots.demo_data import BASE_TIME, build
+from screenshots.demo_data import BASE_TIME, build, build_stopped_runs
 from tests.tui.conftest import make_app, wait_for
 
 SIZE = (160, 45)
@@ -202,3 +202,42 @@ def test_run_headers_say_where_time_went(snap_compare, demo_db, size):
 def test_sessions_longest_first_at_80x24(snap_compare, demo_db):
     assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24),
                         run_before=steady(press=["ctrl+b", "f3", "f3", "f3"]))
+
+
+@pytest.fixture
+def stopped_runs_db(demo_db):
+    """The demo database with a run left behind every way one can be (see build_stopped_runs)."""
+    asyncio.run(build_stopped_runs(demo_db))
+    return demo_db
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_runs_list_says_how_each_run_stopped(snap_compare, stopped_runs_db, size):
+    async def show_runs(pilot):
+        if size == "80x24":
+            await pilot.press("ctrl+o")
+        else:
+            pilot.app.screen.query_one("#run-list").focus()
+        await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-demo-elsewhere")
+        await pilot.pause()
+
+    assert snap_compare(app_on(stopped_runs_db, "lovia-dark"), terminal_size=SIZES[size],
+                        run_before=steady(show_runs))
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_dangling_calls_marked_may_have_run(snap_compare, stopped_runs_db, size):
+    async def decide(pilot):
+        if size == "80x24":
+            await pilot.press("ctrl+o")
+        else:
+            pilot.app.screen.query_one("#run-list").focus()
+        await pilot.press("down", "down")
+        await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-demo-tools")
+        await pilot.press("f6")
+        inspector = pilot.app.screen.query_one("CheckpointInspector")
+        calls = inspector.query_one("#dangling-calls")
+        await wait_for(pilot, lambda: pilot.app.focused is calls and inspector.region.contains_region(calls.region))
+        await pilot.pause()
+
+    assert snap_compare(app_on(stopped_runs_db, "lovia-dark"), terminal_size=SIZES[size], run_before=steady(decide))

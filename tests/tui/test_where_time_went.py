@@ -7,23 +7,31 @@ The steps are written as the runner records them (:mod:`lovia.timing`): in a seg
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import textwrap
+import time
 from dataclasses import replace
 
 import pytest
 
-from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage
+from lovia import Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage, tool
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot
+from lovia.models import DemoModel
 from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
 from lovia.tui.screens.timeline import TimelineScreen, draw_rows
 from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
-from tests.tui.conftest import make_app, settle, wait_for
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 from tests.tui.counting import CountingSession, reset
+from tests.tui.test_crash_resume import ROOT
 
 SIZES = [(80, 24), (160, 45)]
 T0 = 1796212800.0  # 2026-12-02 12:00 UTC, a Wednesday
@@ -362,3 +370,112 @@ async def test_longest_over_many_sessions_reads_no_transcript_and_draws_a_page_a
         await pilot.pause()
         assert options.option_count == 2 * PAGE + 1  # the next page as the cursor nears the end
         assert options.get_option_at_index(0).id == pane.sessions[0].session_id
+
+
+# -- real runs: the runner's own steps ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_run_sent_in_the_app_shows_its_steps_on_its_header(tmp_path, size):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await type_and_send(pilot, "what time is it?")  # a turn that calls a tool, the tool, a turn that answers
+        header = app.screen.chat.transcript.query_one(RunHeader)
+        assert [step.kind for step in header.run.steps] == ["model", "tool", "model"]  # as the store has it
+        text = plain(header.render())
+        assert "ttft" in text or "first token" in text
+        assert "tools" in text and len(text) <= header.content_region.width
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_timeline_of_a_run_executing_here_follows_it_to_its_end(tmp_path, size):
+    release = asyncio.Event()
+
+    @tool(name="wait")
+    async def held_wait(seconds: float) -> str:
+        """Waits until the test lets it go."""
+        await release.wait()
+        return f"waited {seconds:g} seconds"
+
+    agent = Agent(name="assistant", tools=[held_wait], model=DemoModel(delay=0))
+    app = make_app(tmp_path / "lovia.db", agent=agent)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#composer").focus()
+        await pilot.press(*"wait 5", "enter")
+        await wait_for(pilot, lambda: app.screen.chat.transcript.query(ToolCallView))  # the call is under way
+        app.screen.chat.transcript.focus()
+        await pilot.press("w")  # no message selected: the last run, the one executing
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        screen = app.screen
+        await wait_for(pilot, lambda: any(s.kind == "tool" for s in screen.run.steps))
+        assert screen.run.state == "running"
+        rows = plain(screen.query_one("#timeline-rows").render()).splitlines()
+        assert rows[-1].startswith("  ⚙ wait") and "╌" in rows[-1]  # under way: dashed to now
+        release.set()
+        await wait_for(pilot, lambda: screen.run.state == "completed")  # followed to its end
+        await pilot.pause()
+        rows = plain(screen.query_one("#timeline-rows").render()).splitlines()
+        assert [row.split()[0] for row in rows[1:]] == ["turn", "⚙", "turn"]
+        assert "╌" not in "".join(rows)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, TimelineScreen)
+
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from lovia import Agent, BUILTIN_TOOLS, CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession
+    from lovia.models import DemoModel
+
+    async def main():
+        db = sys.argv[1]
+        agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
+        # A short lease: renewed (the head saved) every 0.2 s while the tool runs.
+        await Runner.run(agent, "wait 60", session=SQLiteSession(db, wal=True), session_id="s-crash",
+                         checkpoint=CheckpointOptions(SQLiteCheckpointer(db, wal=True), "run-crashed",
+                                                      lease_seconds=0.6))
+
+    asyncio.run(main())
+    """
+)
+
+
+async def kill_inside_its_tool_call(db) -> None:
+    """Run ``wait 60`` in a real process and SIGKILL it once its head has recorded the call's step."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", CHILD, str(db),
+                                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if db.exists():
+                async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+                    snapshot = await checkpointer.load("run-crashed")
+                if snapshot is not None and any(step.kind == "tool" for step in snapshot.head.steps):
+                    break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the child never recorded its tool call's step")
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        await asyncio.wait_for(child.wait(), 30)
+
+
+async def test_a_run_killed_inside_a_tool_call_has_a_timeline_from_its_head(tmp_path):
+    db = tmp_path / "lovia.db"
+    await kill_inside_its_tool_call(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        app.screen.query_one("#run-list").focus()
+        await wait_for(pilot, lambda: app.screen.inspected == "run-crashed")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await pilot.pause()
+        assert app.screen.run.state == "crashed"
+        rows = plain(app.screen.query_one("#timeline-rows").render()).splitlines()
+        assert rows[1].startswith("turn 1")
+        assert rows[2].startswith("  ⚙ wait") and "…" in rows[2]  # it never ended

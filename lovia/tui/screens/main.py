@@ -27,6 +27,7 @@ from textual.widgets import Header, Static
 from textual.worker import Worker
 
 from lovia.checkpoint import RunSummary, claim_refused
+from lovia.entries import ToolCall
 from lovia.errors import LoviaError
 from lovia.export import default_file_name
 from lovia.session import SessionInfo
@@ -411,7 +412,7 @@ class MainScreen(Screen):
         if self.backend.can_list_runs:
             runs = self.backend.listed_runs(unstored)
             titles = {info.session_id: info.title for info in (pane.listed if pane is not None else [])}
-            self.query_one(RunsPane).show(runs, titles)
+            self.query_one(RunsPane).show(runs, titles, dangling=self.backend.dangling_calls)
             self.chat.has_resumable_run = any(
                 run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES for run in runs)
 
@@ -692,6 +693,32 @@ class MainScreen(Screen):
     @on(RunsPane.Highlighted)
     async def _run_highlighted(self, event: RunsPane.Highlighted) -> None:
         await self.inspect(event.run_id)
+
+    @on(CheckpointInspector.CompleteCall)
+    def _complete_call(self, event: CheckpointInspector.CompleteCall) -> None:
+        self._complete_call_flow(event.run_id, event.call, event.as_error)
+
+    @work(group="dialog")
+    async def _complete_call_flow(self, run_id: str, call: ToolCall, as_error: bool) -> None:
+        """Ask for a dangling call's output (or error) and store it as its result; resuming then skips it."""
+        what = "the error to give" if as_error else "the output it gave"
+        prompt = PromptScreen(f"The call {call.name} ({call.call_id}) may have run before the run stopped.\n"
+                              f"Type {what}: it is stored as the call's result, and resuming will not run it "
+                              "again (escape: leave it to run again).")
+        answer = await self.app.push_screen_wait(prompt)
+        if answer is None:
+            return
+        try:
+            if as_error:
+                await self.backend.complete_call(run_id, call.call_id, error=answer or "failed (no details given)")
+            else:
+                await self.backend.complete_call(run_id, call.call_id, output=answer)
+            self.notify(f"The result of {call.name} is stored; resuming will not run it again.")
+            if run_id in self.chat.transcript.run_ids and not self.chat.running:
+                await self.chat.open_session(self.chat.session_id)  # the call shows its result now
+        except LoviaError as exc:
+            self.notify(str(exc), severity="error")
+        await self.refresh_lists()
 
     @on(RunsPane.Action)
     def _run_action(self, event: RunsPane.Action) -> None:

@@ -26,6 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Static
 
 from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
@@ -272,6 +273,7 @@ class TimelineScreen(ModalScreen[None]):
         self.run = run
         self.title_text = title
         self._reread = reread
+        self._follow: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -289,16 +291,17 @@ class TimelineScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#timeline-scroll").focus()
         if self._reread is not None and self.run.state in LIVE_STATES:
-            self.set_interval(FOLLOW_SECONDS, self.follow, name="timeline follow")
+            self._follow = self.set_interval(FOLLOW_SECONDS, self.follow, name="timeline follow")
 
     async def follow(self) -> None:
-        """Read the executing run again and draw what it did since; stops once it no longer executes."""
-        if self._reread is None or self.run.state not in LIVE_STATES:
-            return
-        run = await self._reread()
-        if run is None:
-            return
-        await self.show_run(run)
+        """Read the executing run again and draw what it did since; stops once it no longer executes,
+        or is gone (discarded, finalized: what was drawn last stays)."""
+        run = await self._reread() if self._reread is not None else None
+        if run is not None:
+            await self.show_run(run)
+        if (run is None or run.state not in LIVE_STATES) and self._follow is not None:
+            self._follow.stop()
+            self._follow = None
 
     async def show_run(self, run: TranscriptRun) -> None:
         """Draw ``run`` (the same run, as it stands now)."""

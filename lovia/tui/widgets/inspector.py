@@ -11,23 +11,78 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
 from lovia.checkpoint import RunSnapshot
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, TranscriptRun, run_state
+from lovia.tui.widgets.lists import StoppingOptionList
 from lovia.tui.widgets.run_header import header_parts, partial_label
-from lovia.tui.widgets.runs_pane import copy_run_id
+from lovia.tui.widgets.runs_pane import RunsPane, copy_run_id
 
 SUMMARY_CHARS = 200
 """How much of an entry's text the inspector shows (wrapped under its column)."""
+CALL_ROW_CHARS = 60
+"""How much of a dangling call (its name and arguments) its row shows: two lines at most at 80x24."""
+
+
+class DanglingCallList(StoppingOptionList):
+    """The shown run's tool calls without a result, each marked "may have run", one row a call.
+
+    On a row, ``o`` gives the call's output and ``e`` an error in its place (the inspector
+    posts :class:`CheckpointInspector.CompleteCall`), so resuming does not run it again;
+    ``r`` resumes the run as the spec says, running every call still without a result again.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "complete(False)", "Give output", id="inspector.give_output",
+                tooltip="Store the output this call gave, so resuming does not run it again"),
+        Binding("e", "complete(True)", "Give error", id="inspector.give_error",
+                tooltip="Store an error as this call's result, so resuming does not run it again"),
+        Binding("r", "resume", "Resume", id="inspector.resume",
+                tooltip="Resume the run: every call still without a result runs again"),
+    ]
+
+    def action_complete(self, as_error: bool) -> None:
+        inspector = self.inspector
+        if self.highlighted is None or inspector is None or inspector.run_id is None:
+            return
+        call_id = self.get_option_at_index(self.highlighted).id
+        call = next((c for c in inspector.dangling if c.call_id == call_id), None)
+        if call is not None:
+            self.post_message(CheckpointInspector.CompleteCall(inspector.run_id, call, as_error))
+
+    def action_resume(self) -> None:
+        inspector = self.inspector
+        if inspector is not None and inspector.run_id is not None:
+            self.post_message(RunsPane.Action("resume", inspector.run_id))
+
+    @property
+    def inspector(self) -> CheckpointInspector | None:
+        return next((a for a in self.ancestors if isinstance(a, CheckpointInspector)), None)
 
 
 class CheckpointInspector(VerticalScroll, can_focus=True):
     """Shows a :class:`RunSnapshot`, or a stored run without one (:meth:`show_run`);
-    ``show(None)`` explains how to pick one. ``c`` copies the shown run's id."""
+    ``show(None)`` explains how to pick one. ``c`` copies the shown run's id.
+
+    A run a user may resume that stopped inside tool calls lists them under its entries
+    (:class:`DanglingCallList`), each marked "may have run", with what resuming does to it;
+    focus entering the inspector goes to that list, whose keys decide each call.
+    """
+
+    class CompleteCall(Message):
+        """The user wants to give ``call``'s result (an error when ``as_error``) before resuming ``run_id``."""
+
+        def __init__(self, run_id: str, call: ToolCall, as_error: bool) -> None:
+            super().__init__()
+            self.run_id = run_id
+            self.call = call
+            self.as_error = as_error
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "copy_run_id", "Copy run id", id="inspector.copy_run_id")]
 
@@ -36,20 +91,53 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
     CheckpointInspector:focus { border-left: tall $accent; }
     CheckpointInspector .pane-title { color: $text-muted; text-style: bold; }
     CheckpointInspector .dangling { color: $warning; }
+    CheckpointInspector DanglingCallList { height: auto; border: tall $panel; display: none; }
+    CheckpointInspector DanglingCallList:focus { border: tall $accent; }
     """
 
     shown: RenderableType = ""
     run_id: str | None = None
     """The run shown, if any."""
+    dangling: tuple[ToolCall, ...] = ()
+    """The shown run's calls a user may decide before resuming it (listed under its entries)."""
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint", classes="pane-title")
         yield Static(id="inspector-body")
+        yield DanglingCallList(id="dangling-calls")
 
-    def _show(self, run_id: str | None, renderable: RenderableType) -> None:
+    def on_focus(self) -> None:
+        # The calls to decide are what the inspector is entered for while there are any.
+        calls = self.query_one(DanglingCallList)
+        if self.dangling and calls.display:
+            calls.focus()
+            self.call_after_refresh(self.scroll_end, animate=False)  # they come last: below the fold
+
+    def _show(self, run_id: str | None, renderable: RenderableType, dangling: Sequence[ToolCall] = ()) -> None:
         self.run_id = run_id
         self.shown = renderable
         self.query_one("#inspector-body", Static).update(renderable)
+        self._list_dangling(tuple(dangling))
+
+    def _list_dangling(self, dangling: tuple[ToolCall, ...]) -> None:
+        """List ``dangling`` (hide the list when empty); the call highlighted before stays highlighted."""
+        calls = self.query_one(DanglingCallList)
+        if dangling == self.dangling and calls.display == bool(dangling):
+            return
+        before = calls.highlighted
+        highlighted_id = calls.get_option_at_index(before).id if before is not None else None
+        had_focus = calls.has_focus
+        self.dangling = dangling
+        with calls.prevent(OptionList.OptionHighlighted):
+            calls.clear_options()
+            calls.add_options([Option(_dangling_row(call), id=call.call_id) for call in dangling])
+            ids = [call.call_id for call in dangling]
+            if ids:
+                calls.highlighted = ids.index(highlighted_id) if highlighted_id in ids else min(before or 0,
+                                                                                                 len(ids) - 1)
+        calls.display = bool(dangling)
+        if had_focus and not dangling:
+            self.focus()  # the last call was decided: the inspector keeps focus, not the screen
 
     def show(self, snapshot: RunSnapshot | None) -> None:
         """Show ``snapshot``'s head, entries and dangling calls (``None``: say how to pick a run)."""
@@ -62,6 +150,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("run", snapshot.run_id),
             ("status", STATE_LABELS.get(run_state(head), run_state(head))),
             ("agent", head.agent),
+            ("model", head.model or "—"),
             ("turn", str(head.turn)),
             ("usage", format.usage(head.usage)),
             ("handoff", head.pending_handoff or "—"),
@@ -78,14 +167,16 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
         dangling = dangling_tool_calls(snapshot.entries)
         dangling_ids = {c.call_id for c in dangling}
         calls = ", ".join(f"{c.name} ({c.call_id})" for c in dangling)
+        decidable: list[ToolCall] = []
         if dangling and run_state(head) in ("running", "elsewhere"):  # executing now, not left behind
             note = Text.assemble((f"\n{format.count(len(dangling), 'tool call')} running now: ", "bold"), calls)
-        elif dangling:
-            note = Text.assemble((f"\n{format.count(len(dangling), 'dangling call')} — will run again on resume: ",
-                                  "bold"), calls)
+        elif dangling and head.status != "completed":
+            decidable = dangling
+            note = Text.assemble((f"\n{format.count(len(dangling), 'dangling call')} — may have run before the "
+                                  "stop; resuming runs each again unless you give its result:", "bold"))
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
-        self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids), note))
+        self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids), note), decidable)
 
     def show_run(self, run: TranscriptRun) -> None:
         """A run with no checkpoint (a stored segment): what its session records of it."""
@@ -105,6 +196,13 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             self.notify("No run is shown: select one first.", severity="warning")
         else:
             copy_run_id(self, self.run_id)
+
+
+def _dangling_row(call: ToolCall) -> Text:
+    """A dangling call's row: the call, then that it may have run and what resuming does to it."""
+    row = Text(f"⚠ {format.one_line(f'{call.name}({call.arguments})', CALL_ROW_CHARS)}", style="bold yellow")
+    row.append("\n  may have run · reruns on resume", style="dim")
+    return row
 
 
 def _facts(rows: Sequence[tuple[str, str]]) -> Table:

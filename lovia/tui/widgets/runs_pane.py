@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -15,13 +16,17 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from lovia.checkpoint import RunSummary
+from lovia.entries import Entry
+from lovia.run_state import RunStop, how_run_stopped
 from lovia.tui import format
-from lovia.tui.backend import STATE_LABELS, run_state
 from lovia.tui.clipboard import copy_text
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.lists import StoppingOptionList
 
-STATE_MARK = {"interrupted": "⏸", "crashed": "✗", "failed": "!", "running": "▶", "elsewhere": "⇄"}
+STATE_MARK = {"interrupted": "⏸", "stopped": "⏸", "crashed": "✗", "failed": "!", "running": "▶", "elsewhere": "⇄"}
+"""The mark of each way a run stopped (:class:`~lovia.run_state.RunStop` kinds, and the UI's run states)."""
+LABEL_WIDTH = 38
+"""How wide a run's lines are cut before the list is laid out (its width at 80x24)."""
 
 
 class RunList(StoppingOptionList):
@@ -81,32 +86,45 @@ class RunsPane(Vertical):
         super().__init__(**kwargs)
         self.runs: list[RunSummary] = []
         self._titles: dict[str, str] = {}  # session titles, as the last show() had them
+        self._dangling: Mapping[str, Sequence[Entry]] = {}  # each run's calls without a result, as show() had them
 
     def on_mount(self) -> None:
         self.set_interval(lists.AGES_REFRESH_SECONDS, self.refresh_ages, name="run ages")
 
+    def on_resize(self) -> None:
+        self.refresh_ages()  # each line is cut to the list's width
+
     def refresh_ages(self) -> None:
-        """Re-render the listed runs' ages from what the list holds; highlight and scroll stay."""
+        """Re-render the listed runs' ages (and lines, to the list's width) from what the list holds;
+        highlight and scroll stay."""
         options = self.query_one(RunList)
         now = format.clock()
         for index, run in enumerate(self.runs):
-            options.replace_option_prompt_at_index(index, _label(run, self._titles.get(run.head.session_id or "", ""),
-                                                                 now))
+            options.replace_option_prompt_at_index(index, self._label(run, now))
+
+    def _label(self, run: RunSummary, now: float) -> Text:
+        options = self.query_one(RunList)
+        width = options.scrollable_content_region.width - 2 if options.scrollable_content_region.width > 8 else 0
+        stop = how_run_stopped(run.head, self._dangling.get(run.run_id, ()), now)
+        return run_label(run, stop, self._titles.get(run.head.session_id or "", ""), now, width or LABEL_WIDTH)
 
     def compose(self) -> ComposeResult:
         yield Static("Interrupted & crashed runs", classes="pane-title")
         yield RunList(id="run-list")
 
-    def show(self, runs: list[RunSummary], titles: dict[str, str], now: float | None = None) -> None:
+    def show(self, runs: list[RunSummary], titles: dict[str, str], now: float | None = None, *,
+             dangling: Mapping[str, Sequence[Entry]] | None = None) -> None:
         """List ``runs``; the run highlighted before stays highlighted (by id) while it is listed.
 
         When the highlighted run is gone (discarded, finalized, resumed here) the highlight
         goes to the run now in its place. Neither posts :class:`Highlighted`: a refresh must
         not move the inspector to another run (a resumed run is followed live, say). ``now``
-        is what the ages are measured from.
+        is what the ages are measured from. ``dangling`` holds each run's tool calls without a
+        result (by run id; see ``ChatBackend.dangling_calls``): a run stopped inside them says so.
         """
         self.runs = runs
         self._titles = titles
+        self._dangling = dangling if dangling is not None else {}
         options = self.query_one(RunList)
         before = options.highlighted
         highlighted_id = options.get_option_at_index(before).id if before is not None else None
@@ -117,8 +135,7 @@ class RunsPane(Vertical):
                 options.add_option(Option(Text("Nothing to resume.", style="dim"), disabled=True))
                 return
             now = format.clock() if now is None else now
-            options.add_options([Option(_label(r, titles.get(r.head.session_id or "", ""), now), id=r.run_id)
-                                 for r in runs])
+            options.add_options([Option(self._label(r, now), id=r.run_id) for r in runs])
             if highlighted_id in ids:
                 options.highlighted = ids.index(highlighted_id)
             elif before is not None:
@@ -147,17 +164,34 @@ def copy_run_id(widget: Widget, run_id: str) -> None:
     widget.notify(f"Copied the run id {run_id} {how}.")
 
 
-def _label(summary: RunSummary, session_title: str, now: float) -> Text:
+def run_label(summary: RunSummary, stop: RunStop, session_title: str, now: float, width: int = LABEL_WIDTH) -> Text:
+    """A run as the list shows it, each line cut to ``width``: how it stopped (and inside which calls),
+    its first input, the detail (the partial answer's start, the error's first line, or who runs it),
+    its age (since its last save: when it stopped), active time and model, and its session."""
     head = summary.head
-    state = run_state(head)
-    text = Text(f"{STATE_MARK.get(state, '?')} {STATE_LABELS.get(state, state)} ", style="bold")
-    text.append(format.one_line(head.first_input or "(no input)", 30))
-    ran = f" · ran {format.duration(head.active_seconds)}" if head.active_seconds else ""
-    text.append(f"\n{format.when_ago(head.started_at, now)}", style="dim")
-    text.append(f"\nturn {head.turn} · {format.count(summary.entry_count, 'entry', 'entries')}{ran}", style="dim")
-    if state == "elsewhere" and head.owner is not None:
+    mark = STATE_MARK.get(stop.kind, "?")
+    headline = f"{mark} {stop.headline}"
+    names = ""
+    if len(headline) > width and stop.calls:  # the calls' names go on a line of their own
+        headline = f"{mark} {stop.describe(format.count(len(stop.calls), 'tool call'))}"
+        names = ", ".join(stop.calls)
+    lines = Text(format.one_line(headline, width), style="bold")
+    if names:
+        lines.append("\n" + format.one_line(names, width), style="bold")
+    lines.append("\n" + format.one_line(head.first_input or "(no input)", width))
+    if stop.kind == "failed" and stop.detail:
+        lines.append("\n" + format.one_line(stop.detail, width), style="red")
+    elif stop.moment == "streaming" and stop.detail:
+        lines.append("\n" + f"“{format.one_line(stop.detail, width - 2)}”", style="italic dim")
+    elif stop.kind == "elsewhere" and stop.detail:
         # Not resumable from here while that process holds it: say who does.
-        text.append(f"\nby pid {head.owner.pid} on {format.one_line(head.owner.host, 24)}", style="dim")
+        lines.append("\n" + format.one_line(f"by {stop.detail}", width), style="dim")
+    facts = [format.ago(head.updated_at, now)]
+    if head.active_seconds:
+        facts.append(f"ran {format.duration(head.active_seconds)}")
+    if head.model:  # the model of its last turn; unknown before its first, and for runs stored before lovia kept it
+        facts.append(head.model)
+    lines.append("\n" + format.one_line(" · ".join(facts), width), style="dim")
     if session_title:
-        text.append(f"\nin {format.one_line(session_title, 34)}", style="dim")
-    return text
+        lines.append("\n" + format.one_line(f"in {session_title}", width), style="dim")
+    return lines

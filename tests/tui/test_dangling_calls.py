@@ -1,0 +1,238 @@
+"""Decide before a side effect runs twice, from the keyboard; and the runs list says how each run stopped.
+
+A real process is killed inside a tool call (SIGKILL), leaving the call dangling in a real
+SQLite file. The inspector lists it as "may have run"; the user resumes (it runs again, as
+the spec says) or gives its output or an error first (it never runs again). The tool counts
+its executions.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from lovia import Agent, SQLiteCheckpointer, SQLiteSession, ToolResult, tool
+from lovia.builtin_tools import calculate, current_time
+from lovia.models import DemoModel
+from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.widgets.inspector import DanglingCallList
+from screenshots.demo_data import build, build_stopped_runs
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_crash_resume import crash_a_run
+
+SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
+
+
+def plain(renderable, width: int = 200) -> str:
+    console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def counting_agent() -> tuple[Agent, list[float]]:
+    """The demo agent with a ``wait`` that waits no time and records each execution."""
+    executions: list[float] = []
+
+    @tool(name="wait")
+    async def counted_wait(seconds: float) -> str:
+        """Waits no time at all in this test; counts its executions."""
+        executions.append(seconds)
+        return f"waited {seconds:g} seconds"
+
+    return Agent(name="assistant", tools=[current_time, calculate, counted_wait], model=DemoModel(delay=0)), executions
+
+
+async def open_runs(pilot, size: tuple[int, int]) -> None:
+    """Show the runs list with focus in it: over the conversation at 80x24 (ctrl+o), in place when wide."""
+    if size == (80, 24):
+        await pilot.press("ctrl+o")
+    else:
+        pilot.app.screen.query_one("#run-list").focus()
+    await wait_for(pilot, lambda: pilot.app.screen.inspected == "run-crashed")
+
+
+def run_labels(app) -> dict[str, str]:
+    options = app.screen.query_one("#run-list")
+    return {options.get_option_at_index(i).id: plain(options.get_option_at_index(i).prompt)
+            for i in range(options.option_count)}
+
+
+async def stored(db) -> tuple[list, list]:
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer, SQLiteSession(db, wal=True) as session:
+        snapshot = await checkpointer.load("run-crashed")
+        return (list(snapshot.entries) if snapshot else []), await session.load("s-crash")
+
+
+async def give(pilot, key: str, text: str) -> None:
+    """From the inspector's dangling-call row: ``key`` (o or e), type ``text``, enter."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, PromptScreen))
+    await pilot.press(*text, "enter")
+    await settle(pilot)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_dangling_call_given_its_output_is_never_run_again(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, executions = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, SIZES[size])
+        assert "✗ crashed inside wait" in run_labels(app)["run-crashed"]
+        await pilot.press("f6")  # to the inspector: focus goes to its dangling calls
+        await pilot.pause()
+        calls = app.screen.query_one(DanglingCallList)
+        assert app.focused is calls and calls.option_count == 1
+        row = plain(calls.get_option_at_index(0).prompt)
+        assert "⚠ wait" in row and "may have run" in row and "reruns on resume" in row
+        assert "may have run before the stop" in plain(app.screen.query_one("CheckpointInspector").shown)
+        inspector = app.screen.query_one("CheckpointInspector")
+        await wait_for(pilot, lambda: inspector.region.contains_region(calls.region))  # scrolled into view
+
+        await give(pilot, "o", "waited 60 seconds before the crash")
+
+        entries, _ = await stored(db)
+        assert isinstance(entries[-1], ToolResult) and entries[-1].output == "waited 60 seconds before the crash"
+        assert not calls.display and app.focused is app.screen.query_one("CheckpointInspector")
+        assert "crashed between turns" in run_labels(app)["run-crashed"]
+        assert any("resuming will not run it again" in n.message for n in app._notifications)
+
+        app.screen.query_one("#run-list").focus()
+        await pilot.pause()
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-crash"
+    assert executions == []  # the side effect was not run a second time
+    _, session = await stored(db)
+    assert [e.type for e in session] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
+    assert [e.output for e in session if isinstance(e, ToolResult)] == ["waited 60 seconds before the crash"]
+
+
+async def test_resumed_from_the_dangling_call_row_it_runs_again_as_the_spec_says(tmp_path):
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, executions = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, (80, 24))
+        await pilot.press("f6")
+        await pilot.pause()
+        assert isinstance(app.focused, DanglingCallList)
+        await pilot.press("r")
+        await settle(pilot)
+    assert executions == [60]
+    _, session = await stored(db)
+    assert [e.output for e in session if isinstance(e, ToolResult)] == ["waited 60 seconds"]
+
+
+async def test_a_dangling_call_given_an_error_reaches_the_model_as_the_tools_failure(tmp_path):
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, executions = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, (160, 45))
+        await pilot.press("f6")
+        await pilot.pause()
+        await give(pilot, "e", "interrupted: unknown how long it waited")
+        app.screen.query_one("#run-list").focus()
+        await pilot.pause()
+        await pilot.press("r")
+        await settle(pilot)
+    assert executions == []
+    _, session = await stored(db)
+    [result] = [e for e in session if isinstance(e, ToolResult)]
+    assert result.is_error and result.output == "interrupted: unknown how long it waited"
+
+
+async def test_escape_at_the_prompt_leaves_the_call_to_run_again(tmp_path):
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, _ = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, (80, 24))
+        await pilot.press("f6", "o")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await pilot.press(*"never mind", "escape")
+        await settle(pilot)
+        assert app.screen.query_one(DanglingCallList).option_count == 1
+    entries, _ = await stored(db)
+    assert [e.type for e in entries] == ["user", "assistant", "tool_call"]
+
+
+async def test_a_call_decided_elsewhere_meanwhile_is_refused_with_the_run_id(tmp_path):
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, _ = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, (160, 45))
+        await pilot.press("f6", "o")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        async with SQLiteCheckpointer(db, wal=True) as other_window:
+            from lovia import complete_dangling_call
+
+            [call] = [e for e in (await other_window.load("run-crashed")).entries if e.type == "tool_call"]
+            await complete_dangling_call(other_window, "run-crashed", call.call_id, output="decided there")
+        await pilot.press(*"decided here", "enter")
+        await settle(pilot)
+        assert any(f"tool call {call.call_id!r} of run 'run-crashed' has a result already" in n.message
+                   for n in app._notifications)
+    entries, _ = await stored(db)
+    assert [e.output for e in entries if isinstance(e, ToolResult)] == ["decided there"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_runs_list_says_how_each_run_stopped(tmp_path, size):
+    db = tmp_path / "demo.db"
+    await build(db)
+    await build_stopped_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        if size == "80x24":
+            await pilot.press("ctrl+o")
+            await pilot.pause()
+        labels = run_labels(app)
+        width = app.screen.query_one("#run-list").scrollable_content_region.width
+        for label in labels.values():
+            assert all(len(line.rstrip()) <= width for line in label.splitlines())  # no line wraps
+        streaming = labels["run-demo-streaming"]
+        assert "✗ crashed while streaming" in streaming and "“TOML has first-class dates" in streaming
+        assert "ran 5.8s" in streaming and "in My project is called Atlas." in streaming
+        failed = labels["run-demo-failed"]
+        assert "! failed on a model error" in failed and "HTTP 502 Bad Gateway" in failed
+        assert "retry later" not in failed and "ModelError" not in failed
+        tools = labels["run-demo-tools"]
+        assert "✗ crashed inside 2 tool calls" in tools and "send_report, pay_invoice" in tools
+        elsewhere = labels["run-demo-elsewhere"]
+        assert "⇄ running elsewhere" in elsewhere and "by pid 7311 on build-7" in elsewhere
+        assert "⏸ stopped inside wait" in labels["run-demo-interrupted"]
+        assert "1 day ago" in labels["run-demo-interrupted"]
+
+
+async def test_the_model_is_shown_only_when_known(tmp_path):
+    db = tmp_path / "demo.db"
+    await build(db)
+    await build_stopped_runs(db)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        snapshot = await checkpointer.load("run-demo-failed")
+        snapshot.head.model = None
+        await checkpointer.save(snapshot)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        labels = run_labels(app)
+        assert "1 day ago · ran 5.8s · gpt-4o-mini" in labels["run-demo-streaming"]
+        assert "gpt" not in labels["run-demo-failed"] and "None" not in labels["run-demo-failed"]
+        assert "1 day ago · ran 5.8s\n" in labels["run-demo-failed"]
+        await wait_for(pilot, lambda: app.screen.inspected == "run-demo-elsewhere")
+        assert "model   gpt-4o-mini" in plain(app.screen.query_one("CheckpointInspector").shown)
