@@ -8,6 +8,8 @@ its executions.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from rich.console import Console
 
@@ -236,3 +238,27 @@ async def test_the_model_is_shown_only_when_known(tmp_path):
         assert "1 day ago · ran 5.8s\n" in labels["run-demo-failed"]
         await wait_for(pilot, lambda: app.screen.inspected == "run-demo-elsewhere")
         assert "model   gpt-4o-mini" in plain(app.screen.query_one("CheckpointInspector").shown)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_run_killed_while_streaming_reads_so_with_its_partial_answer(tmp_path, size):
+    """A real process killed mid-answer (SIGKILL, real SSE server): the journal's text is previewed on one line."""
+    from tests.runtime.drip_server import PARTIAL, DripServer
+    from tests.runtime.test_partial_journal import RUN, stream_then_kill
+
+    db = tmp_path / "lovia.db"
+    with DripServer() as server:
+        await asyncio.to_thread(stream_then_kill, db, server)
+    app = make_app(db)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        if size == "80x24":
+            await pilot.press("ctrl+o")
+            await pilot.pause()
+        await wait_for(pilot, lambda: RUN in run_labels(app))
+        label = run_labels(app)[RUN].splitlines()
+        assert label[0].strip() == "✗ crashed while streaming"
+        preview = label[2].strip()
+        assert preview.startswith("“") and preview.endswith("”")
+        assert len(preview) > 10 and " ".join(PARTIAL.split()).startswith(preview.strip("“”").rstrip("…"))
+        assert "openai:drip" in label[3]
