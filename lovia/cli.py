@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "With no options it opens your sessions on the offline demo model.",
         epilog="Environment: LOVIA_MODEL, LOVIA_BASE_URL, LOVIA_API_KEY or OPENAI_API_KEY, OLLAMA_HOST, "
                "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives). "
+               "lovia keys lists every action's name and key, for the config file's [keys] table. "
                "Commands: lovia export SESSION_ID [--format md|jsonl] [--db PATH] [-o FILE] writes a session "
                "as Markdown or JSON lines. lovia doctor [--db PATH] [--fix] checks a database and says what to "
                "do.",
@@ -91,6 +92,7 @@ async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
 # when used, the function taking the remaining arguments and returning the exit status.
 COMMANDS: dict[str, str] = {
     "doctor": "lovia.doctor:main",
+    "keys": "lovia.tui.keymap:main",
     "export": "lovia.export:main",
 }
 
@@ -153,7 +155,7 @@ def build_app(args: argparse.Namespace):
     state = RememberedState(data_dir() / "state.json")
     # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's
     return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state,
-                    tune_collector_for_startup=True)
+                    tune_collector_for_startup=True, keys=config.keys)
 
 
 def check_api_key(model: object) -> None:

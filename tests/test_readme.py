@@ -38,8 +38,8 @@ def test_the_readme_keys_table_covers_every_binding():
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("### Keys"):readme.index("### Configuration")]
     for _, rows in key_table():
-        for keys, _ in rows:
-            for key in keys.split(" / "):
+        for row in rows:
+            for key in row.keys.split(" / "):
                 if key in ("any letter", "tab", "shift+tab"):
                     continue
                 assert f"`{key}`" in table, key

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 import rich
@@ -17,6 +17,7 @@ from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, run_state
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.config import RememberedState
+from lovia.tui.keymap import Keymap
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.main import MainScreen
@@ -32,7 +33,7 @@ collection walks every object start-up made (~25 ms here), and the lists read af
 (every session, the check for runs finished before a crash) are done by then."""
 
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
-                 "The run is kept: ctrl+r resumes it the next time you open this session.")
+                 "The run is kept: {resume} resumes it the next time you open this session.")
 
 
 class LoviaApp(App[None]):
@@ -47,11 +48,17 @@ class LoviaApp(App[None]):
                 id="app.previous_pane"),
         Binding("ctrl+t", "next_theme", "Theme", id="app.next_theme"),
         Binding("f1", "help", "Help", id="app.help"),
+        # Textual's own quit and command palette keys, named here so that [keys] can move them
+        # (Textual adds no palette binding of its own when the app has one)
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit",
+                tooltip="Quit (asks first while an answer is running)"),
+        Binding("ctrl+p", "command_palette", "palette", show=False, priority=True, id="app.command_palette",
+                tooltip="Command palette: every action by name"),
     ]
 
     def __init__(self, backend: ChatBackend, *, model_label: str, theme: str | None = None,
                  state: RememberedState | None = None, default_theme: str | None = None,
-                 tune_collector_for_startup: bool = False) -> None:
+                 tune_collector_for_startup: bool = False, keys: Mapping[str, tuple[str, ...]] | None = None) -> None:
         """``theme`` (from ``--theme``) wins over the theme the user last picked (remembered in
         ``state``), which wins over ``default_theme`` (the config file's), then lovia's default.
 
@@ -59,8 +66,17 @@ class LoviaApp(App[None]):
         from when the app loads until :data:`COLLECTOR_RESUMES_AFTER` after the main screen's first
         paint, or until the app closes (see :mod:`lovia.tui.collector`: its full passes were a
         quarter of the CPU time to the first paint).
+
+        ``keys``: the config file's ``[keys]`` table (validated, :func:`lovia.tui.keymap.parse_keys`),
+        applied with Textual's keymap; its clashes are shown once the main screen opens.
         """
         super().__init__()
+        self.lovia_keymap = Keymap(dict(keys or {}))
+        """The keys in force (:func:`lovia.tui.keymap.keymap_of` reads it)."""
+        if self.lovia_keymap.rebound:
+            self.set_keymap(self.lovia_keymap.textual_keymap())
+            # The footer finds the palette's entry by this key (a public class setting, per app here)
+            setattr(self, "COMMAND_PALETTE_BINDING", self.lovia_keymap.keys("app.command_palette")[0])  # noqa: B010
         self.backend = backend
         self.model_label = model_label
         self.state = state
@@ -90,6 +106,13 @@ class LoviaApp(App[None]):
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.sub_title = self.model_label
         self.push_screen(MainScreen(self.backend))
+        self._report_key_clashes()
+
+    def _report_key_clashes(self) -> None:
+        clashes = self.lovia_keymap.clashes() if self.lovia_keymap.rebound else []
+        if clashes:
+            self.notify("\n".join(str(clash) for clash in clashes), title="Key clash in the config file's [keys]",
+                        severity="warning", timeout=30, markup=False)
 
     async def on_unmount(self) -> None:
         COLLECTOR.app_closed()  # runs again even if the first paint never came (an error at start)
@@ -144,7 +167,8 @@ class LoviaApp(App[None]):
     async def _ask_before_quitting(self, main: MainScreen) -> None:
         self._quit_asked = True
         try:
-            stop = await self.push_screen_wait(ConfirmScreen(QUIT_QUESTION, confirm="Stop and quit"))
+            question = QUIT_QUESTION.format(resume=self.lovia_keymap.key_text("chat.resume"))
+            stop = await self.push_screen_wait(ConfirmScreen(question, confirm="Stop and quit"))
         finally:
             self._quit_asked = False
         if stop:
@@ -226,20 +250,23 @@ class LoviaApp(App[None]):
                                 transcript.action_copy_code)
         yield from self._session_commands(main)
         yield from self._run_commands(main)
+        keys = self.lovia_keymap.key_text  # the keys in force, as the [keys] table set them
         for name, title in (("sessions", "sessions pane"), ("runs", "runs pane and inspector")):
             if main.pane(name) is not None:
                 shown = main.pane_shown(name)
-                yield SystemCommand(f"{'Hide' if shown else 'Show'} the {title}",
-                                    "ctrl+b" if name == "sessions" else "ctrl+o",
+                yield SystemCommand(f"{'Hide' if shown else 'Show'} the {title}", keys(f"main.toggle_{name}"),
                                     lambda name=name, shown=shown: main.show_pane(name, not shown))
         if main.maximized is not None:
-            yield SystemCommand("Restore pane", "Show every pane again (f10)", main.minimize)
+            yield SystemCommand("Restore pane", f"Show every pane again ({keys('main.minimize')})", main.minimize)
         elif main.focused is not None:
-            yield SystemCommand("Maximize pane", "Give the focused pane the whole screen (f10)", main.action_maximize)
+            yield SystemCommand("Maximize pane", f"Give the focused pane the whole screen ({keys('main.maximize')})",
+                                main.action_maximize)
         if not running:
             yield SystemCommand("New session", "Start a new conversation", self.action_new_session)
-        yield SystemCommand("Next pane", "Move focus to the next pane (f6)", self.action_next_pane)
-        yield SystemCommand("Previous pane", "Move focus to the previous pane (shift+f6)", self.action_previous_pane)
+        yield SystemCommand("Next pane", f"Move focus to the next pane ({keys('app.next_pane')})",
+                            self.action_next_pane)
+        yield SystemCommand("Previous pane", f"Move focus to the previous pane ({keys('app.previous_pane')})",
+                            self.action_previous_pane)
         yield SystemCommand("Next theme", "Switch to the next lovia theme", self.action_next_theme)
         yield SystemCommand("Help", "Every key lovia knows", self.action_help)
 

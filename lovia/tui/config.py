@@ -2,7 +2,8 @@
 
 - data: ``<user data dir>/lovia.db`` (platformdirs), holding sessions and checkpoints;
 - config: ``<user config dir>/config.toml``, written by the user, read only:
-  ``model = "ollama:qwen2.5"``, ``base_url = "http://127.0.0.1:8080/v1"``, ``theme = "lovia-light"``;
+  ``model = "ollama:qwen2.5"``, ``base_url = "http://127.0.0.1:8080/v1"``, ``theme = "lovia-light"``,
+  and a ``[keys]`` table that moves actions to other keys (:mod:`lovia.tui.keymap`);
 - state: ``<user data dir>/state.json``, what the app remembers (the last theme), so the
   user's config file is never rewritten.
 The API key is never read from or written to any file: it comes from the environment.
@@ -13,7 +14,8 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,10 @@ import platformdirs
 
 from lovia._files import make_private_dirs, replace_file_privately
 from lovia.errors import UserError
+from lovia.tui.keymap import parse_keys
 
 APP_NAME = "lovia"
-CONFIG_KEYS = {"model", "base_url", "theme"}
+CONFIG_KEYS = {"model", "base_url", "theme", "keys"}
 
 
 def data_dir() -> Path:
@@ -45,6 +48,8 @@ class Config:
     model: str | None = None
     base_url: str | None = None
     theme: str | None = None
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The ``[keys]`` table, validated by :func:`lovia.tui.keymap.parse_keys`: action name -> keys."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Config:
@@ -61,10 +66,11 @@ class Config:
         if unknown:
             raise UserError(f"the config file {path} has unknown keys {', '.join(unknown)}; "
                             f"lovia reads {', '.join(sorted(CONFIG_KEYS))}")
+        keys = parse_keys(data.pop("keys"), str(path)) if "keys" in data else {}
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
-        return cls(**data)
+        return cls(**data, keys=keys)
 
 
 class RememberedState:

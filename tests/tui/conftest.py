@@ -32,11 +32,11 @@ def utc_and_no_clipboard(monkeypatch):
 
 
 def make_app(db: Path, *, model=None, agent: Agent | None = None, session=None, state_dir: Path | None = None,
-             theme: str | None = None) -> LoviaApp:
+             theme: str | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> LoviaApp:
     agent = agent or Agent(name="assistant", tools=BUILTIN_TOOLS, model=model or DemoModel(delay=0))
     backend = ChatBackend(session or SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
     state = RememberedState((state_dir or db.parent) / "state.json")
-    return LoviaApp(backend, model_label="demo (offline)", theme=theme, state=state)
+    return LoviaApp(backend, model_label="demo (offline)", theme=theme, state=state, keys=keys)
 
 
 async def wait_for(pilot, predicate, give_up_after: float = 10.0) -> None:

@@ -274,7 +274,7 @@ async def test_the_theme_is_remembered(tmp_path):
 async def test_help_lists_every_key():
     from lovia.tui.screens.help import key_table
 
-    keys = {keys for _, rows in key_table() for keys, _ in rows}
+    keys = {row.keys for _, rows in key_table() for row in rows}
     for expected in ("enter", "escape", "ctrl+r", "ctrl+g", "ctrl+l", "c", "y", "e", "t", "r", "x", "f", "f2",
                      "delete", "ctrl+n", "f6", "ctrl+t", "f1", "ctrl+p", "ctrl+q"):
         assert any(expected in k.split(" / ") for k in keys), expected

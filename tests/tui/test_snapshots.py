@@ -93,6 +93,15 @@ def test_help_screen_at_80x24(snap_compare, demo_db):
     assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=steady(press=["f1"]))
 
 
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_help_screen_with_keys_moved_in_the_config(snap_compare, demo_db, size):
+    """Keys moved by the config file's [keys] table: the help shows them underlined in the accent
+    colour, with their default; the footer shows them too."""
+    app = make_app(demo_db, theme="lovia-dark", keys={"app.help": ("f1", "question_mark"),
+                                                       "main.toggle_sessions": ("f4",)})
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=steady(press=["f1"]))
+
+
 def test_delete_confirmation_at_80x24(snap_compare, demo_db):
     async def ask(pilot):
         await pilot.press("ctrl+b", "delete")

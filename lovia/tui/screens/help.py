@@ -1,25 +1,23 @@
-"""HelpScreen: every key, read from the bindings of the widgets that own them."""
+"""HelpScreen: every action by name, with the key it takes now, grouped by where it applies."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.style import Style
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-# Keys Textual itself provides, which are not in our classes' BINDINGS.
-KEY_NAMES = {"slash": "/"}  # Textual's key names where they are not what the key shows
+from lovia.tui.keymap import DEFAULT_KEYMAP, Keymap, actions, keymap_of
 
-BUILTIN_KEYS = [
-    ("ctrl+p", "Command palette: every action by name"),
-    ("ctrl+q", "Quit (asks first while an answer is running)"),
-    ("tab / shift+tab", "Move focus"),
-]
+# Keys Textual itself provides that lovia does not name (they cannot be moved), by group.
+BUILTIN_KEYS = {"Anywhere": [("tab / shift+tab", "Move focus")]}
 
 # Keys a widget handles itself rather than through BINDINGS, by the group they belong to.
 HANDLED_KEYS = {
@@ -29,35 +27,27 @@ HANDLED_KEYS = {
 }
 
 
-def key_table() -> list[tuple[str, list[tuple[str, str]]]]:
-    """(pane, [(keys, what)]) for every pane, from the live BINDINGS."""
-    from lovia.tui.app import LoviaApp
-    from lovia.tui.screens.main import MainScreen
-    from lovia.tui.widgets.chat_panel import ChatPanel
-    from lovia.tui.widgets.composer import Composer
-    from lovia.tui.widgets.inspector import CheckpointInspector
-    from lovia.tui.widgets.runs_pane import RunList
-    from lovia.tui.widgets.sessions_pane import SessionFilter, SessionList
-    from lovia.tui.widgets.transcript import Transcript
+@dataclass(frozen=True)
+class KeyRow:
+    """One line of the help: the keys in force, the action's name (empty for a key no action
+    names), what it does, and its default keys when the config file's ``[keys]`` moved it."""
 
-    groups: list[tuple[str, list[type[DOMNode]]]] = [
-        ("Anywhere", [LoviaApp, MainScreen]), ("Conversation", [ChatPanel]), ("Composer", [Composer]),
-        ("Transcript", [Transcript]), ("Sessions list", [SessionList]), ("Sessions filter", [SessionFilter]),
-        ("Runs list", [RunList]), ("Checkpoint inspector", [CheckpointInspector]),
-    ]
-    table = []
-    for title, classes in groups:
-        rows = []
-        for cls in classes:
-            for binding in cls.BINDINGS:
-                if isinstance(binding, Binding):
-                    keys = " / ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
-                    rows.append((keys, binding.tooltip or binding.description or binding.action))
-        if title == "Anywhere":
-            rows += BUILTIN_KEYS
-        rows += HANDLED_KEYS.get(title, [])
-        table.append((title, rows))
-    return table
+    keys: str
+    name: str
+    what: str
+    default: str | None = None
+
+
+def key_table(keymap: Keymap = DEFAULT_KEYMAP) -> list[tuple[str, list[KeyRow]]]:
+    """(place, rows) for every place an action applies in, with the keys ``keymap`` puts in force."""
+    groups: dict[str, list[KeyRow]] = {}
+    for action in actions().values():
+        default = DEFAULT_KEYMAP.key_text(action.name) if keymap.is_rebound(action.name) else None
+        groups.setdefault(action.title, []).append(
+            KeyRow(keymap.key_text(action.name), action.name, action.description, default))
+    for title, rows in (*BUILTIN_KEYS.items(), *HANDLED_KEYS.items()):
+        groups.setdefault(title, []).extend(KeyRow(keys, "", what) for keys, what in rows)
+    return list(groups.items())
 
 
 class HelpScreen(ModalScreen[None]):
@@ -69,20 +59,33 @@ class HelpScreen(ModalScreen[None]):
         width: 100%; max-width: 88; height: 100%; max-height: 40;
         border: round $accent; background: $surface; padding: 0 1;
     }
+    HelpScreen .group-title { margin-top: 1; }
     """
 
     def compose(self) -> ComposeResult:
-        table = Table(show_header=False, box=None, padding=(0, 2), expand=True)
-        table.add_column(style="bold", no_wrap=True)
-        table.add_column()
-        for title, rows in key_table():
-            table.add_row(f"[b u]{title}[/]", "")
-            for keys, what in rows:
-                table.add_row(keys, what)
-            table.add_row("", "")
+        keymap = keymap_of(self)
+        moved = Style(bold=True, underline=True, color=self.app.current_theme.accent)  # a key [keys] moved
+        groups = key_table(keymap)
+        rows = [row for _, group in groups for row in group]
+        key_width, name_width = max(len(r.keys) for r in rows), max(len(r.name) for r in rows)
+        close = keymap.key_text("help.close").split(" / ")[0]
         with VerticalScroll():
-            yield Static("lovia keys — escape closes", classes="title")
-            yield Static(table)
+            yield Static(Text(f"lovia keys — {close} closes. A name moves its key in the config file's [keys] "
+                              "table; an underlined key was moved there."), classes="title")
+            for title, group in groups:
+                # One table a group, the columns as wide in each, so that the names line up
+                table = Table(show_header=False, box=None, padding=(0, 1), expand=True)
+                table.add_column(style="bold", no_wrap=True, width=key_width)
+                table.add_column(style="dim", no_wrap=True, width=name_width)
+                table.add_column(ratio=1)
+                for row in group:
+                    keys, what = Text(row.keys), Text(row.what)
+                    if row.default is not None:
+                        keys.stylize(moved)
+                        what.append(f" (default {row.default})", style="italic")
+                    table.add_row(keys, row.name, what)
+                yield Static(Text(title, style="bold underline"), classes="group-title")
+                yield Static(table)
 
     async def action_dismiss(self, result=None) -> None:
         self.dismiss(None)

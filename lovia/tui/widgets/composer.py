@@ -10,6 +10,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import TextArea
 
+from lovia.tui.keymap import keymap_of
+
 
 class Composer(TextArea):
     """A multi-line message box. An empty (or blank) message is never sent.
@@ -44,6 +46,12 @@ class Composer(TextArea):
         super().__init__(soft_wrap=True, show_line_numbers=False, **kwargs)
         self.placeholder = "Message — enter to send, ctrl+j for a new line"
 
+    def on_mount(self) -> None:
+        keymap = keymap_of(self)  # the keys in force, as the config file's [keys] may have moved them
+        if keymap.rebound:
+            send, newline = keymap.key_text("composer.send"), keymap.key_text("composer.newline")
+            self.placeholder = f"Message — {send} to send, {newline} for a new line"
+
     def render_line(self, y: int) -> Strip:
         # Textual's TextArea wraps its placeholder at the content width without a floor, and
         # wrapping at width 0 raises (rich divides the line in steps of 0). The layout never
@@ -69,10 +77,12 @@ class Composer(TextArea):
         self.insert("\n")
 
     async def _on_key(self, event: events.Key) -> None:
-        if event.key in ("enter", "ctrl+j"):
+        keymap = keymap_of(self)
+        send, newline = keymap.keys("composer.send"), keymap.keys("composer.newline")
+        if event.key in send or event.key in newline:
             event.stop()
             event.prevent_default()
-            self.action_submit() if event.key == "enter" else self.action_newline()
+            self.action_submit() if event.key in send else self.action_newline()
             return
         if event.key == "up" and not self.text:
             event.stop()

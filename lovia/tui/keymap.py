@@ -1,0 +1,419 @@
+"""The keymap: every key lovia binds is an action with a stable name, and the config file moves it.
+
+Each :class:`~textual.binding.Binding` in ``lovia.tui`` has an id ``"<scope>.<action>"`` (the
+action's name, e.g. ``transcript.copy``); the scope says where it applies (``app``: anywhere,
+``main``: the main screen, otherwise a pane or a dialog). The config file's ``[keys]`` table maps
+names to keys::
+
+    [keys]
+    transcript.copy = "ctrl+y"          # TOML reads this dotted key as a table: both forms work
+    "main.toggle_sessions" = "f2,ctrl+b"  # several keys: comma-separated, or a list of strings
+
+The table is validated by :func:`parse_keys` (an unknown name or a key Textual would not
+understand is a :class:`~lovia.errors.UserError` naming it) and applied with Textual's own
+``App.set_keymap`` (:meth:`Keymap.textual_keymap`). A rebound action loses its default keys.
+
+**Clashes** (:meth:`Keymap.clashes`): two actions on one key clash when both could take that key
+at the same moment, that is when their places overlap:
+
+- the same scope (one pane, one screen, or the app); or
+- one scope holds the other: the app holds every scope, the main screen every pane on it, the
+  conversation its composer and transcript. Then one of them shadows the other there: a priority
+  binding (it takes the key before the focused widget does) everywhere it holds, otherwise the
+  inner one while its pane has focus. ``app.help = "ctrl+b"`` clashes with the main screen's
+  ``ctrl+b``: help would never open from the main screen.
+
+Panes side by side never clash (``c`` copies in the transcript and in the runs list). A key set
+in ``[keys]`` that a widget's own built-in binding uses (Textual's: the text area's ``ctrl+k``,
+a list's ``pageup``) is a clash too: the built-in is lost there. Actions lovia itself puts on one
+key take turns (only one applies at a time, their ``check_action`` says which) and are listed in
+:data:`TAKE_TURNS`; the defaults have no other clash, and a test holds every new binding to that.
+Clashes do not stop lovia: the app starts and says what they are; ``lovia keys`` lists them too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+from textual.dom import DOMNode
+from textual.keys import KEY_NAME_REPLACEMENTS, REPLACED_KEYS, Keys, key_to_character
+from textual.screen import ModalScreen, Screen
+
+from lovia.errors import UserError
+
+WHERE_TO_FIND_NAMES = "the help screen (f1) and `lovia keys` list every action's name"
+
+MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+NAMED_KEYS = frozenset(
+    key.value.rpartition("+")[2] for key in Keys if not key.value.startswith("<") and key.value != "ctrl-at"
+) | {"space", "tab", "enter", "backspace", "escape"}
+"""Key names without modifiers that Textual knows besides characters (``escape``, ``f5``, ``up``...)."""
+
+SCOPE_TITLES = {
+    "app": "Anywhere", "main": "Main screen", "chat": "Conversation", "composer": "Composer",
+    "transcript": "Transcript", "sessions": "Sessions list", "sessions-filter": "Sessions filter",
+    "runs": "Runs list", "inspector": "Checkpoint inspector", "help": "Help screen",
+    "confirm": "Yes/no question", "choice": "Choice dialog", "prompt": "Text prompt",
+}
+"""How the help screen and ``lovia keys`` title a scope; an unlisted scope is titled by its name."""
+
+WIDGETS_INSIDE = {"chat": frozenset({"composer", "transcript"})}
+"""Pane scopes inside another pane (the conversation holds the composer and the transcript)."""
+
+TAKE_TURNS: tuple[frozenset[str], ...] = (
+    # escape: stops a running answer from any pane (main.stop_run, a priority binding, and the
+    # conversation's own), else cancels an edit, folds an overlaid pane or clears the filter
+    frozenset({"main.stop_run", "main.close_overlay", "chat.stop", "chat.cancel_edit", "sessions-filter.clear"}),
+    frozenset({"main.maximize", "main.minimize"}),  # f10 maximizes, or restores once maximized
+    # enter: sends from the composer, resends while editing (the composer's send is off then; the
+    # conversation's resend names the key in the footer), expands a tool call in the transcript
+    frozenset({"composer.send", "chat.resend", "transcript.expand"}),
+)
+"""Actions that may share a key in one place because only one of them applies at a time."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One named action: where it applies, what it does, and its default keys."""
+
+    name: str
+    scope: str
+    description: str
+    default_keys: tuple[str, ...]
+    priority: bool
+    owners: tuple[type[DOMNode], ...]
+    """The classes whose BINDINGS hold it (one, or a few for one action in several widgets)."""
+
+    @property
+    def title(self) -> str:
+        return scope_title(self.scope)
+
+
+@dataclass(frozen=True)
+class Clash:
+    """Actions (or an action and a widget's built-in key) that would take ``key`` in one place."""
+
+    key: str
+    names: tuple[str, ...]
+    """The actions' names; a built-in is named by what it does, e.g. "the composer's own page_up"."""
+    where: str
+    """Where they meet, for the first pair found: "both in the transcript"."""
+
+    def __str__(self) -> str:
+        names = f"{', '.join(self.names[:-1])} and {self.names[-1]}"
+        return (f"{display_key(self.key)} is bound to {names} ({self.where}): only one can take it there; "
+                "give one of them another key in [keys]")
+
+
+def scope_title(scope: str) -> str:
+    return SCOPE_TITLES.get(scope, scope.replace("-", " ").capitalize())
+
+
+def _character(base: str) -> str | None:
+    """The character a key name types (``slash``: ``/``), if it types one that shows."""
+    character = key_to_character(REPLACED_KEYS.get(base, base))
+    return character if character and character.isprintable() and not character.isspace() else None
+
+
+def display_key(key: str) -> str:
+    """A key as the help and the CLI show it: Textual's name, or the character it types (``/``)."""
+    modifiers, plus, base = key.rpartition("+")
+    return f"{modifiers}{plus}{_character(base) or base}"
+
+
+def normalize_key(key: str) -> str:
+    """The key as Textual names it in bindings: a character other than a letter or digit by its
+    name (``/`` is ``slash``, as ``App.set_keymap`` and ``BINDINGS`` name it)."""
+    key = key.strip()
+    modifiers, plus, base = key.rpartition("+")
+    if len(base) == 1 and not base.isalnum():
+        try:
+            name = unicodedata.name(base).lower().replace("-", "_").replace(" ", "_")
+        except ValueError:
+            name = base
+        base = KEY_NAME_REPLACEMENTS.get(name, name)
+    return f"{modifiers}{plus}{base}"
+
+
+def check_key(key: str) -> str | None:
+    """Why Textual would not understand ``key`` (one key, no commas), or ``None`` if it would."""
+    if not key:
+        return "is empty"
+    *modifiers, base = key.split("+")
+    unknown = [m for m in modifiers if m not in MODIFIERS]
+    if unknown:
+        return (f"has {unknown[0]!r}, which is not a modifier (use {', '.join(sorted(MODIFIERS))}; "
+                "the + key itself is written plus)")
+    if len(base) == 1:
+        return None if base.isprintable() and not base.isspace() else "is not a key that prints (write space, tab...)"
+    if base in NAMED_KEYS or _character(base) is not None:
+        return None
+    if base.lower() in NAMED_KEYS or _character(base.lower()) is not None:
+        return f"is not a key Textual knows: key names are lowercase ({base.lower()})"
+    return "is not a key Textual knows (keys look like a, ctrl+x, f5, escape, up, pageup, slash)"
+
+
+# -- what lovia binds --------------------------------------------------------------------------
+
+
+def lovia_binding_classes() -> list[type[DOMNode]]:
+    """Every class in ``lovia.tui`` (its modules imported) whose own ``BINDINGS`` bind a key."""
+    import lovia.tui
+
+    classes: list[type[DOMNode]] = []
+    for module_info in sorted(pkgutil.walk_packages(lovia.tui.__path__, "lovia.tui."), key=lambda m: m.name):
+        module = importlib.import_module(module_info.name)
+        for value in vars(module).values():
+            if (isinstance(value, type) and issubclass(value, DOMNode) and value.__module__ == module.__name__
+                    and value.__dict__.get("BINDINGS")):
+                classes.append(value)
+    return classes
+
+
+def own_bindings(cls: type[DOMNode]) -> list[Binding]:
+    """The bindings ``cls`` itself declares (not its bases'), one per key as Textual expands them."""
+    return list(Binding.make_bindings(cls.__dict__.get("BINDINGS", [])))
+
+
+def builtin_bindings(cls: type[DOMNode]) -> list[Binding]:
+    """The bindings without a name ``cls`` inherits (Textual's: a list's ``enter``, the text area's
+    ``ctrl+k``) that its own do not replace: as Textual merges them, a class's bindings on a key
+    replace every base class's bindings on that key."""
+    inherited: dict[str, list[Binding]] = {}
+    for base in reversed(cls.__mro__[1:]):
+        if isinstance(base, type) and issubclass(base, DOMNode):
+            by_key: dict[str, list[Binding]] = {}
+            for binding in own_bindings(base):
+                by_key.setdefault(binding.key, []).append(binding)
+            inherited.update(by_key)
+    own_keys = {b.key for b in own_bindings(cls)}
+    return [b for key, bindings in inherited.items() if key not in own_keys for b in bindings
+            if b.id is None and not b.system]
+
+
+@cache
+def actions() -> dict[str, Action]:
+    """Every named action, by name, in the order the help lists them (by scope, then as declared)."""
+    found: dict[str, Action] = {}
+    for cls in lovia_binding_classes():
+        for binding in own_bindings(cls):
+            if binding.id is None:
+                continue
+            known = found.get(binding.id)
+            if known is None:
+                found[binding.id] = Action(
+                    name=binding.id, scope=binding.id.partition(".")[0],
+                    description=binding.tooltip or binding.description or binding.action,
+                    default_keys=(binding.key,), priority=binding.priority, owners=(cls,))
+            else:
+                keys = known.default_keys + ((binding.key,) if binding.key not in known.default_keys else ())
+                owners = known.owners + ((cls,) if cls not in known.owners else ())
+                found[binding.id] = Action(known.name, known.scope, known.description, keys,
+                                           known.priority or binding.priority, owners)
+    order = list(SCOPE_TITLES)
+    return dict(sorted(found.items(), key=lambda item: (
+        order.index(item[1].scope) if item[1].scope in order else len(order), item[1].scope)))
+
+
+def _screen_scopes() -> set[str]:
+    return {a.scope for a in actions().values() if any(issubclass(o, Screen) for o in a.owners)}
+
+
+def _inside(outer: Action, inner: Action) -> bool:
+    """Whether ``outer``'s binding is in force where ``inner``'s scope is (but not the same scope)."""
+    if outer.scope == inner.scope:
+        return False
+    if any(issubclass(o, App) for o in outer.owners):
+        # A dialog (a modal screen) stops every key but the app's priority ones
+        return outer.priority or not any(issubclass(o, ModalScreen) for o in inner.owners)
+    if any(issubclass(o, Screen) for o in outer.owners):
+        # A pane belongs to the screen of its scope's name if there is one (a search screen's
+        # list), else to the main screen; a dialog holds its own keys only.
+        return outer.scope == "main" and inner.scope not in _screen_scopes()
+    return inner.scope in WIDGETS_INSIDE.get(outer.scope, frozenset())
+
+
+# -- the [keys] table ---------------------------------------------------------------------------
+
+
+def parse_keys(table: object, source: str) -> dict[str, tuple[str, ...]]:
+    """The ``[keys]`` table of ``source`` (the config file), validated: action name -> its keys.
+
+    Names may be written dotted (TOML then nests them: ``[keys.transcript] copy = "c"`` is the
+    same); a value is a key, several comma-separated, or a list of keys. Raises
+    :class:`~lovia.errors.UserError` naming the first thing wrong and where to look.
+    """
+    if not isinstance(table, Mapping):
+        raise UserError(f"keys in {source} must be a table ([keys]) of action names and keys")
+    known = actions()
+    result: dict[str, tuple[str, ...]] = {}
+    for name, value in _flatten(table):
+        if name not in known:
+            close = [n for n in known if n.rpartition(".")[2] == name.rpartition(".")[2]]
+            hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+            raise UserError(f"[keys] in {source} names an unknown action {name!r}{hint}; {WHERE_TO_FIND_NAMES}")
+        raw = value.split(",") if isinstance(value, str) else value
+        if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
+            raise UserError(f"{name} in [keys] of {source} must be a key or a list of keys, "
+                            f"e.g. \"ctrl+y\", got {type(value).__name__}")
+        keys: list[str] = []
+        for key in raw:
+            problem = check_key(key.strip())
+            if problem:
+                raise UserError(f"{name} in [keys] of {source}: {key.strip()!r} {problem}")
+            normalized = normalize_key(key)
+            if normalized not in keys:
+                keys.append(normalized)
+        if not keys:
+            raise UserError(f"{name} in [keys] of {source} has no key; give at least one (an action cannot be unbound)")
+        result[name] = tuple(keys)
+    return result
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, object]]:
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f"{name}.")
+        else:
+            yield name, value
+
+
+# -- the keys in force ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Keymap:
+    """The keys in force: every action's default keys, with the ``[keys]`` table's over them."""
+
+    rebound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Validated by :func:`parse_keys`: action name -> the keys set for it."""
+
+    def keys(self, name: str) -> tuple[str, ...]:
+        """The keys ``name`` takes now (Textual's names: ``slash``, ``ctrl+b``)."""
+        return self.rebound.get(name) or actions()[name].default_keys
+
+    def is_rebound(self, name: str) -> bool:
+        return name in self.rebound and self.rebound[name] != actions()[name].default_keys
+
+    def key_text(self, name: str) -> str:
+        """The keys ``name`` takes, as shown to the user: ``ctrl+b`` or ``r / enter``."""
+        return " / ".join(display_key(k) for k in self.keys(name))
+
+    def textual_keymap(self) -> dict[str, str]:
+        """What to give ``App.set_keymap``.
+
+        Textual moves a rebound binding by dropping every binding on its old keys in that widget:
+        an action sharing one of them (``escape`` stops or cancels an edit) is given its keys
+        again here, so it keeps them.
+        """
+        known = actions()
+        keymap = {name: ",".join(keys) for name, keys in self.rebound.items()}
+        for name in self.rebound:
+            moved = set(known[name].default_keys)
+            for other in known.values():
+                if (other.name not in keymap and set(other.owners) & set(known[name].owners)
+                        and moved & set(other.default_keys)):
+                    keymap[other.name] = ",".join(other.default_keys)
+        return keymap
+
+    def clashes(self) -> list[Clash]:
+        """Every clash in force (see the module's docstring for the rule), one per key."""
+        known = actions()
+        slots = [(key, a) for a in known.values() for key in self.keys(a.name)]
+        by_key: dict[str, tuple[list[str], str]] = {}
+        for key, first in slots:
+            for other_key, second in slots:
+                if other_key != key or first.name >= second.name:
+                    continue
+                if any({first.name, second.name} <= group for group in TAKE_TURNS):
+                    continue
+                where = self._place(first, second)
+                if where:
+                    names, _ = by_key.setdefault(key, ([], where))
+                    names.extend(n for n in (first.name, second.name) if n not in names)
+        for name, keys in self.rebound.items():
+            action = known[name]
+            for cls in action.owners:
+                place = scope_title(action.scope).lower()
+                for builtin in builtin_bindings(cls):
+                    if builtin.key in keys:
+                        names, _ = by_key.setdefault(builtin.key, ([], f"in the {place}"))
+                        names.extend(n for n in (name, f"the {place}'s own {builtin.action}") if n not in names)
+        return [Clash(key, tuple(names), where) for key, (names, where) in by_key.items()]
+
+    @staticmethod
+    def _place(first: Action, second: Action) -> str | None:
+        """Where both would take the key, said the way the clash message needs; ``None``: nowhere."""
+        if first.scope == second.scope:
+            return f"both in the {scope_title(first.scope).lower()}"
+        for outer, inner in ((first, second), (second, first)):
+            if _inside(outer, inner):
+                place = scope_title(inner.scope).lower()
+                if outer.priority:
+                    return f"{outer.name} takes it first, in the {place} too"
+                return f"{inner.name} takes it first in the {place}"
+        return None
+
+
+DEFAULT_KEYMAP = Keymap()
+
+
+def keymap_of(node: DOMNode) -> Keymap:
+    """The keymap of the app ``node`` is in (an app other than lovia's has the defaults)."""
+    keymap = getattr(node.app, "lovia_keymap", None)
+    return keymap if isinstance(keymap, Keymap) else DEFAULT_KEYMAP
+
+
+# -- lovia keys ---------------------------------------------------------------------------------
+
+
+def describe(keymap: Keymap) -> str:
+    """Every action with its keys in force, as lines a ``[keys]`` table takes, grouped by place."""
+    lines: list[str] = []
+    title = None
+    known = actions()
+    width = max(len(name) for name in known) + 2
+    for action in known.values():
+        if action.title != title:
+            title = action.title
+            lines += ["" if lines else "[keys]", f"# {title}"]
+        value = '"' + ",".join(keymap.keys(action.name)) + '"'
+        note = f" (default {','.join(action.default_keys)})" if keymap.is_rebound(action.name) else ""
+        lines.append(f"{action.name:<{width}}= {value:<14} # {action.description}{note}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """``lovia keys``: print every action's name and keys in force (the config file's ``[keys]``
+    applied), as lines for that table; exit 2 if the table is wrong, 1 if keys clash."""
+    import argparse
+    import sys
+
+    from lovia.tui.config import Config, config_path
+
+    argparse.ArgumentParser(
+        prog="lovia keys",
+        description="List every action's name and the keys it takes, with the config file's [keys] table "
+                    f"applied ({config_path()}); copy a line into that table and change its key to move it.",
+    ).parse_args(argv)
+    try:
+        config = Config.load()
+    except UserError as exc:
+        print(f"lovia: {exc}", file=sys.stderr)
+        return 2
+    keymap = Keymap(config.keys)
+    print(describe(keymap))
+    clashes = keymap.clashes()
+    for clash in clashes:
+        print(f"lovia: {clash}", file=sys.stderr)
+    return 1 if clashes else 0

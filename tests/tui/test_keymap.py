@@ -1,0 +1,333 @@
+"""The keymap: every binding has a stable name, the config file's [keys] table moves it (in the real
+app, at 80x24 and full size), the footer, help and palette show the keys in force, clashes are
+reported, and a wrong table is refused with a message that says what to fix."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
+
+from lovia.cli import main as lovia_main
+from lovia.errors import UserError
+from lovia.tui.config import Config
+from lovia.tui.keymap import (
+    TAKE_TURNS,
+    Keymap,
+    actions,
+    builtin_bindings,
+    lovia_binding_classes,
+    own_bindings,
+    parse_keys,
+)
+from lovia.tui.screens.help import HelpScreen, key_table
+from lovia.tui.screens.main import MainScreen
+from tests.tui.conftest import make_app, settle, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZES = [(80, 24), (160, 45)]
+
+
+def config_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- every binding is named ----------------------------------------------------------------------
+
+
+def test_every_binding_in_lovia_tui_has_an_id_naming_its_scope_and_action():
+    classes = lovia_binding_classes()
+    assert {c.__name__ for c in classes} >= {"LoviaApp", "MainScreen", "ChatPanel", "Composer", "Transcript",
+                                             "SessionList", "SessionFilter", "RunList", "CheckpointInspector",
+                                             "HelpScreen", "ConfirmScreen"}
+    for cls in classes:
+        for binding in own_bindings(cls):
+            assert binding.id is not None, f"{cls.__name__}: the binding {binding.key} -> {binding.action} has no id"
+            assert re.fullmatch(r"[a-z][a-z-]*\.[a-z][a-z0-9_]*", binding.id), binding.id
+
+
+def test_ids_are_unique_per_scope_one_id_one_action():
+    """One id names one action: two bindings with one id (in one class or in two, the sessions list
+    and its filter both rename) must run the same action, so one [keys] entry moves one thing."""
+    action_of: dict[str, str] = {}
+    for cls in lovia_binding_classes():
+        ids_here: dict[str, str] = {}
+        for binding in own_bindings(cls):
+            assert binding.id is not None
+            # one Binding("r,enter") expands to one binding a key: the same id, the same action
+            assert ids_here.setdefault(binding.id, binding.action) == binding.action, binding.id
+            assert action_of.setdefault(binding.id, binding.action) == binding.action, \
+                f"{binding.id} names {action_of[binding.id]} and {binding.action}"
+        declared = [b.id for b in cls.__dict__["BINDINGS"]]
+        assert len(declared) == len(set(declared)), f"{cls.__name__} declares an id twice: {declared}"
+
+
+def test_the_default_keys_have_no_clash():
+    """Holds every binding added later to the clash rule: pick another key, or list the actions in
+    TAKE_TURNS if only one of them ever applies at a time."""
+    assert Keymap().clashes() == []
+    for group in TAKE_TURNS:
+        assert group <= set(actions()), group - set(actions())
+
+
+# -- the [keys] table --------------------------------------------------------------------------
+
+
+def test_keys_table_in_every_toml_form(tmp_path):
+    path = config_file(tmp_path, '''
+model = "demo"
+
+[keys]
+transcript.copy = "ctrl+y"                # a dotted bare key: TOML makes it a table
+"main.toggle_sessions" = "f4, ctrl+b"     # quoted, two keys
+app.help = ["f1", "?"]                    # a list; ? is Textual's question_mark
+sessions.filter = "/"
+
+[keys.runs]
+discard = "X"
+''')
+    config = Config.load(path)
+    assert config.model == "demo"
+    assert dict(config.keys) == {
+        "transcript.copy": ("ctrl+y",), "main.toggle_sessions": ("f4", "ctrl+b"),
+        "app.help": ("f1", "question_mark"), "sessions.filter": ("slash",), "runs.discard": ("X",),
+    }
+    keymap = Keymap(config.keys)
+    assert keymap.key_text("app.help") == "f1 / ?"
+    assert keymap.is_rebound("transcript.copy") and not keymap.is_rebound("sessions.filter")
+    assert keymap.keys("transcript.edit") == ("e",)
+
+
+def test_no_keys_table_is_the_defaults(tmp_path):
+    assert Config.load(config_file(tmp_path, 'theme = "lovia-light"\n')).keys == {}
+    assert Config.load(tmp_path / "missing.toml").keys == {}
+
+
+@pytest.mark.parametrize(("table", "says"), [
+    ('transcript.kopy = "c"', ["unknown action 'transcript.kopy'", "lovia keys", "help screen"]),
+    ('copy_run_id = "c"', ["unknown action 'copy_run_id'", "did you mean runs.copy_run_id or inspector.copy_run_id?"]),
+    ('[keys.transcript]\ncopy = "c"\nwhatever = "x"', ["unknown action 'transcript.whatever'"]),
+    ('transcript.copy = "ctl+y"', ["transcript.copy", "'ctl+y'", "'ctl', which is not a modifier"]),
+    ('transcript.copy = "Escape"', ["'Escape'", "lowercase (escape)"]),
+    ('transcript.copy = "bogus"', ["'bogus' is not a key Textual knows"]),
+    ('transcript.copy = "ctrl+y,"', ["'' is empty"]),
+    ('transcript.copy = []', ["has no key"]),
+    ('transcript.copy = 3', ["must be a key or a list of keys", "got int"]),
+])
+def test_a_wrong_keys_table_is_a_clear_error(tmp_path, table, says):
+    text = table if table.startswith("[keys.") else f"[keys]\n{table}\n"
+    path = config_file(tmp_path, text)
+    with pytest.raises(UserError) as caught:
+        Config.load(path)
+    message = str(caught.value)
+    assert str(path) in message
+    for part in says:
+        assert part in message, (part, message)
+
+
+def test_keys_must_be_a_table(tmp_path):
+    with pytest.raises(UserError, match=r"keys in .* must be a table \(\[keys\]\)"):
+        Config.load(config_file(tmp_path, 'keys = "ctrl+y"\n'))
+
+
+def test_lovia_refuses_a_wrong_keys_table_before_the_ui(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LOVIA_CONFIG", str(config_file(tmp_path, '[keys]\ntranscript.kopy = "c"\n')))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    assert lovia_main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lovia: [keys] in ") and "unknown action 'transcript.kopy'" in err
+    assert not (tmp_path / "data").exists()  # refused before anything was opened
+
+
+# -- clashes -----------------------------------------------------------------------------------
+
+
+def clash_keys(**rebound: str) -> dict[str, list[str]]:
+    keymap = Keymap({name.replace("__", "."): tuple(keys.split(",")) for name, keys in rebound.items()})
+    return {clash.key: list(clash.names) for clash in keymap.clashes()}
+
+
+def test_clash_in_one_pane():
+    assert clash_keys(transcript__copy="e") == {"e": ["transcript.copy", "transcript.edit"]}
+
+
+def test_clash_between_the_app_and_the_main_screen():
+    # non-priority: the main screen's ctrl+b would take it first, so help would never open there
+    assert clash_keys(app__help="ctrl+b") == {"ctrl+b": ["app.help", "main.toggle_sessions"]}
+
+
+def test_a_priority_binding_shadowing_a_pane():
+    clashes = Keymap({"transcript.copy": ("escape",)}).clashes()
+    assert [c.key for c in clashes] == ["escape"]
+    assert "main.stop_run" in clashes[0].names and "transcript.copy" in clashes[0].names
+    assert "main.stop_run takes it first, in the transcript too" in str(clashes[0])
+
+
+def test_panes_side_by_side_and_dialogs_do_not_clash():
+    # c copies in the transcript and in the runs list; y in a yes/no dialog is not the app's
+    assert clash_keys(runs__discard="c") == {"c": ["runs.copy_run_id", "runs.discard"]}  # its own pane only
+    assert clash_keys(app__next_theme="y") == {"y": ["app.next_theme", "transcript.copy_code"]}  # not confirm.yes
+    assert clash_keys(app__next_theme="ctrl+y") == {}
+    # the app's priority keys do reach a dialog
+    assert "confirm.yes" in clash_keys(app__next_pane="y")["y"]
+
+
+def test_a_key_a_widget_has_built_in_is_a_clash():
+    from lovia.tui.widgets.composer import Composer
+
+    assert "ctrl+k" in {b.key for b in builtin_bindings(Composer)}
+    assert clash_keys(composer__newline="ctrl+k") == {
+        "ctrl+k": ["composer.newline", "the composer's own delete_to_end_of_line_or_delete_line"]}
+    assert clash_keys(sessions__delete="pageup")["pageup"][1] == "the sessions list's own page_up"
+
+
+def test_moving_one_of_two_actions_on_a_key_keeps_the_other_there():
+    """Textual drops every binding on a moved binding's old keys in that widget: the other action
+    on escape (cancelling an edit) is given its key again."""
+    keymap = Keymap({"chat.stop": ("ctrl+x",)})
+    assert keymap.textual_keymap() == {"chat.stop": "ctrl+x", "chat.cancel_edit": "escape"}
+    assert keymap.clashes() == []
+
+
+# -- in the real app ---------------------------------------------------------------------------
+
+
+def footer_keys(app) -> dict[str, str]:
+    return {key.action: key.key for key in app.screen.query(FooterKey)}
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_moved_key_works_and_the_old_one_no_longer_does(tmp_path, size):
+    app = make_app(tmp_path / "lovia.db", keys={"app.help": ("question_mark",), "main.toggle_runs": ("f4",)})
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.screen.chat.transcript.focus()
+        await pilot.pause()
+        await pilot.press("f1")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)  # the old key does nothing now
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+
+        main = app.screen
+        shown = main.pane_shown("runs")
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert main.pane_shown("runs") == shown
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: main.pane_shown("runs") != shown)
+        assert footer_keys(app).get("help") == "question_mark"  # always shown, whatever the width
+        if size == (160, 45):
+            assert footer_keys(app).get("toggle_pane('runs')") == "f4"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_moved_key_in_a_pane_and_in_the_composer(tmp_path, size):
+    app = make_app(tmp_path / "lovia.db", keys={"composer.send": ("f9",), "transcript.copy": ("ctrl+y",)})
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        composer = app.screen.chat.composer
+        composer.focus()
+        await pilot.press("h", "i", "enter", "t", "h", "e", "r", "e")
+        await pilot.pause()
+        assert composer.text == "hi\nthere"  # enter no longer sends: it is the text area's new line
+        assert "f9 to send" in str(composer.placeholder)
+        await pilot.press("f9")
+        await wait_for(pilot, lambda: not app.screen.chat.running and app.screen.chat.has_history)
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        await pilot.press("c")
+        await pilot.pause()
+        assert not app.clipboard
+        await pilot.press("ctrl+y")
+        await wait_for(pilot, lambda: app.clipboard.startswith("hi"))
+        if size == (160, 45):  # at 80 columns the footer leaves out what does not fit (f1 lists it)
+            assert footer_keys(app).get("copy") == "ctrl+y"
+
+
+async def test_the_help_and_the_palette_show_the_keys_in_force(tmp_path):
+    keymap = {"main.toggle_sessions": ("f4",), "app.next_pane": ("f7",)}
+    rows = {row.name: row for _, group in key_table(Keymap(keymap)) for row in group}
+    assert rows["main.toggle_sessions"].keys == "f4" and rows["main.toggle_sessions"].default == "ctrl+b"
+    assert rows["main.toggle_runs"].keys == "ctrl+o" and rows["main.toggle_runs"].default is None
+    assert set(actions()) <= set(rows), "the help lists every action by its name"
+
+    app = make_app(tmp_path / "lovia.db", keys=keymap)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert commands["Next pane"] == "Move focus to the next pane (f7)"
+        assert "f4" in [help_text for title, help_text in commands.items() if "sessions pane" in title]
+        await pilot.press("f7")  # moves focus: the app's priority key, moved
+        await pilot.pause()
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        screen = app.export_screenshot()
+        assert "main.toggle_sessions" in screen and "(default&#160;ctrl+b)" in screen
+
+
+async def test_a_clash_is_reported_when_the_app_starts(tmp_path):
+    app = make_app(tmp_path / "lovia.db", keys={"app.help": ("ctrl+b",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        warnings = [n for n in app._notifications if n.severity == "warning"]
+        assert len(warnings) == 1
+        assert "ctrl+b is bound to app.help and main.toggle_sessions" in warnings[0].message
+        assert "[keys]" in warnings[0].message and "[keys]" in warnings[0].title
+        await pilot.press("ctrl+b")  # the app works on: the main screen's ctrl+b takes the key there
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_no_notice_without_a_clash(tmp_path):
+    app = make_app(tmp_path / "lovia.db", keys={"app.help": ("f12",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert not [n for n in app._notifications if n.severity == "warning"]
+
+
+# -- lovia keys ----------------------------------------------------------------------------------
+
+
+def run_lovia(tmp_path, *args: str, config: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LOVIA_CONFIG": str(config_file(tmp_path, config)), "LOVIA_DATA_DIR": str(tmp_path / "d")}
+    return subprocess.run([sys.executable, "-m", "lovia.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=60)
+
+
+def test_lovia_keys_lists_every_action_with_the_keys_in_force(tmp_path):
+    done = run_lovia(tmp_path, "keys", config='[keys]\ntranscript.copy = "ctrl+y"\n')
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[keys]"
+    for name in actions():
+        assert any(line.startswith(f"{name} ") for line in lines), name
+    copy = next(line for line in lines if line.startswith("transcript.copy "))
+    assert '"ctrl+y"' in copy and "(default c)" in copy
+    # what it prints is a [keys] table lovia reads back
+    path = config_file(tmp_path, done.stdout)
+    assert Config.load(path).keys["transcript.copy"] == ("ctrl+y",)
+
+
+def test_lovia_keys_reports_clashes_and_wrong_tables(tmp_path):
+    clash = run_lovia(tmp_path, "keys", config='[keys]\napp.help = "ctrl+b"\n')
+    assert clash.returncode == 1
+    assert "ctrl+b is bound to app.help and main.toggle_sessions" in clash.stderr
+    wrong = run_lovia(tmp_path, "keys", config='[keys]\nnope.nothing = "x"\n')
+    assert wrong.returncode == 2 and "unknown action 'nope.nothing'" in wrong.stderr and not wrong.stdout
+
+
+def test_parse_keys_normalizes_like_textual():
+    assert parse_keys({"sessions": {"filter": "?, /"}}, "x.toml") == {"sessions.filter": ("question_mark", "slash")}
