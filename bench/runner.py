@@ -21,6 +21,13 @@ encoding, the claim checks, the thread hop. The loop with no persistence at all 
 
 Each figure is the median of --repeat repetitions with the lowest and highest in brackets;
 a ratio is taken per repetition, lovia and its floor back to back (see ``_stats``).
+
+The partial-answer journal's cost (``--journal``, or ``--journal-only`` for that part alone):
+a streaming run (``ScriptedModel`` streaming --stream-chunks chunks of 4 characters, 2 ms
+apart, as a fast local model does) on a ``SQLiteCheckpointer``, with the journal and without
+it (the same store with ``journal_partial`` taken away, so the runner journals nothing), back
+to back in alternating order, --stream-repeat times: the run's wall time, the process's CPU
+time during it (the loop and the store's worker thread), and the journal writes it made.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from _stats import Figure, ratios
 
 from lovia import Agent, CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.runtime.journal import JOURNAL_INTERVAL_SECONDS
 
 
 def session_of(run_id: str) -> str:
@@ -257,12 +265,97 @@ async def loop_alone(runs: int, tool_turns: int, repeat: int) -> tuple[list[floa
     return per_run, per_turn
 
 
+# -- the partial-answer journal's cost ---------------------------------------------------------
+
+
+class WithoutJournal(SQLiteCheckpointer):
+    """The SQLite checkpointer without the journal: a protocol member set to ``None`` is absent,
+    so the runner's ``isinstance(..., JournalingCheckpointer)`` is false and it journals nothing."""
+
+    journal_partial = None  # type: ignore[assignment]
+
+
+class CountingJournal(SQLiteCheckpointer):
+    """The SQLite checkpointer, counting the journal writes the runner makes."""
+
+    writes = 0
+
+    async def journal_partial(self, run_id, text, *, claim, step=None):  # type: ignore[no-untyped-def]
+        self.writes += 1
+        return await super().journal_partial(run_id, text, claim=claim, step=step)
+
+
+STREAM_DELAY = 0.002
+
+
+async def streaming_run(checkpointer: SQLiteCheckpointer, chunks: int, run_id: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one run streaming ``chunks`` chunks."""
+    text = "".join(f"w{i % 100:02d} " for i in range(chunks))  # 4 characters a chunk
+    agent = Agent(name="bot", model=ScriptedModel([ScriptedTurn(text=text, chunk_chars=4, delay=STREAM_DELAY)]))
+    wall, cpu = time.perf_counter(), time.process_time()
+    await Runner.run(agent, "tell me", checkpoint=CheckpointOptions(checkpointer, run_id))
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+@dataclass(slots=True)
+class JournalSamples:
+    wall: dict[bool, list[float]] = field(default_factory=lambda: {True: [], False: []})
+    cpu: dict[bool, list[float]] = field(default_factory=lambda: {True: [], False: []})
+    writes: list[int] = field(default_factory=list)
+
+
+async def measure_journal(wal: bool, chunks: int, repeat: int, directory: Path) -> JournalSamples:
+    samples = JournalSamples()
+    stores = {True: CountingJournal(directory / f"journal-{wal}.db", wal=wal),
+              False: WithoutJournal(directory / f"no-journal-{wal}.db", wal=wal)}
+    for store in stores.values():
+        await store.open()
+        await streaming_run(store, 50, "warm")  # untimed: a warm start for both
+    try:
+        for attempt in range(repeat):
+            for journal in ((True, False) if attempt % 2 == 0 else (False, True)):
+                before = stores[True].writes
+                wall, cpu = await streaming_run(stores[journal], chunks, f"r{attempt}")
+                samples.wall[journal].append(wall)
+                samples.cpu[journal].append(cpu)
+                if journal:
+                    samples.writes.append(stores[True].writes - before)
+    finally:
+        for store in stores.values():
+            await store.close()
+    return samples
+
+
+def print_journal_cost(chunks: int, repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        table = [(wal, asyncio.run(measure_journal(wal, chunks, repeat, Path(tmp)))) for wal in (False, True)]
+    print(f"\npartial-answer journal: a run streaming {chunks} chunks {STREAM_DELAY * 1000:g} ms apart, with and "
+          f"without the journal (at most one write per {JOURNAL_INTERVAL_SECONDS:g} s); median of {repeat} "
+          "(lowest-highest)\n")
+    print("| checkpointer | run: without | with | ratio | CPU time: without | with | ratio | journal writes |")
+    print("|---|---|---|---|---|---|---|---|")
+    for wal, s in table:
+        label = "wal=True" if wal else "default"
+        writes = Figure.of([float(w) for w in s.writes])
+        print(f"| {label} | {Figure.of(s.wall[False]).ms()} | {Figure.of(s.wall[True]).ms()} "
+              f"| {ratios(s.wall[True], s.wall[False]).times()} | {Figure.of(s.cpu[False]).ms()} "
+              f"| {Figure.of(s.cpu[True]).ms()} | {ratios(s.cpu[True], s.cpu[False]).times()} "
+              f"| {writes.median:g} ({writes.low:g}-{writes.high:g}) for {chunks} chunks |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="one-turn runs per repetition (default 20)")
     parser.add_argument("--tool-turns", type=int, default=20, help="tool-call turns of the long run (default 20)")
     parser.add_argument("--repeat", type=int, default=15, help="repetitions (default 15)")
+    parser.add_argument("--journal", action="store_true", help="also measure the partial-answer journal's cost")
+    parser.add_argument("--journal-only", action="store_true", help="measure only the journal's cost")
+    parser.add_argument("--stream-chunks", type=int, default=500, help="chunks of the streaming run (default 500)")
+    parser.add_argument("--stream-repeat", type=int, default=9, help="repetitions of the journal's part (default 9)")
     args = parser.parse_args()
+    if args.journal_only:
+        print_journal_cost(args.stream_chunks, args.stream_repeat)
+        return
     loop_run, loop_turn = asyncio.run(loop_alone(args.runs, args.tool_turns, args.repeat))
     with tempfile.TemporaryDirectory() as tmp:
         table = [(setting, asyncio.run(measure(setting, args.runs, args.tool_turns, args.repeat, Path(tmp))))
@@ -278,6 +371,8 @@ def main() -> None:
         print(f"| {setting.label} | {ms(Figure.of(s.lovia_run))} | {ms(Figure.of(s.floor_run))} "
               f"| {ratios(s.lovia_run, s.floor_run).times()} | {ms(Figure.of(s.lovia_turn))} "
               f"| {ms(Figure.of(s.floor_turn))} | {ratios(s.lovia_turn, s.floor_turn).times()} |")
+    if args.journal:
+        print_journal_cost(args.stream_chunks, args.stream_repeat)
 
 
 if __name__ == "__main__":

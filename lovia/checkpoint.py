@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from lovia.entries import Entry
 from lovia.errors import RunClaimedError, UserError
-from lovia.timing import ModelStep, Step, steps_from_list, steps_to_meta
+from lovia.timing import ModelStep, Step, shared_step_dicts, steps_from_list
 from lovia.usage import Usage
 
 __all__ = [
@@ -300,11 +300,11 @@ class RunHead:
         return self.status == "running" and not self.is_held()
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict (its ``steps`` dicts are shared between calls: read it, do not change it)."""
         data = {name: getattr(self, name) for name in _HEAD_FIELDS}
         data["usage"] = self.usage.to_dict()
         data["owner"] = self.owner.to_dict() if self.owner else None
-        data["steps"] = steps_to_meta(self.steps)
+        data["steps"] = shared_step_dicts(self.steps)  # read-only dicts, kept from one save to the next
         return data
 
     @classmethod

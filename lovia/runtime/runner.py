@@ -578,22 +578,17 @@ class _Run:
             specs.append(recall.spec)
         request = ModelRequest(self._instructions[agent.name], [*self.history, *self.entries], specs, agent.name)
         model = self._model(agent)
-        assert self.head is not None
-        self.head.model = model.name
-        opened = ModelStep(agent=agent.name, model=model.name, started_at=time.time(), turn=self.head.turn + 1)
-        step = self._turn_step = self._step_started(opened)
-        first_token_at: float | None = None
         text: list[str] = []
         self._streaming = text  # kept by the head if the run stops before the turn ends
-        self._journal.turn_started()
+        step = self._model_turn_started(agent, model)
+        first_token_at: float | None = None
         slots: dict[int, dict[str, Any]] = {}
         usage = Usage()
         usage_reported = False
         finish: str | None = None
         async for chunk in model.stream(request):
             if first_token_at is None and isinstance(chunk, (TextChunk, ToolCallChunk)):
-                first_token_at = time.time()
-                self.head.steps[step] = replace(opened, first_token_at=first_token_at)  # for the journal
+                first_token_at = self._first_token(step)
             if isinstance(chunk, TextChunk):
                 if chunk.text:
                     text.append(chunk.text)
@@ -609,11 +604,7 @@ class _Run:
                 usage_reported = True
             elif isinstance(chunk, FinishChunk):
                 finish = chunk.reason
-        await self._journal.settle()  # the turn's snapshot, which clears the journal, must land after it
-        self._streaming = None
-        self._step_finished(step, first_token_at=first_token_at,
-                            input_tokens=usage.input_tokens if usage_reported else None,
-                            output_tokens=usage.output_tokens if usage_reported else None)
+        await self._model_turn_ended(step, usage if usage_reported else None)
         if usage_reported:
             usage.requests = max(usage.requests, 1)
         else:  # the endpoint reported no usage: its tokens are unknown, not zero
@@ -853,6 +844,32 @@ class _Run:
         assert self.head is not None
         self.head.steps[index] = replace(self.head.steps[index], finished_at=time.time(), **ended)
         self._open_steps.discard(index)
+
+    def _model_turn_started(self, agent: Agent[Any], model: Model) -> int:
+        """A model turn begins: the head names its model, records it as a step, and the journal starts pacing."""
+        assert self.head is not None
+        self.head.model = model.name
+        self._turn_step = self._step_started(ModelStep(agent=agent.name, model=model.name, started_at=time.time(),
+                                                       turn=self.head.turn + 1))
+        self._journal.turn_started()
+        return self._turn_step
+
+    def _first_token(self, index: int) -> float:
+        """The turn's first text or tool call arrived now: its step says so (the journal writes it with the text)."""
+        assert self.head is not None
+        step = self.head.steps[index]
+        assert isinstance(step, ModelStep)
+        now = time.time()
+        self.head.steps[index] = replace(step, first_token_at=now)
+        return now
+
+    async def _model_turn_ended(self, index: int, usage: Usage | None) -> None:
+        """The turn's stream ended: a journal write under way lands first (the turn's snapshot, which clears
+        the journal, comes after it), and the turn's step ends with the tokens reported (``None``: unknown)."""
+        await self._journal.settle()
+        self._streaming = None
+        self._step_finished(index, input_tokens=usage.input_tokens if usage else None,
+                            output_tokens=usage.output_tokens if usage else None)
 
     async def _journal_partial(self, text: str) -> bool:
         """Write the streaming turn's text so far to the checkpointer's journal, under this execution's claim."""

@@ -389,7 +389,9 @@ class InMemoryCheckpointer:
     It cannot recover anything after a crash: use it for tests and for resuming within one
     process, and :class:`~lovia.stores.sqlite.SQLiteCheckpointer` for crash recovery. Its
     methods never wait, so each is atomic for the tasks of one event loop. Like the in-memory
-    session, it does not report outside changes: nobody outside this process can make any.
+    session, it does not report outside changes: nobody outside this process can make any. It
+    keeps the partial-answer journal (:class:`~lovia.checkpoint.JournalingCheckpointer`), so a
+    run whose task died mid-answer in this process shows its text as the SQLite store's does.
     """
 
     def __init__(self) -> None:
@@ -454,6 +456,7 @@ class InMemoryCheckpointer:
         if step == "store_start":
             assert start is not None
             self._runs[run_id] = start
+            self._partials.pop(run_id, None)  # the journal of a run it replaced is over
             return None
         if step == "update" and stored is not None:  # the turn it was cut off in joins its timeline
             with_partial_step(stored.head, self._partial(run_id))
@@ -463,6 +466,8 @@ class InMemoryCheckpointer:
         if found is not None and step == "update":
             assert before is not None
             found.taken_from = with_partial(before, self._partial(run_id))
+        if step == "update":
+            self._partials.pop(run_id, None)  # read: taken, its journal is over (as in the SQLite store)
         return found
 
     @staticmethod

@@ -292,3 +292,20 @@ async def test_a_stopped_run_keeps_its_cut_off_text_in_the_head_not_the_journal(
         stopped = (await checkpointer.load("r1")).head
         assert stopped.status == "interrupted" and answer.startswith(stopped.cut_off_text)
         assert len(stopped.cut_off_text) == 20 * 3
+
+
+async def test_a_journal_written_through_another_store_is_cleared_by_the_claim_that_takes_the_run(tmp_path):
+    """As two processes on one file: the one taking the run over reads the journal in its claim, then drops it."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as first, SQLiteCheckpointer(db, wal=True) as second:
+        await first.save(RunSnapshot("r1", head("A"), [UserMessage(text="go")]))
+        turn = ModelStep("a", "m", started_at=5.0, first_token_at=5.5, turn=1)
+        assert await first.journal_partial("r1", "words so far", claim="A", step=turn)
+        assert (await second.load("r1")).head.cut_off_text == "words so far"
+        taken = await second.claim("r1", RunOwner.current(), token="B", lease_seconds=60)
+        assert taken.taken_from.cut_off_text == "words so far" and taken.head.steps == [turn]
+        assert journalled_in(db, "r1") is None
+        assert not await first.journal_partial("r1", "too late", claim="A")  # the claim moved on
+        assert journalled_in(db, "r1") is None
+        await second.save(RunSnapshot("r1", taken.head, [UserMessage(text="go")]))  # nothing of it journalled here
+        assert (await second.load("r1")).head.steps == [turn]
