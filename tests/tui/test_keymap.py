@@ -331,3 +331,14 @@ def test_lovia_keys_reports_clashes_and_wrong_tables(tmp_path):
 
 def test_parse_keys_normalizes_like_textual():
     assert parse_keys({"sessions": {"filter": "?, /"}}, "x.toml") == {"sessions.filter": ("question_mark", "slash")}
+
+
+def test_the_readme_keymap_example_is_read_as_it_says(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Keymap"):readme.index("### Configuration")]
+    example = section[section.index("```toml") + len("```toml"):section.index("```", section.index("```toml") + 7)]
+    keymap = Keymap(Config.load(config_file(tmp_path, example)).keys)
+    assert keymap.keys("transcript.copy") == ("ctrl+y",) and keymap.key_text("app.help") == "f1 / ?"
+    assert keymap.clashes() == []
+    for name in re.findall(r"`([a-z-]+\.[a-z_]+)`", section):
+        assert name in actions(), name
