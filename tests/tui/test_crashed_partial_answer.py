@@ -12,7 +12,9 @@ import pytest
 from rich.console import Console
 
 from lovia import SQLiteSession
+from lovia.models import ScriptedModel
 from lovia.timing import steps_from_meta
+from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from tests.runtime.drip_server import PARTIAL, DripServer
@@ -65,3 +67,30 @@ async def test_a_crashed_run_shows_its_streamed_text_cut_off_and_finalize_keeps_
     assert segment.entries[-1].finish_reason == "cut_off"
     [turn] = steps_from_meta(segment.meta)  # the turn it died in, from the journal: its timeline is kept
     assert turn.kind == "model" and turn.finished_at is None
+
+
+async def test_sending_after_a_crashed_run_keeps_its_streamed_text_as_a_partial_before_the_new_message(tmp_path):
+    db = tmp_path / "lovia.db"
+    with DripServer() as server:
+        await asyncio.to_thread(stream_then_kill, db, server)
+    app = make_app(db, model=ScriptedModel(["the next answer"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = app.screen.chat
+        await chat.open_session("s1")
+        await settle(pilot)
+        chat.composer.focus()
+        await pilot.pause()
+        await pilot.press(*"and then?", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        assert "crashed" in str(app.screen.question) and "Keep as partial" in str(app.screen.question)
+        await pilot.press("k")
+        await settle(pilot)
+        await wait_for(pilot, lambda: not chat.running)
+        views = list(chat.transcript.query(AssistantMessageView))
+        assert [(v.text, v.finish_reason) for v in views] == [(PARTIAL, "cut_off"), ("the next answer", None)]
+    async with SQLiteSession(db, wal=True) as session:
+        crashed, new = await session.segments("s1")
+    assert crashed.meta["ended"] == "crashed"
+    assert [(e.text, getattr(e, "finish_reason", None)) for e in crashed.entries] == [
+        ("tell me", None), (PARTIAL, "cut_off")]
+    assert [e.text for e in new.entries] == ["and then?", "the next answer"]
