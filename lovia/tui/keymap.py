@@ -201,6 +201,20 @@ def builtin_bindings(cls: type[DOMNode]) -> list[Binding]:
 
 
 @cache
+def declared_position(cls: type[DOMNode], binding_id: str | None) -> int:
+    """Where the binding ``binding_id`` is declared among the bindings ``cls`` has (its own first,
+    then its bases'); a binding without an id, or unknown, comes after every declared one."""
+    position = 0
+    for owner in cls.__mro__:
+        if isinstance(owner, type) and issubclass(owner, DOMNode):
+            for binding in own_bindings(owner):
+                if binding_id is not None and binding.id == binding_id:
+                    return position
+                position += 1
+    return position
+
+
+@cache
 def actions() -> dict[str, Action]:
     """Every named action, by name, in the order the help lists them (by scope, then as declared)."""
     found: dict[str, Action] = {}

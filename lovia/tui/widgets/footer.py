@@ -9,6 +9,8 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
 
+from lovia.tui.keymap import declared_position, keymap_of
+
 ALWAYS_SHOWN = frozenset({"help"})
 """Actions the footer shows however narrow the screen: f1 lists every key the footer leaves out."""
 
@@ -24,6 +26,8 @@ class LoviaFooter(Footer):
     def compose(self) -> ComposeResult:
         widgets = list(super().compose())
         keys = [w for w in widgets if isinstance(w, FooterKey) and not w.has_class("-command-palette")]
+        if keymap_of(self).rebound:
+            keys = self._in_declared_order(keys)
         others = [w for w in widgets if w not in keys]
         room = self.app.size.width - sum(_width(w) for w in others if isinstance(w, FooterKey))
         room -= sum(_width(w) for w in keys if w.action in ALWAYS_SHOWN)
@@ -37,6 +41,33 @@ class LoviaFooter(Footer):
             shown.append(key)
         yield from shown
         yield from others
+
+    def _in_declared_order(self, keys: list[FooterKey]) -> list[FooterKey]:
+        """``keys`` with each entry the config file's ``[keys]`` moved back in its declared place.
+
+        Textual puts a rebound binding after every other binding of its widget, where a narrow
+        footer leaves it out first; it goes back before the first entry of the same widget that
+        its BINDINGS declare after it. Every other entry keeps Textual's order.
+        """
+        active = self.screen.active_bindings
+        rebound = keymap_of(self).rebound
+
+        def source(key: FooterKey) -> tuple[object, int, bool]:
+            found = active.get(key.key)
+            if found is None:
+                return None, 0, False
+            binding_id = found.binding.id
+            return found.node, declared_position(type(found.node), binding_id), binding_id in rebound
+
+        ordered = [key for key in keys if not source(key)[2]]
+        for key in keys:
+            node, position, moved = source(key)
+            if not moved:
+                continue
+            later = [i for i, other in enumerate(ordered) if source(other)[0] is node and source(other)[1] > position]
+            same = [i for i, other in enumerate(ordered) if source(other)[0] is node]
+            ordered.insert(later[0] if later else same[-1] + 1 if same else len(ordered), key)
+        return ordered
 
     _composed_for: int | None = None  # the width the entries were picked for
     _composed_from: tuple[object, ...] | None = None  # what the entries shown were made from
