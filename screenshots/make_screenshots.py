@@ -109,6 +109,51 @@ async def shoot_runs_stopped(tmp: Path) -> None:
     await shoot(db, "runs-stopped-dark", "lovia-dark", runs_stopped)
 
 
+async def fork_from_a_message(pilot) -> None:
+    """The newest session forked at its last stored answer (f in the transcript): the fork is open.
+
+    The fork records when it was made: the clock reads a fixed time meanwhile, as the demo data's do.
+    """
+    from unittest import mock
+
+    from screenshots.demo_data import BASE_TIME
+
+    transcript = pilot.app.screen.chat.transcript
+    transcript.focus()
+    await pilot.press("end", "up", "up", "up")
+    with mock.patch("time.time", return_value=BASE_TIME + 2 * 3600):
+        await pilot.press("f")
+        await pilot.pause(0.5)
+        await pilot.app.workers.wait_for_complete()
+
+
+async def timeline_of_a_run(pilot) -> None:
+    """The waterfall of the run that called a tool: ``w`` on one of its messages."""
+    transcript = pilot.app.screen.chat.transcript
+    transcript.focus()
+    await pilot.pause()
+    views = transcript.views
+    transcript.selected = next(i for i, view in enumerate(views)
+                               if transcript.header_above(view).run_id == "s-atlas-run-1")
+    await pilot.press("w")
+    await pilot.pause(0.3)
+
+
+async def runs_stopped(pilot) -> None:
+    """The runs list saying how each run stopped, and the inspector on one stopped inside two calls."""
+    pilot.app.screen.query_one("#run-list").focus()
+    await pilot.press("down", "down")
+    await pilot.pause(0.3)
+    await pilot.press("f6")
+
+
+async def shoot_runs_stopped(tmp: Path) -> None:
+    db = tmp / "stopped.db"
+    await build(db)
+    await build_stopped_runs(db)
+    await shoot(db, "runs-stopped-dark", "lovia-dark", runs_stopped)
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
@@ -121,6 +166,8 @@ async def main() -> None:
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
         await shoot_runs_stopped(Path(tmp))
         await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
+        # Last: the fork becomes the newest session, which the shots above would open.
+        await shoot(db, "fork-dark", "lovia-dark", fork_from_a_message, NARROW)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 
 from lovia.tui import format
 from screenshots.demo_data import BASE_TIME, build, build_stopped_runs
-from tests.tui.conftest import make_app, wait_for
+from tests.tui.conftest import make_app, settle, wait_for
 
 SIZE = (160, 45)
 SIZES = {"80x24": (80, 24), "100x30": (100, 30), "160x45": SIZE}
@@ -250,3 +250,35 @@ def test_dangling_calls_marked_may_have_run(snap_compare, stopped_runs_db, size)
         await pilot.pause()
 
     assert snap_compare(app_on(stopped_runs_db, "lovia-dark"), terminal_size=SIZES[size], run_before=steady(decide))
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_a_session_forked_from_a_message(snap_compare, demo_db, size):
+    """f on the newest session's first answer: the fork (that exchange) is open, its origin beside its title."""
+    from unittest import mock
+
+    async def fork(pilot):
+        pilot.app.screen.chat.transcript.focus()
+        await pilot.press("home", "down")
+        with mock.patch("time.time", return_value=BASE_TIME + 2 * 3600):  # the fork records when it was made
+            await pilot.press("f")
+            await wait_for(pilot, lambda: pilot.app.screen.chat.session_id != "s-atlas" and pilot.app.focused
+                           is pilot.app.screen.chat.composer)
+            await pilot.app.workers.wait_for_complete()
+        pilot.app.clear_notifications()
+        await settle(pilot)  # the fork opens at its end, once laid out (code highlighted, the view anchored)
+        transcript = pilot.app.screen.chat.transcript
+        await wait_for(pilot, lambda: transcript.max_scroll_y == 0 or transcript.scroll_y >= transcript.max_scroll_y)
+        chat, lists = pilot.app.screen.chat, pilot.app.screen.query("#session-list")
+        # Where the sessions list is shown, its highlight has moved on to the fork (the lists refresh after it opens).
+        await wait_for(pilot, lambda: not lists or (lists.first().highlighted is not None and lists.first()
+                       .get_option_at_index(lists.first().highlighted).id == chat.session_id))
+        await pilot.pause()
+
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=SIZES[size], run_before=steady(fork))
+
+
+def test_export_prompt_at_80x24(snap_compare, demo_db, monkeypatch):
+    """ctrl+s asks where to write the open session, suggesting a file in the current directory."""
+    monkeypatch.chdir("/")
+    assert snap_compare(app_on(demo_db, "lovia-light"), terminal_size=(80, 24), run_before=steady(press=["ctrl+s"]))
