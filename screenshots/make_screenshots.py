@@ -82,33 +82,6 @@ async def stop_and_continue(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
 
 
-async def timeline_of_a_run(pilot) -> None:
-    """The waterfall of the run that called a tool: ``w`` on one of its messages."""
-    transcript = pilot.app.screen.chat.transcript
-    transcript.focus()
-    await pilot.pause()
-    views = transcript.views
-    transcript.selected = next(i for i, view in enumerate(views)
-                               if transcript.header_above(view).run_id == "s-atlas-run-1")
-    await pilot.press("w")
-    await pilot.pause(0.3)
-
-
-async def runs_stopped(pilot) -> None:
-    """The runs list saying how each run stopped, and the inspector on one stopped inside two calls."""
-    pilot.app.screen.query_one("#run-list").focus()
-    await pilot.press("down", "down")
-    await pilot.pause(0.3)
-    await pilot.press("f6")
-
-
-async def shoot_runs_stopped(tmp: Path) -> None:
-    db = tmp / "stopped.db"
-    await build(db)
-    await build_stopped_runs(db)
-    await shoot(db, "runs-stopped-dark", "lovia-dark", runs_stopped)
-
-
 async def fork_from_a_message(pilot) -> None:
     """The newest session forked at its last stored answer (f in the transcript): the fork is open.
 
