@@ -391,7 +391,8 @@ async def _command(args: argparse.Namespace) -> int:
         db = default_db_path()
     if not db.is_file():
         raise UserError(f"no lovia data file at {db}: give one with --db")
-    async with SQLiteSession(db, wal=True) as session:
+    # wal=False leaves the file's journal mode as it is (a WAL file stays WAL): an export only reads.
+    async with SQLiteSession(db, wal=False) as session:
         session_id = await resolve_session_id(session, args.session_id)
         if args.output is None:
             await export_session(session, session_id, sys.stdout, fmt=args.format or "md")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -238,6 +239,16 @@ def test_the_command_refuses_with_exit_2_and_a_clear_message(db, tmp_path, args,
     assert done.stderr.startswith("lovia export: ") and message in done.stderr
     assert done.stdout == ""
     assert not (tmp_path / "missing.db").exists()  # never creates a file
+
+
+async def test_the_command_leaves_the_file_s_journal_mode_as_it_was(tmp_path):
+    path = tmp_path / "plain.db"
+    async with SQLiteSession(path) as store:  # rollback-journal mode, as a library user may keep it
+        await fill(store)
+    done = lovia("export", "s-export-1", "--db", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
 
 
 def test_the_command_is_in_the_help(tmp_path):
