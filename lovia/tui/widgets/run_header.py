@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from textual import events
+from textual.content import Content
+from textual.geometry import Size
 from textual.widgets import Static
 
 from lovia.timing import ModelStep, Step, ToolStep
@@ -45,7 +46,7 @@ class RunHeader(Static):
         super().__init__()
         self.run = run
         self._summary: StepSummary | None = None
-        self._shown_text: str | None = None
+        self._layout_width = 0  # the width the last layout gave it (0: not laid out yet)
         self.show_run(run)
 
     @property
@@ -59,17 +60,22 @@ class RunHeader(Static):
         for state in STATES:
             self.set_class(state == shown, f"-{state}")
         self._summary = StepSummary.of(run.steps) if run.steps else None
-        self._fit(self.content_region.width)
+        self.refresh(layout=True)
 
-    def on_resize(self, event: events.Resize) -> None:
-        self._fit(self.content_region.width)
+    # The line is made for the width the header gets, when it is laid out and drawn: never drawn
+    # for another width first and laid out again once it knows its own.
 
-    def _fit(self, width: int) -> None:
-        """Show the header line with as much timing detail as fits ``width`` (0: not laid out yet, all of it)."""
-        text = header_line(self.run, self._summary, width)
-        if text != self._shown_text:
-            self._shown_text = text
-            self.update(text)
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        self._layout_width = width
+        # Measured as Widget.get_content_height measures a visual (its styles serve as the rules map).
+        return Content(self._line(width)).get_height(self.styles, width) if width else 0  # type: ignore[arg-type]
+
+    def render(self) -> Content:
+        return Content(self._line(self._layout_width or self.content_region.width))
+
+    def _line(self, width: int) -> str:
+        """The header line with as much timing detail as fits ``width`` (0: unknown, all of it)."""
+        return header_line(self.run, self._summary, width)
 
     def set_state(self, state: RunState) -> None:
         """The same run, now ``state`` (e.g. ``running`` again on a resume)."""
