@@ -254,3 +254,27 @@ async def test_the_command_leaves_the_file_s_journal_mode_as_it_was(tmp_path):
 def test_the_command_is_in_the_help(tmp_path):
     done = lovia("--help", cwd=tmp_path)
     assert "lovia export SESSION_ID" in done.stdout
+
+
+async def test_a_long_session_is_read_a_page_at_a_time(tmp_path):
+    """1,000 entries in 100 runs, exported with pages of 200: no read asks for more than a page."""
+    asked: list[tuple[int | None, int]] = []
+
+    class Counting(SQLiteSession):
+        async def read_page(self, session_id, *, start=None, limit=200):
+            asked.append((start, limit))
+            return await super().read_page(session_id, start=start, limit=limit)
+
+        async def segments(self, session_id):
+            raise AssertionError("a paged store is never read whole")
+
+    async with Counting(tmp_path / "long.db") as store:
+        for run in range(100):
+            await store.append("s-long", [UserMessage(text=f"q{run}.{i}") for i in range(10)])
+        out = io.StringIO()
+        summary = await export_session(store, "s-long", out, fmt="jsonl", page=200)
+    assert (summary.runs, summary.entries) == (100, 1000)
+    assert asked == [(0, 200), (200, 200), (400, 200), (600, 200), (800, 200), (1000, 200)]
+    positions = [json.loads(line)["position"] for line in out.getvalue().splitlines()
+                 if json.loads(line)["record"] == "entry"]
+    assert positions == list(range(1000))

@@ -172,3 +172,29 @@ async def test_fork_and_export_are_in_the_command_palette(tmp_path):
         await select(pilot, 1)
         titles = [command.title for command in app.get_system_commands(app.screen)]
         assert "Fork from selected message" in titles and "Export session" in titles
+
+
+async def test_a_store_without_fork_hides_it_and_export_still_works(tmp_path, monkeypatch):
+    """The four methods of the spec only: f does nothing and the palette offers no fork; ctrl+s exports."""
+    from tests.tui.test_custom_sessions import FourMethodSession
+
+    store = FourMethodSession()
+    await store.append("s-plain", [UserMessage(text="hi"), AssistantMessage(text="hello", agent="assistant")])
+    monkeypatch.chdir(tmp_path)
+    app = make_app(tmp_path / "lovia.db", session=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        chat = app.screen.query_one(ChatPanel)
+        await chat.open_session("s-plain")
+        await select(pilot, 1)
+        assert not chat.transcript.check_action("fork", ())
+        await pilot.press("f")
+        await settle(pilot)
+        assert chat.session_id == "s-plain" and list(store.stored) == ["s-plain"]
+        assert "Fork from selected message" not in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await pilot.press("enter")
+        await settle(pilot)
+        text = (tmp_path / "lovia-s-plain.md").read_text()
+        assert "\nhi\n" in text and "\nhello\n" in text
