@@ -83,7 +83,10 @@ async def stop_inside_the_charge(charges: Charges, agent: Agent, session, checkp
     """Start the run and stop it while the charge executes: the call is left dangling."""
     task = asyncio.ensure_future(Runner.run(agent, "buy it", session=session, session_id="s-shop",
                                             checkpoint=CheckpointOptions(checkpointer, RUN)))
-    await charges.started.wait()
+    started = asyncio.ensure_future(charges.started.wait())
+    await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
+    started.cancel()
+    assert not task.done(), task.exception()  # a run that failed before the tool would leave this test waiting
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -221,3 +224,41 @@ async def test_refused_while_the_run_executes_in_this_process(tmp_path):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert [e.type for e in (await checkpointer.load(RUN)).entries] == ["user", "assistant", "tool_call"]
+
+
+class PlainCheckpointer:
+    """Only the spec's Checkpointer (save, load, delete) over a dict: no claims, no listing."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunSnapshot] = {}
+
+    async def save(self, snapshot: RunSnapshot) -> None:
+        self.runs[snapshot.run_id] = RunSnapshot(snapshot.run_id, dataclasses.replace(snapshot.head),
+                                                 list(snapshot.entries))
+
+    async def load(self, run_id: str) -> RunSnapshot | None:
+        stored = self.runs.get(run_id)
+        return None if stored is None else RunSnapshot(run_id, dataclasses.replace(stored.head), list(stored.entries))
+
+    async def delete(self, run_id: str) -> bool:
+        return self.runs.pop(run_id, None) is not None
+
+
+async def test_a_checkpointer_that_cannot_claim_checks_the_stored_head():
+    checkpointer = PlainCheckpointer()
+    session = InMemorySession()
+    charges = Charges()
+    agent = agent_for(charges)
+    await stop_inside_the_charge(charges, agent, session, checkpointer)
+    await complete_dangling_call(checkpointer, RUN, "c-charge", output="charged 5 already")
+    after = await checkpointer.load(RUN)
+    assert after.head.status == "interrupted" and not after.head.is_held()
+    result = await resume(agent, session, checkpointer)
+    assert charges.executions == 1 and result.final_output == "saw charged 5 already"
+
+    held = dataclasses.replace(after.head, status="running", owner=RunOwner(host="worker-far", pid=7, started=1),
+                               claim="t-far", lease_until=4_000_000_000.0)
+    await checkpointer.save(RunSnapshot("run-held", held, [UserMessage(text="x"), ToolCall(
+        call_id="c-1", name="charge_card", arguments="{}", agent="shop")]))
+    with pytest.raises(RunClaimedError, match="run 'run-held' is being executed by process 7 on worker-far"):
+        await complete_dangling_call(checkpointer, "run-held", "c-1", output="x")
