@@ -25,7 +25,7 @@ from lovia.models import DemoModel
 from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
-from lovia.tui.screens.timeline import TimelineScreen, draw_rows
+from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows
 from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
@@ -155,6 +155,28 @@ def test_the_waterfall_places_each_step_on_the_runs_axis():
     assert max(len(row) for row in rows) <= 80
     wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()
     assert "ttft 400ms · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
+
+
+def test_a_pause_between_a_stop_and_a_resume_is_folded_so_the_steps_stay_readable():
+    steps = (ModelStep("assistant", "m", T0, T0 + 0.5, T0 + 2.0, turn=1),
+             ToolStep("call-1", "wait", T0 + 2.0, T0 + 2.5, cut_off=True),  # stopped here; resumed an hour later
+             ToolStep("call-1", "wait", T0 + 3600.0, T0 + 3601.0),
+             ModelStep("assistant", "m", T0 + 3601.0, T0 + 3601.5, T0 + 3603.0, turn=2))
+    run = TranscriptRun("r", (), "completed", T0, 3603.0, steps=steps)
+    axis = axis_of(run, T0 + 9999, 60)
+    assert axis.folds == ((T0 + 2.5, T0 + 3600.0),)
+    for at in (T0, T0 + 1.0, T0 + 2.5, T0 + 1800.0, T0 + 3600.0, T0 + 3602.0):
+        assert axis.offset_at(round(axis.position(at))) == pytest.approx(at - T0, abs=axis.span / 2)
+    assert [axis.position(t) for t in (T0, T0 + 2.5, T0 + 3600, T0 + 3603)] == \
+        sorted(axis.position(t) for t in (T0, T0 + 2.5, T0 + 3600, T0 + 3603))
+    rows = plain(draw_rows(run, 80, T0 + 9999)).splitlines()
+    assert "⋯" in rows[0] and rows[0].rstrip().endswith(" 1h 00m")  # the pause is marked; the run's length
+    first_turn, last_turn = rows[1], rows[4]
+    assert first_turn.count("█") >= 8 and last_turn.count("█") >= 8  # seconds of work still seconds wide
+    stopped = replace(run, steps=steps[:2])  # the hour before it was recorded as partial is a pause too
+    assert axis_of(stopped, T0, 60).folds == ((T0 + 2.5, T0 + 3603.0),)
+    assert plain(draw_rows(stopped, 80, T0)).splitlines()[1].count("█") >= 8
+    assert axis_of(replace(stopped, duration=2.5), T0, 60).folds == ()  # no pause: nothing folded
 
 
 @pytest.mark.parametrize("size", SIZES)

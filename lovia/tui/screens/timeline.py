@@ -46,26 +46,70 @@ STYLES = {"waiting": "$accent 60%", "streaming": "$accent", "tool": "$success", 
           "open": "$warning", "label": "", "muted": "$text-muted"}
 
 
+FOLD_SECONDS = 30.0
+"""A pause with no step under way longer than this, and than all the steps' time together, is
+folded to :data:`FOLD_COLUMNS` (a run stopped and resumed an hour later still shows its steps)."""
+FOLD_COLUMNS = 3
+FOLD = "⋯"
+
+
 @dataclass(frozen=True)
 class Axis:
-    """The run's time axis: ``start`` to ``end`` (epoch seconds) over ``width`` columns."""
+    """The run's time axis: ``start`` to ``end`` (epoch seconds) over ``width`` columns.
+
+    Each of ``folds`` (a pause, from and to) takes :data:`FOLD_COLUMNS` columns whatever its
+    length; the rest of the time is spread evenly over the other columns.
+    """
 
     start: float
     end: float
     width: int
+    folds: tuple[tuple[float, float], ...] = ()
 
     @property
     def span(self) -> float:
         return max(self.end - self.start, 1e-9)
 
+    @property
+    def _seconds_per_column(self) -> float:
+        unfolded = self.span - sum(to - since for since, to in self.folds)
+        return max(unfolded, 1e-9) / max(1, self.width - FOLD_COLUMNS * len(self.folds))
+
+    def position(self, at: float) -> float:
+        """Where ``at`` falls on the axis, in columns from its start (not rounded)."""
+        column, since = 0.0, self.start
+        for fold_start, fold_end in self.folds:
+            if at <= fold_start:
+                break
+            if at < fold_end:
+                return column + (fold_start - since) / self._seconds_per_column + \
+                    (at - fold_start) / (fold_end - fold_start) * FOLD_COLUMNS
+            column += (fold_start - since) / self._seconds_per_column + FOLD_COLUMNS
+            since = fold_end
+        return column + (at - since) / self._seconds_per_column
+
+    def offset_at(self, column: int) -> float:
+        """Seconds from the axis' start at the start of ``column`` (the inverse of :meth:`position`)."""
+        seconds, since, left = 0.0, self.start, float(column)
+        for fold_start, fold_end in self.folds:
+            before = (fold_start - since) / self._seconds_per_column
+            if left <= before:
+                break
+            left -= before + FOLD_COLUMNS
+            seconds += fold_end - since
+            since = fold_end
+            if left < 0:
+                return seconds + left / FOLD_COLUMNS * (fold_end - fold_start)
+        return seconds + left * self._seconds_per_column
+
     def column(self, at: float) -> int:
         """The column ``at`` falls in, within ``0 .. width``."""
-        return min(self.width, max(0, math.floor((at - self.start) / self.span * self.width)))
+        return min(self.width, max(0, math.floor(self.position(at))))
 
     def bar(self, start: float, end: float) -> tuple[int, int]:
         """The columns a step from ``start`` to ``end`` covers: at least one, within the axis."""
         first = min(self.column(start), self.width - 1)
-        last = max(first + 1, min(self.width, math.ceil((end - self.start) / self.span * self.width)))
+        last = max(first + 1, min(self.width, math.ceil(self.position(end))))
         return first, last
 
 
@@ -83,7 +127,24 @@ def axis_of(run: TranscriptRun, now: float, width: int) -> Axis:
         ends.append(run.started_at + run.duration)
     if run.state in LIVE_STATES:
         ends.append(now)
-    return Axis(start, max(ends, default=start), max(1, width))
+    end = max(ends, default=start)
+    width = max(1, width)
+    return Axis(start, end, width, pauses(run, start, end) if width >= 4 * FOLD_COLUMNS * 2 else ())
+
+
+def pauses(run: TranscriptRun, start: float, end: float) -> tuple[tuple[float, float], ...]:
+    """The pauses of a run worth folding (see :data:`FOLD_SECONDS`): from ``start`` to ``end``, the
+    stretches when no step was under way (one that never ended is under way to ``end``)."""
+    busy: list[list[float]] = []
+    for since, until in sorted((s.started_at, s.finished_at if s.finished_at is not None else end) for s in run.steps):
+        if busy and since <= busy[-1][1]:
+            busy[-1][1] = max(busy[-1][1], until)
+        else:
+            busy.append([since, until])
+    working = sum(until - since for since, until in busy)
+    edges = [start, *(edge for span in busy for edge in span), end]
+    gaps = zip(edges[0::2], edges[1::2], strict=True)
+    return tuple((since, until) for since, until in gaps if until - since > max(FOLD_SECONDS, working))
 
 
 def step_name(step: Step) -> str:
@@ -161,14 +222,23 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
     head = _cell("step", columns.name) + _cell("took", columns.took, right=True) + \
         _cell("start", columns.start, right=True) + _cell("figures", columns.figures)
     ticks = [" "] * axis.width
+
+    def place(at: int, label: str) -> None:
+        """Put ``label`` at column ``at`` if it fits there with a space either side of it."""
+        if at + len(label) <= axis.width and all(c == " " for c in ticks[max(0, at - 1):at + len(label) + 1]):
+            ticks[at:at + len(label)] = label
+
+    total = format.duration(axis.span)
+    place(axis.width - len(total), total)  # the run's length, at the end
+    for fold_start, _ in axis.folds:  # a pause folded: its columns say so
+        place(min(axis.column(fold_start), axis.width - FOLD_COLUMNS) + 1, FOLD)
+    shown = {total}
     for quarter in range(4):
         at = axis.width * quarter // 4
-        label = "0s" if quarter == 0 else f"+{format.duration(axis.span * quarter / 4)}"
-        if all(c == " " for c in ticks[max(0, at - 1):at + len(label) + 1]) and at + len(label) <= axis.width:
-            ticks[at:at + len(label)] = label
-    total = format.duration(axis.span)
-    if all(c == " " for c in ticks[axis.width - len(total) - 1:]):
-        ticks[axis.width - len(total):] = total
+        label = "0s" if quarter == 0 else f"+{format.duration(axis.offset_at(at))}"
+        if label.lstrip("+") not in shown:
+            shown.add(label.lstrip("+"))
+            place(at, label)
     return Content.assemble((head, STYLES["muted"]), ("".join(ticks), STYLES["muted"]))
 
 
@@ -205,9 +275,9 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
 def legend() -> Content:
     """What the bars' marks mean, and the keys."""
     return Content.assemble(
-        (WAITING, STYLES["waiting"]), " to first token  ", (STREAMING, STYLES["streaming"]), " streaming  ",
+        (WAITING, STYLES["waiting"]), " waiting  ", (STREAMING, STYLES["streaming"]), " streaming  ",
         (TOOL, STYLES["tool"]), " tool  ", (FAILED, STYLES["error"]), " error  ",
-        (OPEN, STYLES["open"]), " never ended · esc closes",
+        (OPEN, STYLES["open"]), f" never ended  {FOLD} pause · esc closes",
     )
 
 
