@@ -4,6 +4,7 @@ reported, and a wrong table is refused with a message that says what to fix."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -13,8 +14,10 @@ from pathlib import Path
 import pytest
 from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
 
+from lovia import Agent, tool
 from lovia.cli import main as lovia_main
 from lovia.errors import UserError
+from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.config import Config
 from lovia.tui.keymap import (
     TAKE_TURNS,
@@ -344,3 +347,30 @@ def test_the_readme_keymap_example_is_read_as_it_says(tmp_path):
     assert keymap.clashes() == []
     for name in re.findall(r"`([a-z-]+\.[a-z_]+)`", section):
         assert name in actions(), name
+
+
+async def test_the_welcome_and_the_notices_name_the_keys_in_force(tmp_path):
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def step() -> str:
+        """One slow step."""
+        started.set()
+        await release.wait()
+        return "done"
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("step", {}, call_id="c1")]), "All done."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[step]),
+                   keys={"app.help": ("f12",), "composer.send": ("f9",), "chat.resume": ("f5",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        welcome = str(app.screen.query_one("#welcome").render())
+        assert "press f9 to start" in welcome and "f12 lists every key" in welcome
+        app.screen.chat.composer.focus()
+        await pilot.press("h", "i", "f9")
+        await wait_for(pilot, started.is_set)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert "Stopped. f5 resumes it" in app.export_screenshot().replace("&#160;", " ")
+        release.set()

@@ -33,6 +33,7 @@ from lovia.export import default_file_name
 from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
+from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.screens.timeline import TimelineScreen, run_for_timeline
@@ -63,8 +64,10 @@ WIDE = 150
 SIDE_PANES = {"sessions": "SessionsPane", "runs": "#side"}
 """The panes that fold, by name: what ctrl+b and ctrl+o show and hide."""
 
-WELCOME = ("Write a message below and press enter to start a conversation. "
-           "f1 lists every key; ctrl+p finds any action by name.")
+WELCOME_TEMPLATE = ("Write a message below and press {send} to start a conversation. "
+                    "{help} lists every key; {palette} finds any action by name.")
+WELCOME = WELCOME_TEMPLATE.format(send="enter", help="f1", palette="ctrl+p")
+"""The welcome with lovia's default keys; with keys moved by the config file's [keys], the template's."""
 
 
 class MainScreen(Screen):
@@ -144,6 +147,13 @@ class MainScreen(Screen):
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
         self._chat_panel: ChatPanel | None = None
 
+    def _welcome(self) -> str:
+        keymap = keymap_of(self)
+        if not keymap.rebound:
+            return WELCOME
+        return WELCOME_TEMPLATE.format(send=keymap.key_text("composer.send"), help=keymap.key_text("app.help"),
+                                       palette=keymap.key_text("app.command_palette"))
+
     def compose(self) -> ComposeResult:
         # The width's class from the start: set by Textual's first resize, it restyled and laid
         # out every widget again before the first paint.
@@ -160,7 +170,7 @@ class MainScreen(Screen):
             if sessions is not None:
                 yield sessions
             with Vertical(id="conversation"):
-                yield Static(WELCOME, id="welcome")
+                yield Static(self._welcome(), id="welcome")
                 yield self._chat_panel
             with side:
                 if self.backend.can_list_runs:

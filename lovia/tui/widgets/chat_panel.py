@@ -47,6 +47,7 @@ from lovia.tui.backend import (
     run_state,
 )
 from lovia.tui.clipboard import copy_text
+from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.choice import Choice, ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.store_errors import told_on
@@ -270,7 +271,8 @@ class ChatPanel(Vertical):
                     await transcript.end_run("completed", await self._stored_run(stream.run_id))
                 elif isinstance(event, RunInterrupted):
                     await transcript.end_run("interrupted", await self._stored_run(stream.run_id))
-                    await transcript.add_notice("Stopped. ctrl+r resumes it; sending your next message keeps what "
+                    resume = keymap_of(self).key_text("chat.resume")
+                    await transcript.add_notice(f"Stopped. {resume} resumes it; sending your next message keeps what "
                                                 "it did so far in the conversation, marked as stopped.", "warning")
                 elif isinstance(event, RunFailed):
                     reported = event.error
@@ -288,8 +290,9 @@ class ChatPanel(Vertical):
                             self.composer.move_cursor(self.composer.document.end)
                         hint = "Nothing of this run was stored: your message is back in the composer to send again."
                     else:
-                        hint = "What was stored is kept: ctrl+r retries the run from its checkpoint; ctrl+l edits " \
-                               "the message."
+                        keys = keymap_of(self).key_text
+                        hint = f"What was stored is kept: {keys('chat.resume')} retries the run from its checkpoint; " \
+                               f"{keys('chat.edit_last')} edits the message."
                     await transcript.add_notice(f"✗ {event.error}", "error", hint=hint)
         except Exception as exc:
             # The run's own error is shown in the transcript; anything else is a bug, unless the app is
