@@ -22,6 +22,7 @@ import pytest
 from lovia import Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage, tool
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot
 from lovia.models import DemoModel
+from lovia.session import SessionInfo
 from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
@@ -501,3 +502,24 @@ async def test_a_run_killed_inside_a_tool_call_has_a_timeline_from_its_head(tmp_
         rows = plain(app.screen.query_one("#timeline-rows").render()).splitlines()
         assert rows[1].startswith("turn 1")
         assert rows[2].startswith("  ⚙ wait") and "…" in rows[2]  # it never ended
+
+
+async def test_ten_thousand_sessions_sort_longest_first_from_their_listings_a_page_drawn(tmp_path, monkeypatch):
+    monkeypatch.setattr(format, "clock", lambda: T0)
+    count = 10_000
+    listed = [SessionInfo(f"s-{i:05d}", f"session {i}", 2, 1, T0 - 60 * i, T0 - 60 * i, float((i * 7919) % count))
+              for i in range(count)]  # newest first, a minute apart, every run time once
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(SessionsPane)
+        pane.show(listed, None)
+        pane.set_time_view(next(v for v in TIME_VIEWS if v.name == "longest"))
+        await pilot.pause()
+        assert [info.total_run_seconds for info in pane.sessions[:3]] == [count - 1, count - 2, count - 3]
+        options = app.screen.query_one("#session-list")
+        assert options.option_count == PAGE + 1 and options.highlighted == 0
+        pane.set_time_view(next(v for v in TIME_VIEWS if v.name == "today"))  # T0 is a Wednesday, 12:00 UTC
+        assert len(pane.sessions) == 12 * 60 + 1
+        pane.set_time_view(next(v for v in TIME_VIEWS if v.name == "this week"))  # since Monday 00:00
+        assert len(pane.sessions) == (2 * 24 + 12) * 60 + 1
