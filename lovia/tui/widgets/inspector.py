@@ -172,8 +172,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             note = Text.assemble((f"\n{format.count(len(dangling), 'tool call')} running now: ", "bold"), calls)
         elif dangling and head.status != "completed":
             decidable = dangling
-            note = Text.assemble((f"\n{format.count(len(dangling), 'dangling call')} — may have run before the "
-                                  "stop; resuming runs each again unless you give its result:", "bold"))
+            note = Text.assemble((f"\n{format.count(len(dangling), 'dangling call')} — will run again on resume "
+                                  "unless you give its result (each may have run before the stop): ", "bold"), calls)
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
         self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids), note), decidable)

@@ -167,7 +167,8 @@ def copy_run_id(widget: Widget, run_id: str) -> None:
 def run_label(summary: RunSummary, stop: RunStop, session_title: str, now: float, width: int = LABEL_WIDTH) -> Text:
     """A run as the list shows it, each line cut to ``width``: how it stopped (and inside which calls),
     its first input, the detail (the partial answer's start, the error's first line, or who runs it),
-    its age (since its last save: when it stopped), active time and model, and its session."""
+    when it started (to the second, with its age), how long it actually ran and its model, and its
+    session."""
     head = summary.head
     mark = STATE_MARK.get(stop.kind, "?")
     headline = f"{mark} {stop.headline}"
@@ -186,12 +187,14 @@ def run_label(summary: RunSummary, stop: RunStop, session_title: str, now: float
     elif stop.kind == "elsewhere" and stop.detail:
         # Not resumable from here while that process holds it: say who does.
         lines.append("\n" + format.one_line(f"by {stop.detail}", width), style="dim")
-    facts = [format.ago(head.updated_at, now)]
+    lines.append("\n" + format.one_line(format.when_ago(head.started_at, now), width), style="dim")
+    facts = []
     if head.active_seconds:
         facts.append(f"ran {format.duration(head.active_seconds)}")
     if head.model:  # the model of its last turn; unknown before its first, and for runs stored before lovia kept it
         facts.append(head.model)
-    lines.append("\n" + format.one_line(" · ".join(facts), width), style="dim")
+    if facts:
+        lines.append("\n" + format.one_line(" · ".join(facts), width), style="dim")
     if session_title:
         lines.append("\n" + format.one_line(f"in {session_title}", width), style="dim")
     return lines
