@@ -31,10 +31,16 @@ WIDE = (160, 45)
 NARROW = (80, 24)
 
 
-async def shoot(db: Path, name: str, theme: str, steps, size: tuple[int, int] = WIDE) -> None:
+MOVED_KEYS = {"app.help": ("f1", "question_mark"), "main.toggle_sessions": ("f4",), "transcript.copy": ("ctrl+y",)}
+"""The keymap scene's [keys] table."""
+
+
+async def shoot(db: Path, name: str, theme: str, steps, size: tuple[int, int] = WIDE,
+                keys: dict[str, tuple[str, ...]] | None = None) -> None:
     agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
     backend = ChatBackend(SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
-    app = LoviaApp(backend, model_label="demo (offline)", theme=theme, state=RememberedState(db.parent / "s.json"))
+    app = LoviaApp(backend, model_label="demo (offline)", theme=theme, state=RememberedState(db.parent / "s.json"),
+                   keys=keys)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await steps(pilot)
@@ -139,6 +145,7 @@ async def main() -> None:
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
         await shoot_runs_stopped(Path(tmp))
         await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
+        await shoot(db, "keymap-dark", "lovia-dark", help_screen, (100, 30), keys=MOVED_KEYS)
         # Last: the fork becomes the newest session, which the shots above would open.
         await shoot(db, "fork-dark", "lovia-dark", fork_from_a_message, NARROW)
 
