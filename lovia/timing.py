@@ -42,7 +42,10 @@ class ModelStep:
     ``model`` is the model's name (``None`` when unknown); ``turn`` the run's turn number (1
     for the first). ``first_token_at`` is ``None`` when nothing arrived (the turn failed or
     was cut off before its first chunk). ``input_tokens`` / ``output_tokens`` are what the
-    server reported, ``None`` when it reported no usage for this turn.
+    server reported, ``None`` when it reported no usage for this turn. ``streamed_until`` is
+    set only on a turn that never ended (its process was killed while it streamed): when the
+    partial-answer journal last wrote its text, the last moment it was known to be streaming,
+    so a crashed run's timeline can draw the turn that far.
     """
 
     agent: str
@@ -54,6 +57,7 @@ class ModelStep:
     output_tokens: int | None = None
     turn: int | None = None
     cut_off: bool = False
+    streamed_until: float | None = None
     kind: Literal["model"] = "model"
 
     @property
@@ -120,6 +124,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step | None:
                 first_token_at=_float(data.get("first_token_at")), finished_at=_float(data.get("finished_at")),
                 input_tokens=_int(data.get("input_tokens")), output_tokens=_int(data.get("output_tokens")),
                 turn=_int(data.get("turn")), cut_off=bool(data.get("cut_off", False)),
+                streamed_until=_float(data.get("streamed_until")),
             )
         if data.get("kind") == "tool":
             return ToolStep(
@@ -176,7 +181,7 @@ def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
-              "turn", "cut_off"),
+              "turn", "cut_off", "streamed_until"),
     "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off"),
 }
 

@@ -876,6 +876,8 @@ class _Run:
         assert self.checkpoint is not None and self.head is not None
         checkpointer = cast(JournalingCheckpointer, self.checkpoint.checkpointer)
         step = self.head.steps[self._turn_step] if self._turn_step is not None else None
+        if isinstance(step, ModelStep):  # as a crashed run's head will show it: streaming until now
+            step = replace(step, streamed_until=time.time())
         return await checkpointer.journal_partial(self.run_id, text, claim=self.head.claim,
                                                   step=step if isinstance(step, ModelStep) else None)
 

@@ -1398,37 +1398,6 @@ class _JournalledRuns:
         self._runs.pop(run_id, None)
 
 
-class _JournalledRuns:
-    """The runs this store journalled and whose journal a save may still have to clear.
-
-    A save runs the journal's ``DELETE`` only for these (6 us a save otherwise, measured): a run
-    that streamed nothing since its last save has nothing to clear. A run is forgotten once a save
-    cleared its journal, unless it was journalled again meanwhile (each write counts a
-    generation). Past ``_LIMIT`` runs (stopped runs keep theirs), every save clears from then on.
-    """
-
-    _LIMIT = 1024
-
-    def __init__(self) -> None:
-        self._runs: dict[str, int] = {}
-        self._generation = 0
-        self._every_save = False
-
-    def wrote(self, run_id: str) -> None:
-        self._generation += 1
-        self._runs[run_id] = self._generation
-        if len(self._runs) > self._LIMIT:
-            self._every_save, self._runs = True, {}
-
-    def to_clear(self, run_id: str) -> int | None:
-        """A token for :meth:`cleared` when a save of ``run_id`` must clear its journal, else ``None``."""
-        return 0 if self._every_save else self._runs.get(run_id)
-
-    def cleared(self, run_id: str, token: int | None) -> None:
-        if token and self._runs.get(run_id) == token:
-            del self._runs[run_id]
-
-
 class _StoredCounts:
     """How many entries this store last stored for recent runs; used on the worker thread only.
 

@@ -88,6 +88,7 @@ async def test_a_run_killed_mid_answer_keeps_what_streamed_and_a_resume_asks_for
             [dying] = crashed.head.steps
             assert isinstance(dying, ModelStep) and dying.model == "openai:drip" and dying.turn == 1
             assert dying.first_token_at is not None and dying.finished_at is None
+            assert dying.first_token_at <= dying.streamed_until  # the journal's last write: streaming until then
 
             model = OpenAIChatModel("drip", base_url=server.base_url, api_key="test-key", retries=0, timeout=60)
             async with SQLiteSession(db, wal=True) as session:
