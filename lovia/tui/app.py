@@ -248,6 +248,10 @@ class LoviaApp(App[None]):
             yield SystemCommand("Copy message", "Copy the selected message", transcript.action_copy)
             yield SystemCommand("Copy code block", "Copy the selected message's last code block",
                                 transcript.action_copy_code)
+        if opened:
+            yield SystemCommand("Timeline of a run", "Where the time went: the run under the transcript cursor (the "
+                                "last one when none is selected) as a waterfall of its steps (w in the transcript)",
+                                transcript.action_timeline)
         yield from self._session_commands(main)
         yield from self._run_commands(main)
         keys = self.lovia_keymap.key_text  # the keys in force, as the [keys] table set them
@@ -278,6 +282,8 @@ class LoviaApp(App[None]):
         listed = {info.session_id for info in pane.sessions}
         session_id = main.chat.session_id
         yield SystemCommand("Filter sessions", "Type to narrow the sessions list", main.filter_sessions)
+        yield SystemCommand("Next sessions time view", f"Now: {pane.time_view.name}. By last activity, active today, "
+                            "active this week, longest first (f3 in the sessions pane)", pane.next_time_view)
         if session_id in listed and not main.chat.running:
             if pane.query_one(SessionList).check_action("rename", ()):
                 yield SystemCommand("Rename session", "Give the open session a new title",
@@ -299,6 +305,9 @@ class LoviaApp(App[None]):
                     ("discard", "Discard selected run", "Delete the selected run's checkpoint"),
                     ("finalize", "Finalize selected run", "Add the selected run to its session as it stands")):
                 yield SystemCommand(title, help_text, lambda action=action: run_list.action_act(action))
+        if run is not None:
+            yield SystemCommand("Timeline of selected run", "The run selected in the runs list as a waterfall of its "
+                                "steps (w in the runs list)", lambda: run_list.action_act("timeline"))
         inspector = main.query_one(CheckpointInspector)
         if inspector.run_id is not None:
             yield SystemCommand("Copy run id", f"Copy the id of the inspected run, {inspector.run_id}",

@@ -523,3 +523,23 @@ async def test_ten_thousand_sessions_sort_longest_first_from_their_listings_a_pa
         assert len(pane.sessions) == 12 * 60 + 1
         pane.set_time_view(next(v for v in TIME_VIEWS if v.name == "this week"))  # since Monday 00:00
         assert len(pane.sessions) == (2 * 24 + 12) * 60 + 1
+
+
+async def test_the_command_palette_offers_the_timelines_and_the_next_time_view(tmp_path):
+    db = tmp_path / "lovia.db"
+    await timed_db(db, crashed=True)
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-timed")
+        await settle(pilot)
+        run_list = app.screen.query_one("#run-list")
+        run_list.focus()
+        await wait_for(pilot, lambda: run_list.highlighted == 0)
+        commands = {command.title: command for command in app.get_system_commands(app.screen)}
+        assert {"Timeline of a run", "Timeline of selected run", "Next sessions time view"} <= set(commands)
+        commands["Next sessions time view"].callback()
+        assert app.screen.query_one(SessionsPane).time_view.name == "today"
+        commands["Timeline of selected run"].callback()
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        assert app.screen.run.run_id == "run-crashed"
