@@ -323,6 +323,10 @@ class Keymap:
         """The keys ``name`` takes, as shown to the user: ``ctrl+b`` or ``r / enter``."""
         return " / ".join(display_key(k) for k in self.keys(name))
 
+    def first_key_text(self, name: str) -> str:
+        """The first key ``name`` takes, as shown to the user (a button's hint: ``Cancel (n)``)."""
+        return display_key(self.keys(name)[0])
+
     def textual_keymap(self) -> dict[str, str]:
         """What to give ``App.set_keymap``.
 

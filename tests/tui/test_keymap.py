@@ -374,3 +374,23 @@ async def test_the_welcome_and_the_notices_name_the_keys_in_force(tmp_path):
         await settle(pilot)
         assert "Stopped. f5 resumes it" in app.export_screenshot().replace("&#160;", " ")
         release.set()
+
+
+async def test_a_dialog_names_its_moved_keys_and_takes_them(tmp_path):
+    from textual.widgets import Button
+
+    from lovia.tui.screens.confirm import ConfirmScreen
+
+    app = make_app(tmp_path / "lovia.db", keys={"confirm.yes": ("o",), "confirm.no": ("x", "escape")})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        answers: list[bool | None] = []
+        app.push_screen(ConfirmScreen("Go on?"), answers.append)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and len(app.screen.query(Button)) == 2)
+        labels = {str(b.label) for b in app.screen.query(Button)}
+        assert labels == {"Cancel (x)", "Yes (o)"}
+        await pilot.press("y")  # the old key: nothing
+        await pilot.pause()
+        assert answers == [] and isinstance(app.screen, ConfirmScreen)
+        await pilot.press("o")
+        await wait_for(pilot, lambda: answers == [True])

@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from lovia.tui.keymap import keymap_of
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -44,7 +46,9 @@ class ChoiceScreen(ModalScreen[str | None]):
         with Vertical():
             yield Static(self.question, id="question")
             with Horizontal():
-                yield Button("Cancel (esc)", id="cancel")
+                keymap = keymap_of(self)  # a key the config file's [keys] moved is named as it is now
+                cancel = keymap.first_key_text("choice.cancel") if keymap.is_rebound("choice.cancel") else "esc"
+                yield Button(f"Cancel ({cancel})", id="cancel")
                 for choice in self.choices:
                     yield Button(f"{choice.label} ({choice.key})", id=f"choice-{choice.value}", variant="warning")
 

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from lovia.tui.keymap import keymap_of
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -36,8 +38,9 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical():
             yield Static(self.question, id="question")
             with Horizontal():
-                yield Button("Cancel (n)", id="no")
-                yield Button(f"{self.confirm} (y)", id="yes", variant="warning")
+                keymap = keymap_of(self)  # the keys in force, as the config file's [keys] may have moved them
+                yield Button(f"Cancel ({keymap.first_key_text('confirm.no')})", id="no")
+                yield Button(f"{self.confirm} ({keymap.first_key_text('confirm.yes')})", id="yes", variant="warning")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

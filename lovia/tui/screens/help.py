@@ -68,7 +68,7 @@ class HelpScreen(ModalScreen[None]):
         groups = key_table(keymap)
         rows = [row for _, group in groups for row in group]
         key_width, name_width = max(len(r.keys) for r in rows), max(len(r.name) for r in rows)
-        close = keymap.key_text("help.close").split(" / ")[0]
+        close = keymap.first_key_text("help.close")
         with VerticalScroll():
             yield Static(Text(f"lovia keys — {close} closes. A name moves its key in the config file's [keys] "
                               "table; an underlined key was moved there."), classes="title")
