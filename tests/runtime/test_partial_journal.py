@@ -27,6 +27,7 @@ from lovia import (
     RunSnapshot,
     SQLiteCheckpointer,
     SQLiteSession,
+    StoreError,
     UserMessage,
 )
 from lovia.checkpoint import JournalingCheckpointer
@@ -310,3 +311,27 @@ async def test_a_journal_written_through_another_store_is_cleared_by_the_claim_t
         assert journalled_in(db, "r1") is None
         await second.save(RunSnapshot("r1", taken.head, [UserMessage(text="go")]))  # nothing of it journalled here
         assert (await second.load("r1")).head.steps == [turn]
+
+
+class FailingJournal(SQLiteCheckpointer):
+    """A store whose journal writes fail (a full disk, say), while its snapshots work."""
+
+    attempts = 0
+
+    async def journal_partial(self, run_id: str, text: str, *, claim: str | None, step=None) -> bool:
+        self.attempts += 1
+        raise StoreError("disk full")
+
+
+async def test_a_failing_journal_is_warned_about_once_and_never_fails_the_run(tmp_path):
+    text = "".join(f"token{i} " for i in range(120))
+    model = ScriptedModel([ScriptedTurn(text=text, chunk_chars=7, delay=0.01)])
+    async with FailingJournal(tmp_path / "lovia.db") as checkpointer:
+        with pytest.warns(RuntimeWarning, match="could not journal the streaming answer") as caught:
+            result = await Runner.run(Agent(name="a", model=model), "go",
+                                      checkpoint=CheckpointOptions(checkpointer, "r1"))
+        assert result.final_output == text
+        assert checkpointer.attempts >= 2  # it went on trying, a few times a second
+        assert len([w for w in caught if "journal" in str(w.message)]) == 1
+        assert "disk full" in str(caught[0].message)
+        assert (await checkpointer.load("r1")).head.status == "completed"
