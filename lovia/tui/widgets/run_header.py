@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from rich.cells import cell_len
 from textual.content import Content
 from textual.geometry import Size
 from textual.widgets import Static
@@ -92,7 +93,7 @@ def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0)
     base = header_parts(run)
     for detail in DETAILS:
         text = f"── {' · '.join([*base, *timing_parts(summary, detail)])} ──"
-        if width <= 0 or len(text) <= width:
+        if width <= 0 or cell_len(text) <= width:
             return text
     return f"── {' · '.join(base)} ──"
 
