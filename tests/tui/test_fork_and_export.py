@@ -198,3 +198,24 @@ async def test_a_store_without_fork_hides_it_and_export_still_works(tmp_path, mo
         await settle(pilot)
         text = (tmp_path / "lovia-s-plain.md").read_text()
         assert "\nhi\n" in text and "\nhello\n" in text
+
+
+async def test_a_fork_at_your_message_says_how_to_get_it_answered(tmp_path):
+    db = tmp_path / "lovia.db"
+    await two_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, 2)  # "and in Tokyo?"
+        await pilot.press("f")
+        await settle(pilot)
+        chat = app.screen.query_one(ChatPanel)
+        fork_id = chat.session_id
+        assert any("It ends with your message: ctrl+g gets it an answer." in n for n in notices(app))
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+    async with SQLiteSession(db) as store:
+        entries = await store.load(fork_id)
+        assert [e.type for e in entries] == ["user", "tool_call", "tool_result", "assistant", "user", "assistant"]
+        assert entries[4].text == "and in Tokyo?"
+        assert len(await store.load("s-source")) == 6

@@ -53,6 +53,7 @@ from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.composer import Composer
 from lovia.tui.widgets.transcript import Transcript
+from lovia.tui.widgets.user_message import UserMessageView
 
 
 class ChatPanel(Vertical):
@@ -523,6 +524,7 @@ class ChatPanel(Vertical):
         if self.running:
             self.notify("Wait for the answer, or stop it with escape, before forking.", severity="warning")
             return
+        at_user_message = isinstance(self.transcript.selected_view, UserMessageView)
         try:
             position = request.position
             if position is None and request.run_id is not None and request.matches is not None:
@@ -538,8 +540,11 @@ class ChatPanel(Vertical):
         await self.open_session(new_session_id)
         self.post_message(self.Changed(new_session_id))
         self.composer.focus()
+        # A fork at one of your messages ends with it, unanswered: regenerate asks for its answer.
+        answer = (f" It ends with your message: {keymap_of(self).key_text('chat.regenerate')} gets it an answer."
+                  if at_user_message else "")
         self.notify(f"Forked: a new session with {format.count(copied, 'entry', 'entries')} of this one, "
-                    "open to go on from there. The original is unchanged.")
+                    f"open to go on from there. The original is unchanged.{answer}")
 
     @on(Transcript.CopyRequested)
     def _copy(self, event: Transcript.CopyRequested) -> None:
