@@ -25,7 +25,9 @@ at the same moment, that is when their places overlap:
 
 Panes side by side never clash (``c`` copies in the transcript and in the runs list). A key set
 in ``[keys]`` that a widget's own built-in binding uses (Textual's: the text area's ``ctrl+k``,
-a list's ``pageup``) is a clash too: the built-in is lost there. Actions lovia itself puts on one
+a list's ``pageup``) clashes by the same rule: in that widget the built-in is lost; between
+places, one shadows the other (``app.next_theme = "f7"`` would not work while typing: the
+composer's ``f7`` selects all). Actions lovia itself puts on one
 key take turns (only one applies at a time, their ``check_action`` says which) and are listed in
 :data:`TAKE_TURNS`; the defaults have no other clash, and a test holds every new binding to that.
 Clashes do not stop lovia: the app starts and says what they are; ``lovia keys`` lists them too.
@@ -242,18 +244,30 @@ def _screen_scopes() -> set[str]:
     return {a.scope for a in actions().values() if any(issubclass(o, Screen) for o in a.owners)}
 
 
-def _inside(outer: Action, inner: Action) -> bool:
-    """Whether ``outer``'s binding is in force where ``inner``'s scope is (but not the same scope)."""
-    if outer.scope == inner.scope:
+def _holds(outer: tuple[type[DOMNode], ...], outer_scope: str, outer_priority: bool,
+           inner: tuple[type[DOMNode], ...], inner_scope: str) -> bool:
+    """Whether a binding of ``outer`` (classes of one scope) is in force where ``inner``'s widgets
+    are (another scope): the app holds every scope, the main screen its panes, a pane its WIDGETS_INSIDE."""
+    if outer_scope == inner_scope:
         return False
-    if any(issubclass(o, App) for o in outer.owners):
+    if any(issubclass(o, App) for o in outer):
         # A dialog (a modal screen) stops every key but the app's priority ones
-        return outer.priority or not any(issubclass(o, ModalScreen) for o in inner.owners)
-    if any(issubclass(o, Screen) for o in outer.owners):
+        return outer_priority or not any(issubclass(o, ModalScreen) for o in inner)
+    if any(issubclass(o, Screen) for o in outer):
         # A pane belongs to the screen of its scope's name if there is one (a search screen's
         # list), else to the main screen; a dialog holds its own keys only.
-        return outer.scope == "main" and inner.scope not in _screen_scopes()
-    return inner.scope in WIDGETS_INSIDE.get(outer.scope, frozenset())
+        return (outer_scope == "main" and not any(issubclass(o, Screen) for o in inner)
+                and inner_scope not in _screen_scopes())
+    return inner_scope in WIDGETS_INSIDE.get(outer_scope, frozenset())
+
+
+def _inside(outer: Action, inner: Action) -> bool:
+    """Whether ``outer``'s binding is in force where ``inner``'s scope is (but not the same scope)."""
+    return _holds(outer.owners, outer.scope, outer.priority, inner.owners, inner.scope)
+
+
+def _scope_of(cls: type[DOMNode]) -> str | None:
+    return next((b.id.partition(".")[0] for b in own_bindings(cls) if b.id), None)
 
 
 # -- the [keys] table ---------------------------------------------------------------------------
@@ -359,14 +373,26 @@ class Keymap:
                 if where:
                     names, _ = by_key.setdefault(key, ([], where))
                     names.extend(n for n in (first.name, second.name) if n not in names)
+        # A moved key on a built-in one (Textual's) where both are in force: the action's own
+        # widget, a widget in the action's place, or a place holding the action's widget.
+        classes = [(cls, scope) for cls in lovia_binding_classes() if (scope := _scope_of(cls))]
         for name, keys in self.rebound.items():
             action = known[name]
-            for cls in action.owners:
-                place = scope_title(action.scope).lower()
+            for cls, scope in classes:
                 for builtin in builtin_bindings(cls):
-                    if builtin.key in keys:
-                        names, _ = by_key.setdefault(builtin.key, ([], f"in the {place}"))
-                        names.extend(n for n in (name, f"the {place}'s own {builtin.action}") if n not in names)
+                    if builtin.key not in keys:
+                        continue
+                    place = scope_title(scope).lower()
+                    if cls in action.owners or scope == action.scope:
+                        where = f"both in the {place}"
+                    elif _holds(action.owners, action.scope, action.priority, (cls,), scope):
+                        where = f"in the {place} its own {builtin.action} takes it first"
+                    elif _holds((cls,), scope, builtin.priority, action.owners, action.scope):
+                        where = f"{name} takes it first in the {scope_title(action.scope).lower()}"
+                    else:
+                        continue
+                    names, _ = by_key.setdefault(builtin.key, ([], where))
+                    names.extend(n for n in (name, f"the {place}'s own {builtin.action}") if n not in names)
         return [Clash(key, tuple(names), where) for key, (names, where) in by_key.items()]
 
     @staticmethod

@@ -178,7 +178,7 @@ def test_panes_side_by_side_and_dialogs_do_not_clash():
     # c copies in the transcript and in the runs list; y in a yes/no dialog is not the app's
     assert clash_keys(runs__discard="c") == {"c": ["runs.copy_run_id", "runs.discard"]}  # its own pane only
     assert clash_keys(app__next_theme="y") == {"y": ["app.next_theme", "transcript.copy_code"]}  # not confirm.yes
-    assert clash_keys(app__next_theme="ctrl+y") == {}
+    assert clash_keys(app__next_theme="f12") == {}
     # the app's priority keys do reach a dialog
     assert "confirm.yes" in clash_keys(app__next_pane="y")["y"]
 
@@ -189,14 +189,18 @@ def test_a_key_a_widget_has_built_in_is_a_clash():
     assert "ctrl+k" in {b.key for b in builtin_bindings(Composer)}
     assert clash_keys(composer__newline="ctrl+k") == {
         "ctrl+k": ["composer.newline", "the composer's own delete_to_end_of_line_or_delete_line"]}
+    # in a place that holds the widget, or held by it: the text area's f7 shadows the app's theme key
+    # while the composer has focus, and the main screen's tab (next pane) is lost in the transcript
+    assert clash_keys(app__next_theme="f7") == {"f7": ["app.next_theme", "the composer's own select_all"]}
+    assert clash_keys(transcript__copy="tab") == {"tab": ["transcript.copy", "the main screen's own app.focus_next"]}
     assert clash_keys(sessions__delete="pageup")["pageup"][1] == "the sessions list's own page_up"
 
 
 def test_moving_one_of_two_actions_on_a_key_keeps_the_other_there():
     """Textual drops every binding on a moved binding's old keys in that widget: the other action
     on escape (cancelling an edit) is given its key again."""
-    keymap = Keymap({"chat.stop": ("ctrl+x",)})
-    assert keymap.textual_keymap() == {"chat.stop": "ctrl+x", "chat.cancel_edit": "escape"}
+    keymap = Keymap({"chat.stop": ("f11",)})
+    assert keymap.textual_keymap() == {"chat.stop": "f11", "chat.cancel_edit": "escape"}
     assert keymap.clashes() == []
 
 
@@ -394,3 +398,32 @@ async def test_a_dialog_names_its_moved_keys_and_takes_them(tmp_path):
         assert answers == [] and isinstance(app.screen, ConfirmScreen)
         await pilot.press("o")
         await wait_for(pilot, lambda: answers == [True])
+
+
+def test_every_action_name_the_code_shows_a_key_for_exists():
+    """A name in ``key_text("chat.resume")`` that no binding has any more would fail only when that
+    notice is shown: renaming an id must rename its uses."""
+    used = set()
+    for path in (ROOT / "lovia").rglob("*.py"):
+        used |= set(re.findall(r"(?:key_text|first_key_text|keys|is_rebound)\(['\"]([a-z-]+\.[a-z_]+)['\"]\)",
+                               path.read_text(encoding="utf-8")))
+    assert {"chat.resume", "composer.send", "confirm.yes"} <= used
+    assert used <= set(actions()), used - set(actions())
+    assert {f"main.toggle_{name}" for name in ("sessions", "runs")} <= set(actions())  # app.py builds these two
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_footer_keeps_its_order_when_keys_move(tmp_path, size):
+    """Textual puts a rebound binding after its widget's others: the footer puts it back, so the
+    entries are the same, in the same order, as with the default keys (only the keys differ)."""
+    shown = []
+    for keys in (None, {"composer.send": ("f9",), "main.toggle_sessions": ("f4",), "app.next_theme": ("f12",)}):
+        app = make_app(tmp_path / "lovia.db", keys=keys)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            app.screen.chat.composer.focus()
+            await settle(pilot)
+            shown.append([(key.action, key.key) for key in app.screen.query(FooterKey)])
+    default, moved = shown
+    assert [action for action, _ in moved] == [action for action, _ in default]
+    assert ("submit", "f9") in moved and ("submit", "enter") in default

@@ -60,13 +60,15 @@ class LoviaFooter(Footer):
             return found.node, declared_position(type(found.node), binding_id), binding_id in rebound
 
         ordered = [key for key in keys if not source(key)[2]]
-        for key in keys:
+        for index, key in enumerate(keys):
             node, position, moved = source(key)
             if not moved:
                 continue
             later = [i for i, other in enumerate(ordered) if source(other)[0] is node and source(other)[1] > position]
             same = [i for i, other in enumerate(ordered) if source(other)[0] is node]
-            ordered.insert(later[0] if later else same[-1] + 1 if same else len(ordered), key)
+            # with no other entry of its widget shown, it stays where Textual put it among the others
+            before = sum(1 for other in keys[:index] if other in ordered)
+            ordered.insert(later[0] if later else same[-1] + 1 if same else before, key)
         return ordered
 
     _composed_for: int | None = None  # the width the entries were picked for
