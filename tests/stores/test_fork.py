@@ -99,7 +99,7 @@ async def test_the_fork_keeps_a_title_given_to_the_source_and_lives_on_its_own(s
 @pytest.mark.parametrize("keep", [0, -1])
 async def test_a_fork_of_nothing_is_refused(session, keep):
     await two_runs_with_a_tool(session)
-    with pytest.raises(UserError, match="1 or more|0 or more"):
+    with pytest.raises(UserError, match=r"(1|0) or more"):
         await session.fork("src", keep_entries=keep, new_session_id="copy")
     with pytest.raises(UserError, match="no entries to fork"):
         await session.fork("unknown", keep_entries=3, new_session_id="copy")
