@@ -373,8 +373,11 @@ class SearchHit:
 class SearchableSession(Session, Protocol):
     """A session store that can find words across every session: full-text search."""
 
-    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+    async def search(self, query: str, *, limit: int = 50, session_id: str | None = None) -> list[SearchHit]:
         """Hits for ``query`` as a user typed it, at most ``limit``: titles first, then entries, newest first.
+
+        With ``session_id``, only that session's entries (no title): what a reader stepping
+        from match to match in one open session needs.
 
         Every word is searched for literally, any case and diacritics; ``"a phrase"``,
         ``prefix*`` and ``-left_out`` are understood, and nothing a user types is a syntax

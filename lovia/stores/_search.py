@@ -193,17 +193,21 @@ _ONE_LINE = str.maketrans({"\n": " ", "\r": " ", "\t": " ", "\v": " ", "\f": " "
 
 def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """FTS5 ``snippet`` output, :data:`MARK_OPEN` and :data:`MARK_CLOSE` around matches: the text and the offsets."""
-    plain: list[str] = []
+    parts: list[str] = []
     spans: list[tuple[int, int]] = []
-    length, opened = 0, None
-    for part in re.split(f"([{MARK_OPEN}{MARK_CLOSE}])", marked):
-        if part == MARK_OPEN:
-            opened = length
-        elif part == MARK_CLOSE:
-            if opened is not None and length > opened:
-                spans.append((opened, length))
-            opened = None
-        else:
-            plain.append(part)
-            length += len(part)
-    return one_line("".join(plain)), tuple(spans)
+    length = at = 0
+    while (opened := marked.find(MARK_OPEN, at)) >= 0:
+        closed = marked.find(MARK_CLOSE, opened + 1)
+        if closed < 0:
+            break
+        before, word = marked[at:opened], marked[opened + 1:closed]
+        parts += (before, word)
+        length += len(before)
+        spans.append((length, length + len(word)))
+        length += len(word)
+        at = closed + 1
+    parts.append(marked[at:])
+    text = "".join(parts)
+    if MARK_OPEN in text or MARK_CLOSE in text:  # a mark left unclosed: no offset for it
+        text = text.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
+    return one_line(text), tuple(spans)

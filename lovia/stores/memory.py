@@ -95,6 +95,7 @@ class InMemorySession:
         # When each run was stored, in order, for search's newest-first (as SQLite's ``seq`` orders them).
         self._stored_order: dict[tuple[str, str], tuple[int, float]] = {}
         self._appends = itertools.count(1)
+        self._titled: dict[str, int] = {}  # when each session's title was given, in that order
         self._trash: dict[int, _Trashed] = {}
         self._trash_ids = 0
 
@@ -219,7 +220,6 @@ class InMemorySession:
         stored.last_activity = time.time()
         return undo.info
 
-
     async def rewind(self, session_id: str, *, keep_entries: int) -> int:
         """Drop the transcript's tail past ``keep_entries`` and return how many entries went.
 
@@ -329,36 +329,40 @@ class InMemorySession:
         if stored is None:
             stored = self._sessions[session_id] = _StoredSession()
         stored.title = title_from(title) or None
+        self._titled[session_id] = next(self._appends)  # search lists the latest given first
 
-    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+    async def search(self, query: str, *, limit: int = 50, session_id: str | None = None) -> list[SearchHit]:
         """See :class:`~lovia.session.SearchableSession`: every session scanned, as the SQLite index would match.
 
-        Titles that match come first (most recently active session first), then entries, the
-        most recently stored first.
+        Titles that match come first (the latest given first), then entries, the most recently
+        stored first.
         """
         parsed = parse_query(query)
         check_search_limit(limit)
         hits: list[tuple[tuple[int, float, int], SearchHit]] = []
-        titled = sorted(((sid, s) for sid, s in self._sessions.items() if s.title), key=lambda i: -i[1].last_activity)
-        for session_id, stored in titled:
+        titled = sorted(((sid, s) for sid, s in self._sessions.items() if s.title and session_id is None),
+                        key=lambda item: -self._titled.get(item[0], 0))
+        for titled_id, stored in titled:
             matches = match_text(stored.title or "", parsed)
             if matches is not None:
                 snippet, offsets = snippet_of(stored.title or "", matches)
-                hits.append(((0, 0.0, 0), SearchHit(session_id, stored.title or "", None, "title", snippet, offsets,
+                hits.append(((0, 0.0, 0), SearchHit(titled_id, stored.title or "", None, "title", snippet, offsets,
                                                     None, stored.last_activity)))
         titles = len(hits)
-        for session_id, stored in self._sessions.items():
+        scope = list(self._sessions.items()) if session_id is None else \
+            [(session_id, self._sessions[session_id])] if session_id in self._sessions else []
+        for found, stored in scope:
             title: str | None = None
             position = 0
             for segment in stored.segments:
-                order, at = self._stored_order.get((session_id, segment.run_id), (0, stored.last_activity))
+                order, at = self._stored_order.get((found, segment.run_id), (0, stored.last_activity))
                 for offset, entry in enumerate(segment.entries):
                     text = searched_text(entry)
                     matches = match_text(text, parsed) if text else None
                     if matches is not None:
-                        title = title if title is not None else self._info(session_id, stored).title
+                        title = title if title is not None else self._info(found, stored).title
                         snippet, offsets = snippet_of(text, matches)
-                        hits.append(((1, -order, -offset), SearchHit(session_id, title, position + offset, entry.type,
+                        hits.append(((1, -order, -offset), SearchHit(found, title, position + offset, entry.type,
                                                                       snippet, offsets, segment.run_id, at)))
                 position += len(segment.entries)
         hits[titles:] = sorted(hits[titles:], key=lambda hit: hit[0])

@@ -274,12 +274,16 @@ def _session_v4(conn: sqlite3.Connection) -> None:
 # ``seq`` times 2**24 plus the entry's index in the run's array, and a hit's place in its
 # session is that run's ``start`` plus the index, read when searching (a rewind or a restore
 # moves runs; their rowids stay theirs). A run's documents are one rowid range, so a run is
-# unindexed with one range delete. Titles a user gave are documents with negative rowids, one
-# per session, numbered by ``lovia_search_titles``. Triggers on the tables that hold entries
+# unindexed with one range delete. Titles a user gave are documents too, one per session, with
+# rowids from 2**62 on (numbered by ``lovia_search_titles``, the latest given the highest), so
+# one ``ORDER BY rowid DESC`` reads titles first, then entries newest first: the index's own
+# order, which FTS5 walks and stops after ``LIMIT`` hits, ranking none. Triggers on the tables that hold entries
 # and titles keep the index in step with every write, whoever makes it (append, rewind, trim,
 # clear, the trash and the rewind undo, another process).
 _RUN_DOCS = 1 << 24
 """Documents a run may have: an entry's index in its run is below it."""
+_TITLE_DOCS = 1 << 62
+"""Where titles' rowids start (runs' end below it: ``seq`` stays below 2**38)."""
 _SEARCHED_TEXT = """CASE json_extract(item.value, '$.type')
         WHEN 'user' THEN json_extract(item.value, '$.text')
         WHEN 'assistant' THEN json_extract(item.value, '$.text')
@@ -305,11 +309,11 @@ def _unindex_run(run: str) -> str:
             f"AND rowid < ({run}.segment_seq + 1) * {_RUN_DOCS}")
 
 
-_INDEX_TITLE = """INSERT INTO lovia_search_titles (session_id) SELECT new.session_id WHERE new.title IS NOT NULL;
-    INSERT INTO lovia_search (rowid, body, kind) SELECT -doc, new.title, 'title' FROM lovia_search_titles
-        WHERE session_id = new.session_id AND new.title IS NOT NULL"""
-_UNINDEX_TITLE = """DELETE FROM lovia_search
-        WHERE rowid = -(SELECT doc FROM lovia_search_titles WHERE session_id = old.session_id);
+_INDEX_TITLE = f"""INSERT INTO lovia_search_titles (session_id) SELECT new.session_id WHERE new.title IS NOT NULL;
+    INSERT INTO lovia_search (rowid, body, kind) SELECT {_TITLE_DOCS} + doc, new.title, 'title'
+        FROM lovia_search_titles WHERE session_id = new.session_id AND new.title IS NOT NULL"""
+_UNINDEX_TITLE = f"""DELETE FROM lovia_search
+        WHERE rowid = {_TITLE_DOCS} + (SELECT doc FROM lovia_search_titles WHERE session_id = old.session_id);
     DELETE FROM lovia_search_titles WHERE session_id = old.session_id"""
 
 
@@ -348,7 +352,7 @@ def _session_v5(conn: sqlite3.Connection) -> None:
     conn.execute(_index_run("run").replace("FROM json_each", "FROM lovia_segment_entries AS run, json_each"))
     conn.execute("INSERT INTO lovia_search_titles (session_id) SELECT session_id FROM lovia_session_info "
                  "WHERE title IS NOT NULL")
-    conn.execute("INSERT INTO lovia_search (rowid, body, kind) SELECT -t.doc, i.title, 'title' "
+    conn.execute(f"INSERT INTO lovia_search (rowid, body, kind) SELECT {_TITLE_DOCS} + t.doc, i.title, 'title' "
                  "FROM lovia_search_titles AS t JOIN lovia_session_info AS i USING (session_id)")
 
 
@@ -480,6 +484,7 @@ class SQLiteSession(_SQLiteStore):
     """
 
     _schema = SESSION_SCHEMA
+    _indexed = False  # the search index was seen in the file (it is never dropped)
 
     async def segments(self, session_id: str) -> list[Segment]:
         def read(conn: sqlite3.Connection) -> list[tuple[str, int, str, Any]]:
@@ -938,42 +943,54 @@ class SQLiteSession(_SQLiteStore):
 
         await self._db.write(write, f"renaming session {session_id!r}")
 
-    async def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+    async def search(self, query: str, *, limit: int = 50, session_id: str | None = None) -> list[SearchHit]:
         """See :class:`~lovia.session.SearchableSession`: FTS5 ``MATCH`` on the index schema 5 keeps.
 
-        Titles that match come first (most recently active session first), then entries, the
-        most recently stored first: the index's own order (rowids grow with each run stored),
-        so the newest ``limit`` are read without ranking every match.
+        Titles that match come first (the latest given first), then entries, the most recently
+        stored first: the index's own order (see "full-text search" above), so the first
+        ``limit`` are read without ranking every match. One statement finds the hits, one more
+        the titles of their sessions. Within one session, only the rowids of its runs are read.
         """
         expression = parse_query(query).fts()
         check_search_limit(limit)
 
         def read(conn: sqlite3.Connection) -> list[SearchHit]:
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lovia_search'").fetchone() is None:
+            if not self._indexed and conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'lovia_search'").fetchone() is None:
                 raise StoreError(
                     f"{self.path} has no search index: the Python that moved it to its current layout had an "
                     "SQLite without FTS5. Search needs a Python whose sqlite3 module has FTS5 (CPython's "
                     "bundled SQLite has it on most builds); everything else works without it."
                 )
-            titles = conn.execute(_SEARCH_TITLES, (expression, limit)).fetchall()
-            entries = conn.execute(_SEARCH_ENTRIES, (expression, limit - len(titles))).fetchall() \
-                if len(titles) < limit else []
-            shown: dict[str, str] = {}
-            hits = []
-            for session_id, kind, marked, position, run_id, at in [*titles, *entries]:
-                snippet, matches = unmark(marked)
-                if session_id not in shown:
-                    shown[session_id] = _title(conn, session_id)
-                hits.append(SearchHit(session_id, shown[session_id], position, kind, snippet, matches, run_id, at))
-            return hits
+            self._indexed = True
+            try:
+                if session_id is None:
+                    rows = conn.execute(_SEARCH, (expression, limit)).fetchall()
+                else:
+                    first, last = conn.execute("SELECT MIN(seq), MAX(seq) FROM lovia_segments WHERE session_id = ?",
+                                               (session_id,)).fetchone()
+                    rows = [] if first is None else conn.execute(
+                        _SEARCH_SESSION, (expression, first * _RUN_DOCS, (last + 1) * _RUN_DOCS, session_id, limit)
+                    ).fetchall()
+            except sqlite3.OperationalError as error:
+                if "fts5" not in str(error):
+                    raise
+                # The expression is made of quoted words only; should FTS5 still refuse it, it is
+                # the query's fault, and never a crash.
+                raise UserError("That search could not be understood; search for plain words.") from None
+            # A run whose segment is gone (a damaged file) has no session to show: left out.
+            rows = [row for row in rows if row[0] is not None]
+            sessions: dict[str, tuple[str, float | None]] = {}
+            for found, last_activity, title in conn.execute(_TITLES, (json.dumps(list({r[0]: 0 for r in rows})),)):
+                if title is None:
+                    first = conn.execute(_FIRST_USER_TEXT, (found,)).fetchone()
+                    title = first[0] if first and isinstance(first[0], str) else ""
+                sessions[found] = (title_from(title), last_activity)
+            return [SearchHit(found, sessions[found][0], position, kind, *unmark(marked), run_id,
+                              sessions[found][1] if at is None else at)
+                    for found, kind, marked, position, run_id, at in rows]
 
-        try:
-            return await self._db.read(read, "searching sessions")
-        except StoreError as error:
-            if isinstance(error.__cause__, sqlite3.OperationalError) and "fts5" in str(error.__cause__):
-                # The expression is built from quoted words only; still, never a crash.
-                raise UserError("The search could not be read; search for plain words.") from None
-            raise
+        return await self._db.read(read, "searching sessions")
 
     def _run_entries(
         self, session_id: str, run_id: str, count: int, text: Any, where: str, first: int
@@ -1119,24 +1136,31 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
 
 
 _SNIPPET = f"snippet(lovia_search, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '{ELLIPSIS}', {SNIPPET_WORDS})"
-_SEARCH_TITLES = f"""
-    SELECT t.session_id, 'title', {_SNIPPET}, NULL, NULL, i.last_activity
-    FROM lovia_search AS s JOIN lovia_search_titles AS t ON t.doc = -s.rowid
-    JOIN lovia_session_info AS i ON i.session_id = t.session_id
-    WHERE lovia_search MATCH ? AND s.rowid < 0 ORDER BY i.last_activity DESC LIMIT ?"""
-_SEARCH_ENTRIES = f"""
+_SEARCH = f"""
+    SELECT COALESCE(g.session_id, t.session_id), s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id,
+           g.appended_at
+    FROM lovia_search AS s
+    LEFT JOIN lovia_segments AS g ON s.rowid < {_TITLE_DOCS} AND g.seq = s.rowid / {_RUN_DOCS}
+    LEFT JOIN lovia_search_titles AS t ON s.rowid >= {_TITLE_DOCS} AND t.doc = s.rowid - {_TITLE_DOCS}
+    WHERE lovia_search MATCH ? ORDER BY s.rowid DESC LIMIT ?"""
+# One session's entries: the range of its runs' rowids, then its runs.
+_SEARCH_SESSION = f"""
     SELECT g.session_id, s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id, g.appended_at
     FROM lovia_search AS s JOIN lovia_segments AS g ON g.seq = s.rowid / {_RUN_DOCS}
-    WHERE lovia_search MATCH ? AND s.rowid > 0 ORDER BY s.rowid DESC LIMIT ?"""
-
-
-def _title(conn: sqlite3.Connection, session_id: str) -> str:
-    """The session's title as :class:`SessionInfo` has it: the one given, else its first message's."""
-    row = conn.execute("SELECT title FROM lovia_session_info WHERE session_id = ?", (session_id,)).fetchone()
-    if row is not None and row[0] is not None:
-        return str(row[0])
-    first = conn.execute(_FIRST_USER_TEXT, (session_id,)).fetchone()
-    return title_from(first[0]) if first and isinstance(first[0], str) else ""
+    WHERE lovia_search MATCH ? AND s.rowid >= ? AND s.rowid < ? AND g.session_id = ?
+    ORDER BY s.rowid DESC LIMIT ?"""
+# The titles of the sessions in a JSON array, as :class:`SessionInfo` has them: the one given,
+# else the first user message, read from the index when it is in the session's first run (it
+# nearly always is; ``None`` otherwise, and :data:`_FIRST_USER_TEXT` is asked).
+_TITLES = f"""
+    SELECT w.value, i.last_activity, COALESCE(i.title, (
+        SELECT s.body FROM lovia_search AS s
+        WHERE s.rowid >= f.seq * {_RUN_DOCS} AND s.rowid < (f.seq + 1) * {_RUN_DOCS} AND s.kind = 'user'
+        ORDER BY s.rowid LIMIT 1))
+    FROM json_each(?) AS w
+    LEFT JOIN lovia_session_info AS i ON i.session_id = w.value
+    LEFT JOIN lovia_segments AS f ON f.seq = (SELECT g.seq FROM lovia_segments AS g
+                                              WHERE g.session_id = w.value AND g.entry_count > 0 {_IN_ORDER} LIMIT 1)"""
 
 
 class SQLiteCheckpointer(_SQLiteStore):

@@ -54,6 +54,8 @@ from lovia.session import (
     RewindableSession,
     RewindUndo,
     RunSpan,
+    SearchableSession,
+    SearchHit,
     Segment,
     Session,
     SessionInfo,
@@ -97,6 +99,8 @@ Settle = Literal["keep", "discard"]
 PartialEnd = Literal["stopped", "interrupted", "crashed", "failed"]
 """How a run finalized as a partial segment ended (its ``meta["ended"]``): ``stopped`` when sending
 the next message finalized a run the user stopped; otherwise its state when it was finalized."""
+SEARCH_LIMIT = 200
+"""Hits a search shows (the search screen's list, and what ``n``/``N`` step through across sessions)."""
 
 
 class RunsNeedDecision(UserError):
@@ -457,6 +461,20 @@ class ChatBackend:
     @property
     def can_list_runs(self) -> bool:
         return isinstance(self.checkpointer, ListableCheckpointer)
+
+    @property
+    def can_search(self) -> bool:
+        """Search (ctrl+f) needs ``search`` (:class:`~lovia.session.SearchableSession`)."""
+        return isinstance(self.session, SearchableSession)
+
+    async def search(self, query: str, *, limit: int = SEARCH_LIMIT, session_id: str | None = None) -> list[SearchHit]:
+        """The store's hits for ``query`` (see :class:`~lovia.session.SearchableSession`); a ``UserError`` when
+        the store cannot search."""
+        session = self.session
+        if not isinstance(session, SearchableSession):
+            raise UserError(f"{type(session).__name__} cannot search: it has no "
+                            "search(query, *, limit, session_id) method")
+        return await session.search(query, limit=limit, session_id=session_id)
 
     # -- sessions ------------------------------------------------------------------------
 

@@ -169,7 +169,9 @@ async def test_both_stores_find_the_same(tmp_path):
         for store in (memory, sqlite):
             await fill(store)
             await store.rename_session("s-cafe", "Coffee in Zürich")
-        for query in ["cafe", "the", "zurich", "li*", '"the c', "quiet -schober", "make all", "coffee"]:
+            await store.rename_session("s-build", "Coffee and the build")
+            await store.rename_session("s-cafe", "Coffee in Zürich, again")  # given last: listed first
+        for query in ["cafe", "the", "zurich", "li*", '"the c', "quiet -schober", "make all", "coffee", "again"]:
             assert found(await memory.search(query)) == found(await sqlite.search(query)), query
 
 
@@ -211,3 +213,12 @@ async def test_without_fts5_the_file_opens_and_search_says_why(tmp_path, monkeyp
     with sqlite3.connect(tmp_path / "plain.db") as conn:
         assert conn.execute("SELECT version FROM lovia_schema WHERE store = 'session'").fetchone()[0] == \
             sqlite_store.SESSION_SCHEMA.version
+
+
+async def test_within_one_session(session):
+    await fill(session)
+    await session.rename_session("s-cafe", "the cafe list")
+    hits = await session.search("the", session_id="s-cafe")
+    assert {hit.session_id for hit in hits} == {"s-cafe"}
+    assert sorted(hit.position for hit in hits) == [0, 1, 3]  # no title hit
+    assert await session.search("the", session_id="s-unknown") == []

@@ -36,6 +36,7 @@ from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionLi
 from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.screens.search import MatchNavigator, SearchResults, SearchScreen
 from lovia.tui.screens.timeline import TimelineScreen, run_for_timeline
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
@@ -85,6 +86,9 @@ class MainScreen(Screen):
         Binding("ctrl+o", "toggle_pane('runs')", "Runs",
                 tooltip="Show or hide the runs pane and inspector (over the conversation on a narrow screen)",
                 id="main.toggle_runs"),
+        # priority: search from anywhere, the composer included (ctrl+f is not one of its keys)
+        Binding("ctrl+f", "search", "Search", priority=True, id="main.search",
+                tooltip="Search every session: user messages, answers, tool calls and outputs, titles"),
         # One key, two bindings: the footer reads what f10 does now (only one applies at a time).
         Binding("ctrl+s", "export", "Export", id="main.export",
                 tooltip="Export the open session to a Markdown file (a .jsonl name writes JSON lines)"),
@@ -146,6 +150,7 @@ class MainScreen(Screen):
         self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
         self._chat_panel: ChatPanel | None = None
+        self._matches: MatchNavigator | None = None  # the search whose matches n and N step through
 
     def _welcome(self) -> str:
         keymap = keymap_of(self)
@@ -560,6 +565,8 @@ class MainScreen(Screen):
         self.notify(f"Exported {format.count(summary.runs, 'run')} ({entries}) to {summary.path}", timeout=10)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "search":
+            return self.backend.can_search
         if action == "export":
             chat = self._chat_panel
             return chat is not None and chat.is_attached and chat.session_id is not None
@@ -612,6 +619,49 @@ class MainScreen(Screen):
     async def _run_saved(self, event: ChatPanel.RunSaved) -> None:
         if event.run_id == self.inspected:
             await self.inspect(event.run_id)  # turn, usage, entries and dangling calls as they land
+
+    # -- search ----------------------------------------------------------------------------
+
+    @work(group="dialog")
+    async def action_search(self) -> None:
+        """ctrl+f: the search screen; the hit picked opens, and n and N step through the matches."""
+        query = self._matches.results.query if self._matches is not None else ""
+        results: SearchResults | None = await self.app.push_screen_wait(SearchScreen(self.backend, query))
+        if results is None:
+            return
+        self._matches = MatchNavigator(self.backend, results)
+        transcript = self.chat.transcript
+        transcript.search_active = True
+        transcript.refresh_bindings()
+        await self.show_match(results.hit.session_id, results.hit.position)
+
+    async def show_match(self, session_id: str, position: int | None) -> None:
+        """Open ``session_id`` (unless open) with the cursor on the entry at ``position`` (``None``: at its end)."""
+        chat = self.chat
+        if session_id != chat.session_id:
+            if chat.running:
+                self.notify("A run is still going: stop it (escape) before opening another session.",
+                            severity="warning")
+                return
+            await self.open_session(session_id)
+        transcript = chat.transcript
+        transcript.focus()
+        if position is not None and not await transcript.show_entry(position):
+            self.notify("That match is no longer there: the session changed since the search.", severity="warning")
+
+    @on(Transcript.MatchRequested)
+    async def _match_requested(self, event: Transcript.MatchRequested) -> None:
+        matches = self._matches
+        if matches is None:
+            return
+        chat = self.chat
+        with told_on(self, "search"):
+            found = await matches.step(chat.session_id, chat.transcript.selected_position, event.step)
+            if found is None:
+                self.notify(f"No {'later' if event.step > 0 else 'earlier'} match of "
+                            f"{format.one_line(matches.results.query, 40)!r}: ctrl+f searches again.")
+                return
+            await self.show_match(*found)
 
     @on(Transcript.RunSelected)
     async def _transcript_run_selected(self, event: Transcript.RunSelected) -> None:

@@ -111,6 +111,10 @@ class Transcript(VerticalScroll, can_focus=True):
                 tooltip="Copy the session up to and including the message under the cursor into a new session"),
         Binding("w", "timeline", "Timeline", id="transcript.timeline",
                 tooltip="Where the time went: the run under the cursor as a waterfall of its steps"),
+        Binding("n", "match(1)", "Next match", id="transcript.next_match",
+                tooltip="The next match of the search (ctrl+f): further down this session, then the next session"),
+        Binding("N", "match(-1)", "Previous match", id="transcript.previous_match",
+                tooltip="The previous match of the search: further up this session, then the previous session"),
     ]
 
     DEFAULT_CSS = """
@@ -158,6 +162,13 @@ class Transcript(VerticalScroll, can_focus=True):
             super().__init__()
             self.run = run
 
+    class MatchRequested(Message):
+        """``n`` or ``N``: the user wants the next (``step`` 1) or previous (-1) match of the search shown."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
     class RunSelected(Message):
         """The cursor moved onto a message of another run (``run`` as its header shows it)."""
 
@@ -191,6 +202,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._tool_views: dict[str, ToolCallView] = {}
         self._selected_run: str | None = None  # the run of the selected message, as last reported
         self.can_edit = True  # the session store can rewind
+        self.search_active = False  # a search's matches can be stepped through (n, N)
         self.can_trim = True  # the session store can trim tool outputs
         self.can_fork = True  # the session store can fork
 
@@ -451,13 +463,7 @@ class Transcript(VerticalScroll, can_focus=True):
                 if kept.end == self._window[0].start if to_first else kept.start == self._window[-1].end:
                     await self._join(kept, to_first)  # next to what is shown: nothing else changes
                     return
-            old, self._window = self._window, []
-            self._set_selected(None)
-            dropped: list[Widget] = []
-            for mounted in sorted(old, key=lambda page: min(page.start, self._total - page.end)):  # ends first
-                if not self._keep(mounted):
-                    self._show_page(mounted, False)
-                    dropped += mounted.widgets
+            dropped = self._hide_window()
             if kept is not None:
                 self._show_screenful(kept, at_start=to_first, page_size=page_size)
                 self._window = [kept]
@@ -471,9 +477,7 @@ class Transcript(VerticalScroll, can_focus=True):
             self._show_tail(self.at_end)
             if not self.at_end:
                 self.anchor(False)
-            if dropped:
-                self._dropping += dropped
-                self.call_after_refresh(self._drop_hidden)
+            self._drop_later(dropped)
 
     def _show_screenful(self, kept: _Page, *, at_start: bool, page_size: int) -> None:
         """Show a page's first (or last) ``page_size`` entries now and the rest once the screen is drawn.
@@ -849,6 +853,103 @@ class Transcript(VerticalScroll, can_focus=True):
         self.call_after_refresh(self._check_edges)
 
     @property
+    def selected_position(self) -> int | None:
+        """Where the stored entry under the cursor is in the session (``None``: none, or one of the live part)."""
+        view = self.selected_view
+        item = self._item_of.get(view) if view is not None else None
+        return item.position if item is not None else None
+
+    async def show_entry(self, position: int) -> bool:
+        """Put the cursor on the stored entry at ``position``, read and mounted first when it is not shown.
+
+        Its page, about a screenful around it, replaces the window as ``home`` and ``end`` replace
+        it (what the window showed is hidden, then unmounted once drawn; the session's first and
+        last pages stay kept), so an entry far up a long session costs one page read. A tool
+        result is shown inside its call: the cursor goes to the call. False when the session
+        held no entry there when it opened.
+        """
+        self.release_anchor()
+        await self._settled()
+        if not 0 <= position < self._total or self._pages is None:
+            return False
+        window = self._window
+        if not window or not window[0].start <= position < window[-1].end:
+            if self._first is not None and position < self._first.end:
+                await self._jump(to_first=True)
+            elif self._last is not None and position >= self._last.start:
+                await self._jump(to_first=False)
+            else:
+                await self._jump_to(position)
+        view = await self._view_at(position)
+        if view is None:
+            return False
+        if not view.display:  # a kept page's rest, shown only after the jump's first frame
+            for page in self._window:
+                self._show_page(page, True)
+        self.selected = self.views.index(view)
+        # Once laid out: the page was just mounted, and its widgets have no place yet.
+        self.call_after_refresh(self._scroll_to_selected, view)
+        self.call_after_refresh(self._check_edges)
+        return True
+
+    async def _jump_to(self, position: int) -> None:
+        """Show a page around ``position`` (between the kept first and last pages) in place of the window."""
+        async with self._paging:
+            low = self._first.end if self._first is not None else 0
+            high = self._last.start if self._last is not None else self._total
+            size = self.page_size
+            start = max(low, min(position - size // 3, high - size))
+            page = await self._read(start, min(high, start + size))
+            if page is None:
+                return
+            dropped = self._hide_window()
+            widgets = self._page_widgets(page)
+            if widgets:  # after the kept first page, before the kept last one and the live part
+                await self.mount_all(widgets, before=self._after_window())
+            self._window = [_Page(page.start, page.end, widgets)]
+            self._show_tail(self.at_end)
+            if not self.at_end:
+                self.anchor(False)
+            self._drop_later(dropped)
+
+    def _hide_window(self) -> list[Widget]:
+        """Take every page out of the window: the session's first and last pages are kept, hidden; the
+        others are hidden and returned, for :meth:`_drop_later`."""
+        old, self._window = self._window, []
+        self._set_selected(None)
+        dropped: list[Widget] = []
+        for mounted in sorted(old, key=lambda page: min(page.start, self._total - page.end)):  # ends first
+            if not self._keep(mounted):
+                self._show_page(mounted, False)
+                dropped += mounted.widgets
+        return dropped
+
+    def _drop_later(self, dropped: list[Widget]) -> None:
+        if dropped:
+            self._dropping += dropped
+            self.call_after_refresh(self._drop_hidden)
+
+    async def _view_at(self, position: int) -> MessageView | None:
+        """The mounted message showing the stored entry at ``position`` (a tool result: its call's)."""
+        views = [w for w in self.children if isinstance(w, MessageView) and w in self._item_of]
+        found = next((view for view in views if self._item_of[view].position == position), None)
+        if found is None and self._pages is not None:
+            # Not shown on its own: a result, shown inside its call (which may be on an earlier page).
+            page = await self._pages.read(position, 1)
+            entry = page.runs[0].run.entries[0] if page.runs and page.runs[0].run.entries else None
+            if isinstance(entry, ToolResult):
+                found = next((view for view in views if isinstance(view, ToolCallView)
+                              and view.call.call_id == entry.call_id), None)
+        return found
+
+    def _scroll_to_selected(self, view: MessageView) -> None:
+        if view is self.selected_view:
+            self.scroll_to_widget(view, animate=False, top=True)
+
+    def action_match(self, step: int) -> None:
+        self.post_message(self.MatchRequested(step))
+
+    @property
     def at_last_message(self) -> bool:
         """Whether the message cursor is on the last message of the session as shown (live part included)."""
         return self.at_end and self.selected >= 0 and self.selected == len(self.views) - 1
@@ -934,6 +1035,8 @@ class Transcript(VerticalScroll, can_focus=True):
             return self.can_trim
         if action == "fork":
             return self.can_fork
+        if action == "match":
+            return self.search_active
         return True
 
 

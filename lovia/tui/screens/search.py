@@ -1,0 +1,230 @@
+"""SearchScreen (ctrl+f): find words across every session, and open one at the match.
+
+Typing searches as it goes (a pause of :data:`TYPING_PAUSE` after the last key): the hits are
+listed newest first (titles given to sessions first), each with its session's title, what
+matched (your message, an answer, a tool call, a tool output, a title), when, and a snippet
+with the match highlighted. ``enter`` opens the session with the cursor on the hit's entry;
+``down`` goes from the query to the list, ``up`` at its top back; ``escape`` closes.
+
+What the screen dismisses with, :class:`SearchResults`, is what ``n`` and ``N`` in the
+transcript then step through (:class:`MatchNavigator`): the matches of the open session in
+order, then the next (or previous) session of the results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from lovia.errors import LoviaError, UserError
+from lovia.session import SearchHit
+from lovia.tui import format
+from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
+from lovia.tui.widgets.lists import StoppingOptionList
+
+TYPING_PAUSE = 0.15
+"""Seconds after the last key before the query is searched (each key does not cost a search)."""
+SESSION_MATCHES = 1000
+"""Matches of one session ``n`` and ``N`` step through."""
+KINDS = {"user": "you", "assistant": "answer", "tool_call": "tool call", "tool_result": "tool output",
+         "title": "title"}
+"""How a hit's kind reads in the list."""
+HINT = 'Words match in any case and without accents; "a phrase", prefix*, -leave_out.'
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """A search the user opened a hit of: the query, its hits, and which one was opened."""
+
+    query: str
+    hits: tuple[SearchHit, ...]
+    chosen: int
+
+    @property
+    def hit(self) -> SearchHit:
+        return self.hits[self.chosen]
+
+
+def hit_label(hit: SearchHit, now: float | None = None) -> Text:
+    """Two lines: the session's title, what matched and when; then the snippet, the matches highlighted."""
+    head = Text(no_wrap=True, overflow="ellipsis")
+    head.append(format.one_line(hit.title or hit.session_id, 200), style="bold")
+    head.append(f"  {KINDS.get(hit.kind, hit.kind)}", style="dim")
+    if hit.at is not None:
+        head.append(f"  {format.ago(hit.at, now)}", style="dim")
+    snippet = Text("  " + hit.snippet, no_wrap=True, overflow="ellipsis")
+    for start, end in hit.matches:
+        snippet.stylize("bold reverse", start + 2, end + 2)
+    return Text("\n", no_wrap=True).join([head, snippet])
+
+
+class SearchScreen(ModalScreen[SearchResults | None]):
+    """A query, and the hits across every session; dismisses with the hit opened, or ``None``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="search.close"),
+        Binding("down", "to_results", "Results", show=False, id="search.to_results"),
+        Binding("up", "to_query", "Query", show=False, id="search.to_query"),
+    ]
+
+    DEFAULT_CSS = """
+    SearchScreen { align: center top; }
+    SearchScreen > Vertical {
+        width: 110; max-width: 100%; height: 100%; max-height: 40;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    SearchScreen #search-status { color: $text-muted; height: auto; }
+    SearchScreen #search-results { height: 1fr; border: none; }
+    SearchScreen #search-results > .option-list--option { padding: 0 0 1 0; }
+    """
+
+    def __init__(self, backend: ChatBackend, query: str = "") -> None:
+        super().__init__()
+        self.backend = backend
+        self.query_text = query
+        self.hits: list[SearchHit] = []
+        self.searched: str | None = None  # the query the listed hits are for
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        query = Input(value=self.query_text, placeholder="Search every session", id="search-query",
+                      select_on_focus=False)
+        query.cursor_position = len(self.query_text)
+        with Vertical():
+            yield query
+            yield Static(HINT, id="search-status")
+            yield StoppingOptionList(id="search-results")
+
+    def on_mount(self) -> None:
+        self.set_focus(self.query_one("#search-query", Input))
+        if self.query_text.strip():
+            self.run_search(self.query_text)
+
+    @property
+    def results(self) -> StoppingOptionList:
+        return self.query_one("#search-results", StoppingOptionList)
+
+    @on(Input.Changed, "#search-query")
+    def _typed(self, event: Input.Changed) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(TYPING_PAUSE, lambda: self.run_search(event.value))
+
+    @work(exclusive=True, group="search")
+    async def run_search(self, query: str) -> None:
+        """Search ``query`` and list its hits (a later search cancels this one)."""
+        status = self.query_one("#search-status", Static)
+        if not query.strip():
+            self.hits, self.searched = [], None
+            self.results.clear_options()
+            status.update(HINT)
+            return
+        try:
+            hits = await self.backend.search(query)
+        except UserError as error:
+            status.update(str(error))
+            return
+        except LoviaError as error:
+            status.update(f"The search failed: {error}")
+            return
+        self.hits, self.searched = hits, query
+        results = self.results
+        results.clear_options()
+        results.add_options([Option(hit_label(hit), id=str(i)) for i, hit in enumerate(hits)])
+        if hits:
+            results.highlighted = 0
+        more = "; more may exist, add a word to narrow it" if len(hits) >= SEARCH_LIMIT else ""
+        status.update(f"{format.count(len(hits), 'match', 'matches')}{more}. enter opens the highlighted one."
+                      if hits else f"Nothing matches. {HINT}")
+
+    @on(Input.Submitted, "#search-query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.searched != event.value:  # typed faster than the pause: search it now, then enter again
+            self.run_search(event.value)
+            return
+        self._open(self.results.highlighted)
+
+    @on(OptionList.OptionSelected, "#search-results")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._open(event.option_index)
+
+    def _open(self, index: int | None) -> None:
+        if index is None or not 0 <= index < len(self.hits) or self.searched is None:
+            return
+        self.dismiss(SearchResults(self.searched, tuple(self.hits), index))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_to_results(self) -> None:
+        if self.focused is self.query_one("#search-query") and self.hits:
+            self.set_focus(self.results)
+        elif self.focused is self.results:
+            self.results.action_cursor_down()
+
+    def action_to_query(self) -> None:
+        results = self.results
+        if self.focused is results and not results.highlighted:
+            self.set_focus(self.query_one("#search-query", Input))
+        elif self.focused is results:
+            results.action_cursor_up()
+
+
+@dataclass
+class MatchNavigator:
+    """What ``n`` and ``N`` step through: the open session's matches in order, then the results' other sessions.
+
+    A session's matches are read (once, when first stepped in) by a search within it, so every
+    match of the session is reached, not only those among the results. Past its last match, ``n``
+    opens the next session of the results (in their order) at its first match; ``N`` before the
+    first opens the previous one at its last.
+    """
+
+    backend: ChatBackend
+    results: SearchResults
+    _positions: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def sessions(self) -> list[str]:
+        """The results' sessions, in the order they first appear."""
+        return list(dict.fromkeys(hit.session_id for hit in self.results.hits))
+
+    async def positions(self, session_id: str) -> list[int]:
+        """Where the query matches in ``session_id``, in order."""
+        if session_id not in self._positions:
+            hits = await self.backend.search(self.results.query, limit=SESSION_MATCHES, session_id=session_id)
+            self._positions[session_id] = sorted({h.position for h in hits if h.position is not None})
+        return self._positions[session_id]
+
+    async def step(self, session_id: str | None, position: int | None, step: int) -> tuple[str, int | None] | None:
+        """From ``position`` in ``session_id`` (``None``: none yet), the next (``step`` 1) or previous (-1) match:
+        ``(session, position)``; ``None`` when there is none in that direction."""
+        if session_id is not None:
+            here = await self.positions(session_id)
+            if position is None:
+                ahead = here if step > 0 else list(reversed(here))
+            else:
+                ahead = [p for p in here if p > position] if step > 0 else [p for p in reversed(here) if p < position]
+            if ahead:
+                return session_id, ahead[0]
+        sessions = self.sessions
+        index = sessions.index(session_id) if session_id in sessions else (-1 if step > 0 else len(sessions))
+        if not 0 <= index + step < len(sessions):
+            return None
+        other = sessions[index + step]
+        there = await self.positions(other)
+        if not there:
+            return other, None  # its title matched, none of its entries: the session, at its end
+        return other, there[0] if step > 0 else there[-1]

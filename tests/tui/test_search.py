@@ -1,0 +1,198 @@
+"""Search in the app (ctrl+f): the screen, opening a session at a hit far up, and n / N.
+
+Real SQLite files (and the in-memory store), the real app through its pilot, at 80x24 and 160x45.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from lovia import InMemorySession, SQLiteSession
+from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
+from lovia.tui.screens.search import SearchScreen
+from lovia.tui.widgets.tool_call_view import ToolCallView
+from lovia.tui.widgets.transcript import Transcript
+
+from .conftest import make_app, settle, wait_for
+
+SIZES = [(80, 24), (160, 45)]
+LONG = "s-long"
+RUN = 200
+RUNS = 10  # 2,000 entries
+WORD = "pelican"
+# Where WORD is in the long session: near its top, in its middle, near its end.
+IN_LONG = [6, 1001, 1995]
+
+
+def long_runs() -> list[list]:
+    runs = []
+    for r in range(RUNS):
+        entries: list = []
+        for i in range(r * RUN, (r + 1) * RUN, 2):
+            entries.append(UserMessage(text=f"question {i}" + (f" about the {WORD}" if i in IN_LONG else "")))
+            entries.append(AssistantMessage(text=f"answer {i + 1}" + (f": the {WORD} flies" if i + 1 in IN_LONG
+                                                                        else ""), agent="assistant"))
+        runs.append(entries)
+    return runs
+
+
+async def fill(session) -> None:
+    await session.append("s-tools", [
+        UserMessage(text="look for birds"),
+        ToolCall(call_id="c1", name="grep", arguments='{"pattern": "bird"}'),
+        ToolCall(call_id="c2", name="grep", arguments='{"pattern": "fish"}'),
+        ToolResult(call_id="c1", output=f"birds.txt: a {WORD} and a gull"),
+        ToolResult(call_id="c2", output="fish.txt: nothing"),
+        AssistantMessage(text="Found one bird.", agent="assistant"),
+    ])
+    for entries in long_runs():
+        await session.append(LONG, entries)
+    await session.rename_session(LONG, "The long one")
+    await session.append("s-latest", [UserMessage(text="hello"), AssistantMessage(text="hi", agent="assistant")])
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    path = tmp_path / "lovia.db"
+
+    async def build() -> None:
+        async with SQLiteSession(path, wal=True) as session:
+            await fill(session)
+
+    asyncio.run(build())
+    return path
+
+
+async def search(pilot, query: str) -> SearchScreen:
+    await pilot.press("ctrl+f")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, SearchScreen))
+    screen = pilot.app.screen
+    await pilot.press(*query)
+    await wait_for(pilot, lambda: screen.searched == query)
+    await pilot.pause()  # (the search screen's own flow is a worker until it closes: no settle here)
+    return screen
+
+
+def cursor_on_screen(transcript: Transcript) -> bool:
+    view = transcript.selected_view
+    if view is None:
+        return False
+    region = view.virtual_region
+    return transcript.scroll_y <= region.y < transcript.scroll_y + transcript.size.height
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_hit_far_up_a_long_session_opens_with_the_cursor_on_it(db, size):
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one(Transcript).at_end
+        screen = await search(pilot, WORD)
+        hits = screen.hits
+        # Newest first: the long session's three (newest run first), then the tool output.
+        assert [(h.session_id, h.position) for h in hits] == [(LONG, 1995), (LONG, 1001), (LONG, 6),
+                                                               ("s-tools", 3)]
+        assert hits[0].title == "The long one"
+        label = screen.results.get_option_at_index(2).prompt
+        assert "The long one" in label.plain and WORD in label.plain
+        assert any(WORD in label.plain[span.start:span.end] and "reverse" in str(span.style)
+                   for span in label.spans)
+        await pilot.press("down", "down", "down", "enter")  # to the list, then its third hit: position 6
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await settle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        assert app.screen.chat.session_id == LONG
+        assert transcript.selected_position == 6
+        assert WORD in transcript.selected_view.copy_text()
+        assert transcript.has_focus and cursor_on_screen(transcript)
+        assert transcript.mounted_entries < 200  # a page around the hit, not the session
+
+        await pilot.press("n")  # the next match down this session: the middle one
+        await settle(pilot)
+        assert transcript.selected_position == 1001 and cursor_on_screen(transcript)
+        await pilot.press("n")
+        await settle(pilot)
+        assert transcript.selected_position == 1995 and cursor_on_screen(transcript)
+        await pilot.press("N", "N")
+        await settle(pilot)
+        assert transcript.selected_position == 6
+        await pilot.press("N")  # before the first match of this session: the previous session has none
+        await settle(pilot)
+        assert transcript.selected_position == 6
+        await pilot.press("n", "n", "n")  # past the last: the next session of the results, at its match
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-tools"
+        view = transcript.selected_view
+        assert isinstance(view, ToolCallView) and view.call.call_id == "c1"  # the result is shown in its call
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_queries_that_are_not_searches_say_so_and_escape_closes(db, size):
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        screen = app.screen
+        for query, expected in [('"-', "Type a word"), ("-gull", "Say what to find"), ("nothingmatches", "Nothing")]:
+            screen.query_one("#search-query").value = ""
+            await pilot.press(*query)
+            await wait_for(pilot, lambda text=expected: text in str(screen.query_one("#search-status").render()))
+            assert expected in str(screen.query_one("#search-status").render())
+        screen.query_one("#search-query").value = ""
+        await pilot.press(*'"a gull')  # an unclosed quote: a phrase to the end
+        await wait_for(pilot, lambda: screen.searched == '"a gull')
+        assert [(h.session_id, h.kind) for h in screen.hits] == [("s-tools", "tool_result")]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        assert app.screen.chat.session_id == "s-latest"
+
+
+async def test_ctrl_f_works_from_the_composer_and_reopens_with_the_last_query(db):
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.focused.id == "composer"
+        screen = await search(pilot, "gull")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-tools"
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        screen = app.screen
+        assert screen.query_one("#search-query").value == "gull"
+        await wait_for(pilot, lambda: screen.searched == "gull")
+
+
+async def test_the_in_memory_store_searches_too(tmp_path):
+    session = InMemorySession()
+    await fill(session)
+    app = make_app(tmp_path / "lovia.db", session=session)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = await search(pilot, f"{WORD} flies")
+        assert [(h.session_id, h.position) for h in screen.hits] == [(LONG, 1995), (LONG, 1001)]
+        await pilot.press("down", "down")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await settle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        assert transcript.selected_position == 1001 and cursor_on_screen(transcript)
+
+
+async def test_n_does_nothing_before_a_search(db):
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        transcript.focus()
+        await pilot.press("up")
+        before = transcript.selected_position
+        await pilot.press("n")
+        await settle(pilot)
+        assert transcript.selected_position == before
+        assert not any(b.binding.action == "match(1)" and b.enabled for b in app.active_bindings.values())
