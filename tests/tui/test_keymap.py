@@ -427,3 +427,25 @@ async def test_the_footer_keeps_its_order_when_keys_move(tmp_path, size):
     default, moved = shown
     assert [action for action, _ in moved] == [action for action, _ in default]
     assert ("submit", "f9") in moved and ("submit", "enter") in default
+
+
+async def test_the_palette_and_quit_keys_move_too(tmp_path):
+    from textual.command import CommandPalette
+
+    app = make_app(tmp_path / "lovia.db", keys={"app.command_palette": ("f11",), "app.quit": ("ctrl+w",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        palette_entry = next(k for k in app.screen.query(FooterKey) if k.has_class("-command-palette"))
+        assert palette_entry.key == "f11"
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert not isinstance(app.screen, CommandPalette)
+        await pilot.press("f11")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("ctrl+w")
+        await wait_for(pilot, lambda: not app.is_running)
