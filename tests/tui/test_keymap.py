@@ -449,3 +449,18 @@ async def test_the_palette_and_quit_keys_move_too(tmp_path):
         assert app.is_running
         await pilot.press("ctrl+w")
         await wait_for(pilot, lambda: not app.is_running)
+
+
+async def test_the_empty_sessions_list_names_the_keys_in_force(tmp_path):
+    app = make_app(tmp_path / "lovia.db", keys={"app.help": ("f12",), "sessions-filter.clear": ("ctrl+x",)})
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        sessions = app.screen.query_one("#session-list")
+
+        def hint() -> str:
+            return str(sessions.get_option_at_index(0).prompt)
+
+        assert hint() == "No sessions yet: write a message and press enter to start one; f12 lists every key."
+        sessions.focus()
+        await pilot.press("z", "z", "z")
+        await wait_for(pilot, lambda: hint() == "No session matches the filter: ctrl+x clears it.")

@@ -30,6 +30,7 @@ from textual.widgets.option_list import Option
 from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, SessionListing
+from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.lists import StoppingOptionList
@@ -265,15 +266,23 @@ class SessionsPane(Vertical):
         if sessions:  # the open session if it is listed, else the first match, so enter opens something
             wanted = highlighted_id if highlighted_id in index else current
             options.highlighted = 0 if from_top else index.get(wanted or "", 0)
-        elif self.query_text:
-            options.add_option(Option(Text("No session matches the filter: escape clears it.", style="dim"),
-                                      disabled=True))
-        elif self.time_view.window is not None and self.listed:
-            options.add_option(Option(Text(f"No session active {self.time_view.name}: f3 shows the others.",
-                                           style="dim"), disabled=True))
         else:
-            options.add_option(Option(Text("No sessions yet: write a message and press enter to start one; "
-                                           "f1 lists every key.", style="dim"), disabled=True))
+            options.add_option(Option(Text(self._empty_hint(), style="dim"), disabled=True))
+
+    def _empty_hint(self) -> str:
+        """Why the list is empty and which key to press, naming keys the config file's [keys] moved
+        (lovia's defaults are written out, so that nothing is looked up on the first screen)."""
+        keymap = keymap_of(self)
+
+        def key(name: str, default: str) -> str:
+            return keymap.key_text(name) if keymap.rebound else default
+
+        if self.query_text:
+            return f"No session matches the filter: {key('sessions-filter.clear', 'escape')} clears it."
+        if self.time_view.window is not None and self.listed:
+            return f"No session active {self.time_view.name}: {key('sessions.time_view', 'f3')} shows the others."
+        return (f"No sessions yet: write a message and press {key('composer.send', 'enter')} to start one; "
+                f"{key('app.help', 'f1')} lists every key.")
 
     def _more_marker(self, options: OptionList) -> None:
         left = len(self.sessions) - self._options_for
