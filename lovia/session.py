@@ -354,9 +354,9 @@ class SearchHit:
     session. ``kind`` is the entry's type (``user``, ``assistant``, ``tool_call``,
     ``tool_result``) or ``title``. ``snippet`` is one line of the matched text around the
     match, with ``…`` where it was cut; ``matches`` are the ``(start, end)`` offsets in
-    ``snippet`` of the words that matched. ``at`` is when the entry's run was stored (the
-    session's last activity for a title); ``title`` is the session's title as
-    :class:`SessionInfo` has it.
+    ``snippet`` of the words that matched. ``at`` is when the entry's run finished (its
+    ``meta["timing"]``, else when it was stored; the session's last activity for a title);
+    ``title`` is the session's title as :class:`SessionInfo` has it.
     """
 
     session_id: str

@@ -356,6 +356,7 @@ class InMemorySession:
             position = 0
             for segment in stored.segments:
                 order, at = self._stored_order.get((found, segment.run_id), (0, stored.last_activity))
+                at = segment.finished_at or at  # when the run finished, if its timing was recorded
                 for offset, entry in enumerate(segment.entries):
                     text = searched_text(entry)
                     matches = match_text(text, parsed) if text else None

@@ -1138,14 +1138,15 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
 _SNIPPET = f"snippet(lovia_search, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '{ELLIPSIS}', {SNIPPET_WORDS})"
 _SEARCH = f"""
     SELECT COALESCE(g.session_id, t.session_id), s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id,
-           g.appended_at
+           COALESCE(json_extract(g.meta, '$.timing.finished_at'), g.appended_at)
     FROM lovia_search AS s
     LEFT JOIN lovia_segments AS g ON s.rowid < {_TITLE_DOCS} AND g.seq = s.rowid / {_RUN_DOCS}
     LEFT JOIN lovia_search_titles AS t ON s.rowid >= {_TITLE_DOCS} AND t.doc = s.rowid - {_TITLE_DOCS}
     WHERE lovia_search MATCH ? ORDER BY s.rowid DESC LIMIT ?"""
 # One session's entries: the range of its runs' rowids, then its runs.
 _SEARCH_SESSION = f"""
-    SELECT g.session_id, s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id, g.appended_at
+    SELECT g.session_id, s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id,
+           COALESCE(json_extract(g.meta, '$.timing.finished_at'), g.appended_at)
     FROM lovia_search AS s JOIN lovia_segments AS g ON g.seq = s.rowid / {_RUN_DOCS}
     WHERE lovia_search MATCH ? AND s.rowid >= ? AND s.rowid < ? AND g.session_id = ?
     ORDER BY s.rowid DESC LIMIT ?"""

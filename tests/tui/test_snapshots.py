@@ -282,3 +282,26 @@ def test_export_prompt_at_80x24(snap_compare, demo_db, monkeypatch):
     """ctrl+s asks where to write the open session, suggesting a file in the current directory."""
     monkeypatch.chdir("/")
     assert snap_compare(app_on(demo_db, "lovia-light"), terminal_size=(80, 24), run_before=steady(press=["ctrl+s"]))
+
+
+async def _search_atlas(pilot):
+    await pilot.press("ctrl+f")
+    await wait_for(pilot, lambda: pilot.app.screen.__class__.__name__ == "SearchScreen")
+    await pilot.press(*"atlas")
+    await wait_for(pilot, lambda: getattr(pilot.app.screen, "searched", None) == "atlas")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_search_screen(snap_compare, demo_db, size):
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=SIZES[size], run_before=steady(_search_atlas))
+
+
+def test_search_hit_opened_at_80x24(snap_compare, demo_db):
+    async def open_hit(pilot):
+        await _search_atlas(pilot)
+        await pilot.press("down", "down", "enter")
+        await wait_for(pilot, lambda: pilot.app.screen.__class__.__name__ == "MainScreen")
+        await settle(pilot)
+
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=steady(open_hit))

@@ -55,8 +55,9 @@ class SearchResults:
         return self.hits[self.chosen]
 
 
-def hit_label(hit: SearchHit, now: float | None = None) -> Text:
-    """Two lines: the session's title, what matched and when; then the snippet, the matches highlighted."""
+def hit_label(hit: SearchHit, width: int, now: float | None = None) -> Text:
+    """Two lines of at most ``width`` cells: the session's title, what matched and when; then the snippet,
+    the matches highlighted."""
     head = Text(no_wrap=True, overflow="ellipsis")
     head.append(format.one_line(hit.title or hit.session_id, 200), style="bold")
     head.append(f"  {KINDS.get(hit.kind, hit.kind)}", style="dim")
@@ -65,6 +66,8 @@ def hit_label(hit: SearchHit, now: float | None = None) -> Text:
     snippet = Text("  " + hit.snippet, no_wrap=True, overflow="ellipsis")
     for start, end in hit.matches:
         snippet.stylize("bold reverse", start + 2, end + 2)
+    for line in (head, snippet):
+        line.truncate(max(width, 10), overflow="ellipsis")
     return Text("\n", no_wrap=True).join([head, snippet])
 
 
@@ -140,12 +143,14 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         self.hits, self.searched = hits, query
         results = self.results
         results.clear_options()
-        results.add_options([Option(hit_label(hit), id=str(i)) for i, hit in enumerate(hits)])
+        width = results.scrollable_content_region.width - 1
+        results.add_options([Option(hit_label(hit, width), id=str(i)) for i, hit in enumerate(hits)])
         if hits:
             results.highlighted = 0
         more = "; more may exist, add a word to narrow it" if len(hits) >= SEARCH_LIMIT else ""
-        status.update(f"{format.count(len(hits), 'match', 'matches')}{more}. enter opens the highlighted one."
-                      if hits else f"Nothing matches. {HINT}")
+        found = format.count(len(hits), "match", "matches")
+        status.update(f"{found}{more}. enter opens the highlighted one, escape closes." if hits
+                      else f"Nothing matches. {HINT}")
 
     @on(Input.Submitted, "#search-query")
     def _submitted(self, event: Input.Submitted) -> None:
