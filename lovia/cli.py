@@ -151,6 +151,7 @@ def build_app(args: argparse.Namespace):
     backend = ChatBackend(
         session, checkpointer, agent,
         context_policy=ContextPolicy(result_store=FileResultStore(db.parent / "tool-outputs")),
+        trash_days=config.trash_days,
     )
     state = RememberedState(data_dir() / "state.json")
     # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's

@@ -252,6 +252,12 @@ class LoviaApp(App[None]):
             yield SystemCommand("Timeline of a run", "Where the time went: the run under the transcript cursor (the "
                                 "last one when none is selected) as a waterfall of its steps (w in the transcript)",
                                 transcript.action_timeline)
+        if transcript.check_action("undo_rewind", ()) and not running:
+            yield SystemCommand("Undo rewind", "Bring the transcript back as it was before the last edit-and-resend "
+                                "or regenerate (u in the transcript)", transcript.action_undo_rewind)
+        if main.check_action("trash", ()):
+            yield SystemCommand("Trash", "The sessions you deleted: restore one, or purge it now (f8)",
+                                main.action_trash)
         yield from self._session_commands(main)
         yield from self._run_commands(main)
         keys = self.lovia_keymap.key_text  # the keys in force, as the [keys] table set them
@@ -288,7 +294,8 @@ class LoviaApp(App[None]):
             if pane.query_one(SessionList).check_action("rename", ()):
                 yield SystemCommand("Rename session", "Give the open session a new title",
                                     lambda: pane.post_message(SessionsPane.Action("rename", session_id)))
-            yield SystemCommand("Delete session", "Delete the open session for good",
+            yield SystemCommand("Delete session", "Move the open session to the trash (f8 restores it)"
+                                if self.backend.can_trash else "Delete the open session for good",
                                 lambda: pane.post_message(SessionsPane.Action("delete", session_id)))
 
     def _run_commands(self, main: MainScreen) -> Iterable[SystemCommand]:

@@ -4,6 +4,7 @@
 - config: ``<user config dir>/config.toml``, written by the user, read only:
   ``model = "ollama:qwen2.5"``, ``base_url = "http://127.0.0.1:8080/v1"``, ``theme = "lovia-light"``,
   and a ``[keys]`` table that moves actions to other keys (:mod:`lovia.tui.keymap`);
+  ``trash_days = 30`` is how long a deleted session stays in the trash (f8) before it is purged;
 - state: ``<user data dir>/state.json``, what the app remembers (the last theme), so the
   user's config file is never rewritten.
 The API key is never read from or written to any file: it comes from the environment.
@@ -26,7 +27,7 @@ from lovia.errors import UserError
 from lovia.tui.keymap import parse_keys
 
 APP_NAME = "lovia"
-CONFIG_KEYS = {"model", "base_url", "theme", "keys"}
+CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys"}
 
 
 def data_dir() -> Path:
@@ -48,6 +49,8 @@ class Config:
     model: str | None = None
     base_url: str | None = None
     theme: str | None = None
+    trash_days: float = 30.0
+    """How long a deleted session stays in the trash before it is purged (0: at the next listing)."""
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The ``[keys]`` table, validated by :func:`lovia.tui.keymap.parse_keys`: action name -> keys."""
 
@@ -67,10 +70,14 @@ class Config:
             raise UserError(f"the config file {path} has unknown keys {', '.join(unknown)}; "
                             f"lovia reads {', '.join(sorted(CONFIG_KEYS))}")
         keys = parse_keys(data.pop("keys"), str(path)) if "keys" in data else {}
+        trash_days = data.pop("trash_days", cls.trash_days)
+        if isinstance(trash_days, bool) or not isinstance(trash_days, (int, float)) or not 0 <= trash_days < 1e6:
+            raise UserError(f"trash_days in {path} must be a number of days, 0 or more (e.g. trash_days = 30), "
+                            f"got {trash_days!r}")
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
-        return cls(**data, keys=keys)
+        return cls(trash_days=float(trash_days), **data, keys=keys)
 
 
 class RememberedState:

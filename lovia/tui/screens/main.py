@@ -38,6 +38,7 @@ from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.screens.search import MatchNavigator, SearchResults, SearchScreen
 from lovia.tui.screens.timeline import TimelineScreen, run_for_timeline
+from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.footer import LoviaFooter
@@ -96,6 +97,8 @@ class MainScreen(Screen):
         Binding("f10", "minimize", "Restore", tooltip="Restore every pane", id="main.minimize"),
         Binding("escape", "close_overlay", "Fold pane", show=False,
                 tooltip="Fold the pane shown over the conversation", id="main.close_overlay"),
+        Binding("f8", "trash", "Trash", show=False, id="main.trash",
+                tooltip="The sessions you deleted: restore one, or purge it now"),
     ]
 
     DEFAULT_CSS = """
@@ -540,6 +543,21 @@ class MainScreen(Screen):
     def action_export(self) -> None:
         self._export_session()
 
+    def action_trash(self) -> None:
+        self._trash_flow()
+
+    @work(exclusive=True, group="dialog")
+    async def _trash_flow(self) -> None:
+        """Show the trash; a session restored from it is listed again and opened."""
+        restored = await self.app.push_screen_wait(TrashScreen(self.backend))
+        if restored is None:
+            return
+        await self.refresh_lists()
+        if self.chat.running:
+            self.notify("The restored session is in the sessions list; the answer running here goes on.")
+        else:
+            await self.open_session(restored)
+
     @work(exclusive=True, group="dialog")
     async def _export_session(self) -> None:
         """Ask where to (the current directory, named after the session), write the file, say where it went.
@@ -567,6 +585,8 @@ class MainScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "search":
             return self.backend.can_search
+        if action == "trash":
+            return self.backend.can_trash
         if action == "export":
             chat = self._chat_panel
             return chat is not None and chat.is_attached and chat.session_id is not None
@@ -742,13 +762,20 @@ class MainScreen(Screen):
                 return
             await self.backend.check_deletable(session_id)  # refused at once, not after a yes
             entries = format.count(info.entry_count if info else 0, "entry", "entries")
-            question = (f"Delete the session “{title}”?\nIts {entries} and any interrupted runs of it are "
-                        "removed for good.")
+            if self.backend.can_trash:
+                days = format.count(round(self.backend.trash_days), "day")
+                question = (f"Delete the session “{title}”?\nIt moves to the trash with its {entries} and any "
+                            f"interrupted runs of it: f8 restores it for {days}, then it is gone for good.")
+            else:
+                question = (f"Delete the session “{title}”?\nIts {entries} and any interrupted runs of it are "
+                            "removed for good.")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Delete")):
                 return
-            await self.backend.delete_session(session_id)
+            trashed = await self.backend.delete_session(session_id)
             if self.chat.session_id == session_id:
                 await self.chat.open_session(None)
+            if trashed is not None:
+                self.notify(f"Moved “{format.one_line(title, 40)}” to the trash: f8 restores it.")
 
     @on(RunsPane.Highlighted)
     async def _run_highlighted(self, event: RunsPane.Highlighted) -> None:

@@ -154,6 +154,17 @@ class ChatPanel(Vertical):
                 shown += (f"  ·  {mark}forked from “{format.one_line(origin.title or origin.session_id, 40)}” "
                           f"at entry {origin.entries}, {format.when(origin.forked_at)}")
             self.query_one("#chat-title", Static).update(shown)
+            # Whenever what the session holds is shown again (opened, rewound, a run ended), so is
+            # whether its last rewind can still be undone (u, offered only then).
+            await self._refresh_undo()
+
+    async def _refresh_undo(self) -> None:
+        transcript = self.transcript
+        available = bool(self.session_id and self.backend.can_undo_rewind
+                         and await self.backend.rewind_undo(self.session_id))
+        if available != transcript.undo_available:
+            transcript.undo_available = available
+            transcript.refresh_bindings()
 
     # -- sending and running ---------------------------------------------------------------
 
@@ -511,6 +522,38 @@ class ChatPanel(Vertical):
                         else "Nothing was long enough to trim.")
             await self.open_session(self.session_id)
             self.post_message(self.Changed(self.session_id))
+
+    @on(Transcript.UndoRewindRequested)
+    def _undo_requested(self, event: Transcript.UndoRewindRequested) -> None:
+        event.stop()
+        if self.session_id is not None and self.backend.can_undo_rewind:
+            self._undo_rewind(self.session_id)
+
+    @work(exclusive=True, group="dialog")
+    async def _undo_rewind(self, session_id: str) -> None:
+        """Ask, then put the transcript back as it was before the last edit-and-resend or regenerate."""
+        if self.running or self._starting:
+            self.notify("Wait for the answer, or stop it with escape, then undo.", severity="warning")
+            return
+        try:
+            undo = await self.backend.rewind_undo(session_id)
+            if undo is None:
+                self.notify("Nothing to undo: a message sent after an edit or a regenerate keeps the conversation "
+                            "as it is.")
+                await self._refresh_undo()
+                return
+            dropped = format.count(undo.removed, "entry", "entries")
+            question = (f"Undo the last edit-and-resend or regenerate?\nThe {dropped} it dropped come back, and "
+                        "the message resent then is dropped with its answer.")
+            if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Undo")):
+                return
+            await self.backend.undo_rewind(session_id)
+        except LoviaError as exc:  # refused (a run of the session executes) or a store error: nothing changed
+            self.notify(str(exc), severity="error")
+            return
+        await self.open_session(session_id)
+        self.post_message(self.Changed(session_id))
+        self.notify("Undone: the conversation is back as it was before.")
 
     @on(Transcript.ForkRequested)
     def _fork_requested(self, event: Transcript.ForkRequested) -> None:

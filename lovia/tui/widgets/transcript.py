@@ -111,6 +111,9 @@ class Transcript(VerticalScroll, can_focus=True):
                 tooltip="Copy the session up to and including the message under the cursor into a new session"),
         Binding("w", "timeline", "Timeline", id="transcript.timeline",
                 tooltip="Where the time went: the run under the cursor as a waterfall of its steps"),
+        # Offered only while the last edit-and-resend or regenerate can be undone (until the next message).
+        Binding("u", "undo_rewind", "Undo rewind", id="transcript.undo_rewind",
+                tooltip="Bring the transcript back as it was before the last edit-and-resend or regenerate"),
         Binding("n", "match(1)", "Next match", id="transcript.next_match",
                 tooltip="The next match of the search (ctrl+f): further down this session, then the next session"),
         Binding("N", "match(-1)", "Previous match", id="transcript.previous_match",
@@ -148,6 +151,9 @@ class Transcript(VerticalScroll, can_focus=True):
 
     class TrimRequested(Message):
         """The user asked to trim old tool outputs of this session."""
+
+    class UndoRewindRequested(Message):
+        """The user asked to undo the last rewind (edit-and-resend or regenerate) of this session."""
 
     class CopyRequested(Message):
         def __init__(self, text: str, what: str) -> None:
@@ -205,6 +211,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self.search_active = False  # a search's matches can be stepped through (n, N)
         self.can_trim = True  # the session store can trim tool outputs
         self.can_fork = True  # the session store can fork
+        self.undo_available = False  # the session's last rewind can be undone (the chat panel keeps it current)
 
     # -- showing a session -----------------------------------------------------------------
 
@@ -1017,6 +1024,9 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_trim(self) -> None:
         self.post_message(self.TrimRequested())
 
+    def action_undo_rewind(self) -> None:
+        self.post_message(self.UndoRewindRequested())
+
     def action_timeline(self) -> None:
         """Ask for the timeline of the run under the cursor (the last run shown when no message is selected)."""
         view = self.selected_view
@@ -1035,6 +1045,8 @@ class Transcript(VerticalScroll, can_focus=True):
             return self.can_trim
         if action == "fork":
             return self.can_fork
+        if action == "undo_rewind":
+            return self.undo_available
         if action == "match":
             return self.search_active
         return True
