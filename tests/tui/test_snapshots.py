@@ -305,3 +305,33 @@ def test_search_hit_opened_at_80x24(snap_compare, demo_db):
         await settle(pilot)
 
     assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=(80, 24), run_before=steady(open_hit))
+
+
+def trash_a_session(db, session_id: str = "s-groceries") -> None:
+    """Move ``session_id`` of the demo file to the trash, deleted 5 minutes before the tests' clock."""
+    import sqlite3
+
+    from lovia import SQLiteSession
+
+    async def trash():
+        async with SQLiteSession(db, wal=True) as session:
+            await session.trash_session(session_id)
+
+    asyncio.run(trash())
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE lovia_trash SET deleted_at = ?", (BASE_TIME + 300,))
+    conn.close()
+
+
+@pytest.mark.parametrize("size", ["80x24", "160x45"])
+def test_the_trash(snap_compare, demo_db, size):
+    """f8: the deleted session with its title, when it was deleted, its size and when it is purged."""
+    trash_a_session(demo_db)
+
+    async def open_trash(pilot):
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: type(pilot.app.screen).__name__ == "TrashScreen" and pilot.app.screen.items)
+        await pilot.pause()
+
+    assert snap_compare(app_on(demo_db, "lovia-dark"), terminal_size=SIZES[size], run_before=steady(open_trash))
+
