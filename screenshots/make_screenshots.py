@@ -133,6 +133,20 @@ async def shoot_runs_stopped(tmp: Path) -> None:
     await shoot(db, "runs-stopped-dark", "lovia-dark", runs_stopped)
 
 
+async def trash_screen(pilot) -> None:
+    """f8: a deleted session in the trash, to restore or purge."""
+    await pilot.press("f8")
+    await pilot.pause(0.3)
+
+
+async def shoot_trash(tmp: Path) -> None:
+    db = tmp / "trash.db"
+    await build(db)
+    async with SQLiteSession(db, wal=True) as session:
+        await session.trash_session("s-groceries")
+    await shoot(db, "trash-dark", "lovia-dark", trash_screen, (100, 30))
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
@@ -144,6 +158,7 @@ async def main() -> None:
         await shoot(db, "narrow-runs-light", "lovia-light", runs_over_the_conversation, NARROW)
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
         await shoot_runs_stopped(Path(tmp))
+        await shoot_trash(Path(tmp))
         await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
         await shoot(db, "keymap-dark", "lovia-dark", help_screen, (100, 30), keys=MOVED_KEYS)
         # Last: the fork becomes the newest session, which the shots above would open.
