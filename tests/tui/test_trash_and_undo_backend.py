@@ -83,8 +83,8 @@ async def test_delete_moves_the_session_to_the_trash_with_its_unfinished_runs_an
 
     assert await backend.restore_session(item.trash_id) == "s"
     after = await backend.session.segments("s")
-    assert await transcript(backend, "s") == before + [("crashed-run", [entry_to_dict(after[-1].entries[0]) |
-                                                                        {"created_at": 0}])]
+    crashed = ("crashed-run", [entry_to_dict(after[-1].entries[0]) | {"created_at": 0}])
+    assert await transcript(backend, "s") == [*before, crashed]
     assert after[-1].run_id == "crashed-run" and after[-1].meta["partial"] and after[-1].meta["ended"] == "crashed"
     assert await backend.trash() == []
     # The restored session goes on as before.
