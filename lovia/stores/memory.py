@@ -237,12 +237,16 @@ class InMemorySession:
         if stored is None or whole == len(segments):
             return 0
         before = sum(len(s.entries) for s in stored.segments)
+        # The runs before the cut stay as they are, runs of no entries included (as in SQLite): the
+        # undo counts them (``kept_runs``). Only the run the cut lands in goes when nothing of it is left.
         kept = stored.segments[:whole]
         if partial:
             cut = stored.segments[whole]
-            kept.append(Segment(cut.run_id, tuple(truncate_run(cut.entries, partial)), {}))
+            truncated = Segment(cut.run_id, tuple(truncate_run(cut.entries, partial)), {})
+            if truncated.entries:
+                kept.append(truncated)
         dropped = stored.segments[whole:]
-        stored.segments = [s for s in kept if s.entries]
+        stored.segments = kept
         now = stored.last_activity = time.time()
         removed = before - sum(len(s.entries) for s in stored.segments)
         stored.undo = _Undo(RewindUndo(session_id, now, keep_entries, removed, tuple(s.run_id for s in dropped), None),

@@ -231,3 +231,16 @@ async def test_undo_keeps_the_sessions_own_listing_right(session):
     info = await session.session_info("s")
     assert (info.entry_count, info.run_count, info.title) == (8, 3, "question 0")
     assert info.last_activity >= started
+
+
+async def test_undo_after_a_run_of_no_entries_brings_back_each_entry_once(session):
+    # A run of no entries before the cut is kept whole, as any run before it is (the spec: only
+    # later runs go), so the undo's count of kept runs still names the runs it kept.
+    await session.append("s", [], run_id="empty")
+    await fill(session, runs=2)
+    before = shape(await session.segments("s"))
+    await session.rewind_undoably("s", keep_entries=3)  # inside r1
+    assert [s.run_id for s in await session.segments("s")] == ["empty", "r0", "r1"]
+    await session.append("s", exchange(8), run_id="resend")
+    await session.undo_rewind("s")
+    assert shape(await session.segments("s")) == before
