@@ -118,6 +118,17 @@ async def timeline_of_a_run(pilot) -> None:
     await pilot.pause(0.3)
 
 
+async def search_for_atlas(pilot) -> None:
+    """ctrl+f, "atlas" typed: the hits across sessions, the matches highlighted."""
+    await pilot.press("ctrl+f")
+    await pilot.pause(0.2)
+    await pilot.press(*"atlas")
+    for _ in range(100):  # until the hits are listed (the screen searches after a pause in typing)
+        if getattr(pilot.app.screen, "searched", None) == "atlas":
+            break
+        await pilot.pause(0.05)
+
+
 async def runs_stopped(pilot) -> None:
     """The runs list saying how each run stopped, and the inspector on one stopped inside two calls."""
     pilot.app.screen.query_one("#run-list").focus()
@@ -161,6 +172,7 @@ async def main() -> None:
         await shoot_trash(Path(tmp))
         await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
         await shoot(db, "keymap-dark", "lovia-dark", help_screen, (100, 30), keys=MOVED_KEYS)
+        await shoot(db, "search-dark", "lovia-dark", search_for_atlas, (100, 24))
         # Last: the fork becomes the newest session, which the shots above would open.
         await shoot(db, "fork-dark", "lovia-dark", fork_from_a_message, NARROW)
 
