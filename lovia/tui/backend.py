@@ -70,9 +70,9 @@ from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_fro
 from lovia.timing import Step, steps_from_meta, steps_to_meta
 from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
 
-# How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
 FORK_MARK = "⑂"
 """What a fork's title begins with, and what marks a forked session where it is shown."""
+# How many of the newest completed runs a start-up replays into their sessions (see record_finished_runs).
 HEAL_NEWEST_RUNS = 20
 # The run ids this app makes; it replays only its own runs (see record_finished_runs).
 APP_RUN_PREFIX = "lovia-run-"
@@ -87,9 +87,9 @@ RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
 CUT_OFF = "cut_off"
 """The finish reason of an answer whose run stopped while it streamed, kept when the run is finalized."""
 TRIM_KEEP_CHARS = 400
+"""How much of each old tool output a trim from the UI keeps."""
 DEFAULT_TRASH_DAYS = 30.0
 """How long a deleted session stays in the trash before it is purged, unless the config says otherwise."""
-"""How much of each old tool output a trim from the UI keeps."""
 OPEN_PAGE = 24
 """How many of its newest stored entries a session opens with (a screenful; the rest is read as it is wanted)."""
 LOCATE_PAGE = 256
