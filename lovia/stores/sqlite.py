@@ -729,56 +729,61 @@ class SQLiteSession(_SQLiteStore):
                                     f"rewinding session {session_id!r}")
 
     def _rewind(self, conn: sqlite3.Connection, session_id: str, keep_entries: int, *, undoable: bool) -> int:
-            heads = conn.execute(
-                f"SELECT g.seq, g.run_id, g.entry_count FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}",
-                (session_id,),
-            ).fetchall()
-            whole, partial = rewind_cut([count for _, _, count in heads], keep_entries)
-            if whole == len(heads):
-                return 0
-            before = sum(count for _, _, count in heads)
-            _forget_undo(conn, session_id)
-            if undoable:  # what the cut touches, copied as stored before it changes
-                (last_activity,) = conn.execute(
-                    "SELECT COALESCE((SELECT last_activity FROM lovia_session_info WHERE session_id = ?), 0)",
-                    (session_id,)).fetchone()
-                _copy_runs(conn, [seq for seq, _, _ in heads[whole:]], "lovia_rewind_undo_runs (session_id, ",
-                           session_id, 0)
-            later = [(seq,) for seq, _, _ in heads[whole + (1 if partial else 0):]]
-            _delete_runs(conn, later)
-            after = sum(count for _, _, count in heads[:whole])
-            if partial:
-                seq, run_id, count = heads[whole]
-                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
-                text: Any = row[0] if row else None
-                entries = self._run_entries(session_id, run_id, count, text,
-                                            self._where(session_id, run_id), 0)
-                kept = truncate_run(entries, partial)
-                if kept:
-                    # Rewritten from the stored JSON, not from the entries: fields this
-                    # version does not know (a newer lovia wrote them) are kept.
-                    stored = json.loads(text)
-                    survivors = {id(entry) for entry in kept}
-                    items = [item for item, entry in zip(stored, entries, strict=True) if id(entry) in survivors]
-                    conn.execute(
-                        "UPDATE lovia_segment_entries SET kinds = ?, entries = ? WHERE segment_seq = ?",
-                        (entry_kinds(kept), _json_array(items), seq),
-                    )
-                    conn.execute(
-                        "UPDATE lovia_segments SET meta = '{}', entry_count = ? WHERE seq = ?", (len(kept), seq)
-                    )
-                else:
-                    _delete_runs(conn, [(seq,)])
-                after += len(kept)
-            now = time.time()
-            _touch(conn, session_id, now)
-            if undoable:
-                conn.execute(
-                    "INSERT INTO lovia_rewind_undo (session_id, rewound_at, keep_entries, kept_runs, removed, "
-                    "last_activity, added_run_id) VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                    (session_id, now, keep_entries, whole, before - after, last_activity),
-                )
-            return before - after
+        heads = conn.execute(
+            f"SELECT g.seq, g.run_id, g.entry_count FROM lovia_segments AS g WHERE g.session_id = ? {_IN_ORDER}",
+            (session_id,),
+        ).fetchall()
+        whole, partial = rewind_cut([count for _, _, count in heads], keep_entries)
+        if whole == len(heads):
+            return 0
+        before = sum(count for _, _, count in heads)
+        _forget_undo(conn, session_id)
+        if undoable:  # what the cut touches, copied as stored before it changes
+            (last_activity,) = conn.execute(
+                "SELECT COALESCE((SELECT last_activity FROM lovia_session_info WHERE session_id = ?), 0)",
+                (session_id,)).fetchone()
+            _copy_runs(conn, [seq for seq, _, _ in heads[whole:]], "lovia_rewind_undo_runs (session_id, ",
+                       session_id, 0)
+        later = [(seq,) for seq, _, _ in heads[whole + (1 if partial else 0):]]
+        _delete_runs(conn, later)
+        after = sum(count for _, _, count in heads[:whole])
+        if partial:
+            seq, run_id, count = heads[whole]
+            kept, truncated = self._truncated_run(conn, session_id, seq, run_id, count, partial)
+            if truncated is not None:
+                conn.execute("UPDATE lovia_segment_entries SET kinds = ?, entries = ? WHERE segment_seq = ?",
+                             (*truncated, seq))
+                conn.execute("UPDATE lovia_segments SET meta = '{}', entry_count = ? WHERE seq = ?", (kept, seq))
+            else:
+                _delete_runs(conn, [(seq,)])
+            after += kept
+        now = time.time()
+        _touch(conn, session_id, now)
+        if undoable:
+            conn.execute(
+                "INSERT INTO lovia_rewind_undo (session_id, rewound_at, keep_entries, kept_runs, removed, "
+                "last_activity, added_run_id) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (session_id, now, keep_entries, whole, before - after, last_activity),
+            )
+        return before - after
+
+    def _truncated_run(self, conn: sqlite3.Connection, session_id: str, seq: int, run_id: str, count: int,
+                       partial: int) -> tuple[int, tuple[str, str] | None]:
+        """The run ``seq`` cut to its first ``partial`` entries as ``rewind`` cuts it (made tool-consistent).
+
+        Returns how many entries are left and their ``(kinds, JSON array)``, ``None`` when none
+        is. The array is the stored JSON items of the survivors, not the entries encoded again:
+        fields this version does not know (a newer lovia wrote them) are kept.
+        """
+        row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
+        text: Any = row[0] if row else None
+        entries = self._run_entries(session_id, run_id, count, text, self._where(session_id, run_id), 0)
+        kept = truncate_run(entries, partial)
+        if not kept:
+            return 0, None
+        survivors = {id(entry) for entry in kept}
+        items = [item for item, entry in zip(json.loads(text), entries, strict=True) if id(entry) in survivors]
+        return len(kept), (entry_kinds(kept), _json_array(items))
 
     async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
         """Copy the first ``keep_entries`` entries into ``new_session_id``; see :class:`~lovia.session.ForkableSession`.
@@ -813,17 +818,9 @@ class SQLiteSession(_SQLiteStore):
             truncated: tuple[str, str] | None = None
             if partial:
                 seq, run_id, count, _ = heads[whole]
-                row = conn.execute("SELECT entries FROM lovia_segment_entries WHERE segment_seq = ?", (seq,)).fetchone()
-                text: Any = row[0] if row else None
-                entries = self._run_entries(session_id, run_id, count, text, self._where(session_id, run_id), 0)
-                kept = truncate_run(entries, partial)
-                if kept:
-                    # From the stored JSON, as rewind does: fields this version does not know are kept.
-                    survivors = {id(entry) for entry in kept}
-                    items = [item for item, entry in zip(json.loads(text), entries, strict=True)
-                             if id(entry) in survivors]
-                    truncated = (entry_kinds(kept), _json_array(items))
-                    copies.append((None, run_id, "{}", len(kept)))
+                kept, truncated = self._truncated_run(conn, session_id, seq, run_id, count, partial)
+                if truncated is not None:
+                    copies.append((None, run_id, "{}", kept))
             if not copies:
                 raise nothing_to_fork(session_id)
             now = time.time()
