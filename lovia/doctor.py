@@ -4,9 +4,9 @@ What it checks, in this order: that the file is a SQLite file and a lovia one; S
 ``integrity_check`` (``quick_check`` with ``--quick``); the schema version of each store
 (current, older: migrated at the next open, newer: written by a newer lovia, which this one
 refuses); orphaned checkpoints (a run not finished whose session already holds it, so that
-resuming it would answer twice; a run of a session that is in the trash); runs whose owner is
-gone (crashed: left ``running`` by a process that died or whose lease lapsed); the size of the
-WAL file; and the tool-output archive beside the file (``tool-outputs``, see
+resuming it would answer twice; a run of a session that went to the trash after it started);
+runs whose owner is gone (crashed: left ``running`` by a process that died or whose lease
+lapsed); the size of the WAL file; and the tool-output archive beside the file (``tool-outputs``, see
 :class:`lovia.context.FileResultStore`): files no stored entry refers to, and archived outputs
 that are gone.
 
@@ -207,9 +207,14 @@ def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now:
         live = {s for s, _ in stored}
     if "lovia_session_info" in tables:
         live |= {s for (s,) in conn.execute("SELECT session_id FROM lovia_session_info")}
-    trashed: set[str] = set()
+    # Each trashed session id not in use again, with when it was last deleted: a run that started
+    # before that was the deleted session's (deleting finalizes or drops them all, so one left is an
+    # orphan); one started after is a new conversation under that id, stopped before its first
+    # answer, and its checkpoint is all there is of it.
+    trashed: dict[str, float] = {}
     if "lovia_trash" in tables:
-        trashed = {s for (s,) in conn.execute("SELECT session_id FROM lovia_trash")} - live
+        trashed = {s: deleted for s, deleted in conn.execute(
+            "SELECT session_id, MAX(deleted_at) FROM lovia_trash GROUP BY session_id") if s not in live}
     in_session: list[str] = []
     of_trashed: list[str] = []
     crashed: list[str] = []
@@ -225,7 +230,7 @@ def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now:
             damaged.append(run_id)
             continue
         session_id = head.session_id
-        if session_id is not None and session_id in trashed:
+        if session_id in trashed and head.started_at < trashed[session_id] and not head.is_held():
             of_trashed.append(run_id)
         elif head.status != "completed" and (session_id, run_id) in stored:
             in_session.append(run_id)

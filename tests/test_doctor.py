@@ -281,3 +281,28 @@ def test_archive_files_of_trashed_sessions_are_still_referred_to(capsys, healthy
     status, text = run_doctor(capsys, healthy)
     assert status == 0, text
     assert "every one of the 1 files" in text
+
+
+def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
+    # Its session was deleted, then a new conversation under that id stopped before its first
+    # answer: its run is the only record of it (the trash's restore refuses while it exists).
+    async def new_conversation():
+        async with SQLiteSession(healthy, wal=True) as session, SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            trashed = await session.trash_session("s1")
+            for run_id in (f"r1-{r}" for r in range(6)):  # delete_session drops its completed runs' checkpoints
+                await checkpointer.delete(run_id)
+            await checkpointer.save(RunSnapshot("after-the-deletion", RunHead(
+                agent="bot", session_id="s1", status="interrupted", started_at=trashed.deleted_at + 1),
+                [UserMessage(text=SECRET)]))
+
+    asyncio.run(new_conversation())
+    status, text = run_doctor(capsys, healthy, "--fix")
+    assert status == 0, text
+    assert "belong to sessions in the trash" not in text and "orphaned checkpoints" not in text
+    assert "1 stopped or failed runs wait for a decision: after-the-deletion" in text
+
+    async def runs():
+        async with SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            return {r.run_id for r in await checkpointer.list_runs()}
+
+    assert "after-the-deletion" in asyncio.run(runs())
