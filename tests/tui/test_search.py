@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lovia import InMemorySession, SQLiteSession
+from lovia import InMemorySession, SQLiteSession, UserError
 from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 from lovia.tui.screens.search import SearchScreen
 from lovia.tui.widgets.tool_call_view import ToolCallView
@@ -196,3 +196,17 @@ async def test_n_does_nothing_before_a_search(db):
         await settle(pilot)
         assert transcript.selected_position == before
         assert not any(b.binding.action == "match(1)" and b.enabled for b in app.active_bindings.values())
+
+
+async def test_a_store_that_cannot_search_hides_ctrl_f(tmp_path):
+    from .test_custom_sessions import FourMethodSession
+
+    app = make_app(tmp_path / "lovia.db", session=FourMethodSession())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert not app.screen.check_action("search", ())
+        await pilot.press("ctrl+f")
+        await settle(pilot)
+        assert not isinstance(app.screen, SearchScreen)
+        with pytest.raises(UserError, match="cannot search"):
+            await app.screen.backend.search("anything")
