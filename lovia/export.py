@@ -359,7 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lovia export",
         description="Write one session of lovia's data file as Markdown (to read) or JSON lines (to process).",
-        epilog="Exit status: 0 written; 2 unknown or ambiguous session, bad arguments, or an unreadable file.",
+        epilog="Exit status: 0 written; 1 standard output was closed before the end (a pager or head quit); "
+               "2 unknown or ambiguous session, bad arguments, or an unreadable file.",
     )
     parser.add_argument("session_id", metavar="SESSION_ID",
                         help=f"the session's id, or a prefix of it ({MIN_PREFIX} characters or more)")
@@ -371,13 +372,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """``lovia export``: the exit status (0 written, 2 refused with a message on standard error)."""
+    """``lovia export``: the exit status (0 written, 1 its reader closed standard output before the end, 2 refused
+    with a message on standard error)."""
     args = build_parser().parse_args(argv)
     try:
         return asyncio.run(_command(args))
     except LoviaError as exc:
         print(f"lovia export: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Whoever read standard output stopped early (``| head``, a pager quit): nothing more can
+        # go there, and that is theirs to decide, not a failure to report. Standard output is
+        # pointed at /dev/null so that Python's flush at exit does not complain again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 async def _command(args: argparse.Namespace) -> int:

@@ -278,3 +278,26 @@ async def test_a_long_session_is_read_a_page_at_a_time(tmp_path):
     positions = [json.loads(line)["position"] for line in out.getvalue().splitlines()
                  if json.loads(line)["record"] == "entry"]
     assert positions == list(range(1000))
+
+
+@pytest.fixture
+async def long_db(tmp_path) -> Path:
+    path = tmp_path / "long.db"
+    async with SQLiteSession(path) as store:
+        for n in range(200):  # about 800 KB of Markdown: far past a pipe's buffer
+            await store.append("s-long", [UserMessage(text=f"question {n} " + "word " * 400),
+                                          AssistantMessage(text="answer")], run_id=f"r{n}")
+    return path
+
+
+def test_a_reader_that_quits_early_ends_the_command_quietly(long_db, tmp_path):
+    """``lovia export ID | head``: the pipe closes mid-export; no traceback, exit 1 (not all was read)."""
+    path = long_db
+    process = subprocess.Popen([sys.executable, "-m", "lovia.cli", "export", "s-long", "--db", str(path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(100).startswith(b"# question 0")
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 1
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
