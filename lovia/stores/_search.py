@@ -29,8 +29,6 @@ SNIPPET_WORDS = 12
 ELLIPSIS = "…"
 MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
 """What FTS5's ``snippet`` puts around a match; turned into offsets by :func:`unmark` (and never shown)."""
-ENTRY_SEARCH_KINDS = ("user", "assistant", "tool_call", "tool_result")
-"""The entry types that are searched: what the user said, the answers, tool calls' names and arguments, tool outputs."""
 
 _WORD = re.compile(r"[^\W_]+")
 
