@@ -452,9 +452,12 @@ class JournalingCheckpointer(Checkpointer, Protocol):
 
     The partial-answer journal is kept apart from a run's entries and head: a resume asks the
     model for the interrupted turn again, exactly as the spec says, whatever the journal
-    holds. It holds at most one text per run, the text so far of the turn in progress. Every
-    ``save`` of the run clears it (the turn's snapshot landed, or the run was marked stopped
-    with the text in ``RunHead.cut_off_text``), and ``delete`` deletes it with the run.
+    holds. It holds at most one text per run, the text so far of the turn in progress. A
+    ``save`` of the run at a later turn or under another claim clears it (the turn's snapshot
+    landed, or another execution took the run); a save within the same turn and claim keeps it
+    (a lease renewal while the model streams, or the stop that puts the text in
+    ``RunHead.cut_off_text``, after which nothing reads it). A claim that takes the run up, and
+    ``delete``, delete it.
 
     ``load`` and ``list_runs`` (and a claim's ``taken_from``) return a run that is
     ``running`` but held by nobody (:attr:`RunHead.crashed`) with its journalled text in
