@@ -284,7 +284,11 @@ _RUN_DOCS = 1 << 24
 """Documents a run may have: an entry's index in its run is below it."""
 _TITLE_DOCS = 1 << 62
 """Where titles' rowids start (runs' end below it: ``seq`` stays below 2**38)."""
-_SEARCHED_TEXT = """CASE json_extract(item.value, '$.type')
+_ENTRY_TYPE = "CASE WHEN item.type = 'object' THEN json_extract(item.value, '$.type') END"
+"""The type of the entry ``item`` (a ``json_each`` row of a run's array), ``NULL`` for an item that
+is no object (a damaged run, refused when read): ``json_extract`` on it would fail the statement,
+and with it the write or migration that indexes or lists the run."""
+_SEARCHED_TEXT = f"""CASE {_ENTRY_TYPE}
         WHEN 'user' THEN json_extract(item.value, '$.text')
         WHEN 'assistant' THEN json_extract(item.value, '$.text')
         WHEN 'tool_result' THEN json_extract(item.value, '$.output')
@@ -295,11 +299,11 @@ _SEARCHED_TEXT = """CASE json_extract(item.value, '$.type')
 def _index_run(run: str) -> str:
     """The statement indexing the searched entries of ``{run}`` (a row of ``lovia_segment_entries``).
 
-    A damaged array (not valid JSON) is left unindexed rather than failing the write; reading
-    it refuses it anyway.
+    A damaged array (not valid JSON) is left unindexed, and so is an item of it that is no object,
+    rather than failing the write; reading the run refuses it anyway.
     """
     return f"""INSERT INTO lovia_search (rowid, body, kind)
-        SELECT {run}.segment_seq * {_RUN_DOCS} + item.key, {_SEARCHED_TEXT}, json_extract(item.value, '$.type')
+        SELECT {run}.segment_seq * {_RUN_DOCS} + item.key, {_SEARCHED_TEXT}, {_ENTRY_TYPE}
         FROM json_each(CASE WHEN json_valid({run}.entries) THEN {run}.entries ELSE '[]' END) AS item
         WHERE item.key < {_RUN_DOCS} AND {_SEARCHED_TEXT} != ''"""
 
@@ -1101,7 +1105,7 @@ _FIRST_USER_TEXT = f"""
         SELECT e.entries {_RUNS_WITH_ENTRIES} AND instr(' ' || e.kinds || ' ', ' {UserMessage.type} ')
         {_IN_ORDER} LIMIT 1
     )) AS item
-    WHERE json_extract(item.value, '$.type') = '{UserMessage.type}' ORDER BY item.key LIMIT 1"""
+    WHERE {_ENTRY_TYPE} = '{UserMessage.type}' ORDER BY item.key LIMIT 1"""
 
 
 def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None = None) -> list[SessionInfo]:

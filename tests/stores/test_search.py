@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lovia import AssistantMessage, SQLiteSession, StoreError, ToolCall, ToolResult, UserError, UserMessage
+from lovia.errors import DamagedEntryError
 from lovia.session import SearchableSession
 from lovia.stores import sqlite as sqlite_store
 from lovia.stores._search import parse_query, unmark
@@ -222,3 +223,33 @@ async def test_within_one_session(session):
     assert {hit.session_id for hit in hits} == {"s-cafe"}
     assert sorted(hit.position for hit in hits) == [0, 1, 3]  # no title hit
     assert await session.search("the", session_id="s-unknown") == []
+
+
+async def test_a_damaged_run_does_not_stop_a_version_4_file_from_moving_to_the_index(tmp_path):
+    # A run whose array holds an item that is no entry object (damaged in place) is refused when
+    # it is read, as before; the migration indexes the rest rather than refusing the whole file.
+    path = tmp_path / "v4.db"
+    from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema
+
+    old = SQLiteDatabase(path, wal=False, schema=StoreSchema("session", sqlite_store.SESSION_SCHEMA.steps[:4]))
+
+    def seed(conn):
+        for seq, (session_id, entries) in enumerate([
+            ("s-damaged", '["damaged", 7, {"type": "user", "text": "half legible"}]'),
+            ("s-fine", '[{"type": "user", "text": "perfectly legible words"}]'),
+        ], start=1):
+            conn.execute("INSERT INTO lovia_segments (seq, session_id, run_id, meta, entry_count, appended_at, start) "
+                         "VALUES (?, ?, ?, '{}', 3, 1.0, 0)", (seq, session_id, f"r{seq}"))
+            conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, 'user', ?)",
+                         (seq, entries))
+            conn.execute("INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
+                         "VALUES (?, NULL, 1.0, 1.0)", (session_id,))
+
+    await old.write(seed, "seeding")
+    await old.close()
+    async with SQLiteSession(path) as session:
+        assert sorted(found(await session.search("legible"))) == [("s-damaged", 2, "user"), ("s-fine", 0, "user")]
+        assert {info.session_id: info.title for info in await session.list_sessions()} == {
+            "s-damaged": "half legible", "s-fine": "perfectly legible words"}
+        with pytest.raises(DamagedEntryError):
+            await session.load("s-damaged")
