@@ -575,18 +575,25 @@ class ChatBackend:
         partial runs marked how they ended, so they go to the trash with it and come back with
         it; the checkpoints of its completed runs (replay caches of runs its segments hold) are
         deleted, so that no start-up replays a run into a session in the trash. Without one,
-        the session is cleared and every checkpoint of it deleted, as before. Each run is taken
+        the session is cleared and every checkpoint of it deleted, as before. A completed run its
+        session lacks (its append never happened: the spec's crash window) is replayed into it
+        first, with a trash, so that its answer goes there too. Each run is taken
         (see :meth:`_taken`) before it is finalized or deleted, so one that started meanwhile
         stops that.
         """
         summaries = await self.check_deletable(session_id)
         session = self.session
         trashing = isinstance(session, TrashingSession)
+        stored = {s.run_id for s in await session.segments(session_id)} if trashing and summaries else set()
         for summary in sorted(summaries, key=lambda r: r.head.started_at):  # oldest first: the order they belong in
             if trashing and summary.head.status != "completed":
                 await self.finalize(summary.run_id, ended="stopped" if run_state(summary.head) == "interrupted"
                                     else None)
                 continue
+            if trashing and summary.run_id not in stored:
+                # Completed, but its session never got it (the spec's crash window): its checkpoint is
+                # all there is of it, so it goes into the session, to the trash with it.
+                await self._replay(summary.run_id, session_id)
             async with self._taken(summary.run_id):
                 await self.checkpointer.delete(summary.run_id)
         if isinstance(session, TrashingSession):
@@ -876,13 +883,19 @@ class ChatBackend:
                 last = info.last_activity if info is not None else None
                 if last is not None and last >= summary.head.updated_at:
                     continue  # appended (or the session moved on since): nothing to heal
-            options = CheckpointOptions(checkpointer, summary.run_id, if_run_exists="resume_only")
-            try:
-                await Runner.run(self.agent, [], session=self.session, session_id=session_id, checkpoint=options)
-            except LoviaError:
-                continue  # deleted or changed meanwhile: whoever did that owns it now
-            replayed.append((session_id, summary.run_id))
+            if await self._replay(summary.run_id, session_id):
+                replayed.append((session_id, summary.run_id))
         return replayed
+
+    async def _replay(self, run_id: str, session_id: str) -> bool:
+        """The spec's replay of completed run ``run_id``: appended to ``session_id`` if it lacks it (idempotent,
+        no model call). ``False`` when the run was deleted or changed meanwhile: whoever did that owns it now."""
+        options = CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only")
+        try:
+            await Runner.run(self.agent, [], session=self.session, session_id=session_id, checkpoint=options)
+        except LoviaError:
+            return False
+        return True
 
     async def discard(self, run_id: str) -> None:
         """Delete the run's checkpoint; refused while it executes (here or in another process)."""

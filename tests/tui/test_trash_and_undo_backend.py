@@ -92,6 +92,21 @@ async def test_delete_moves_the_session_to_the_trash_with_its_unfinished_runs_an
     assert len(await backend.session.segments("s")) == 4
 
 
+async def test_delete_keeps_a_completed_run_its_session_never_got(make_backend):
+    # The spec's crash window: the run's checkpoint was finalized, its session append never
+    # happened (here: the session lost it). Its checkpoint is all there is of its answer, so the
+    # deletion puts it in the session (the spec's replay, no model call) before deleting it.
+    backend = make_backend(["one", "two"])
+    await chat(backend, "s", "first", "second")
+    whole = await transcript(backend, "s")
+    await backend.session.rewind("s", keep_entries=2)  # the second run's checkpoint stays, completed
+
+    item = await backend.delete_session("s")
+    assert item is not None and await backend.checkpointer.list_runs() == []
+    await backend.restore_session(item.trash_id)
+    assert await transcript(backend, "s") == whole
+
+
 async def test_expired_items_are_purged_when_listed_never_before(make_backend):
     backend = make_backend(["one", "two"], trash_days=1)
     await chat(backend, "old", "first")
