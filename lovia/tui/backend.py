@@ -37,7 +37,14 @@ from lovia.checkpoint import (
 from lovia.context import ContextPolicy
 from lovia.dangling import complete_dangling_call
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
-from lovia.errors import AgentResolutionError, LoviaError, RunClaimedError, UserError
+from lovia.errors import (
+    AgentResolutionError,
+    DatabaseFileError,
+    EntryDecodeError,
+    LoviaError,
+    RunClaimedError,
+    UserError,
+)
 from lovia.export import ExportFormat, ExportSummary, write_export
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import Runner, RunStream
@@ -584,13 +591,13 @@ class ChatBackend:
         summaries = await self.check_deletable(session_id)
         session = self.session
         trashing = isinstance(session, TrashingSession)
-        stored = {s.run_id for s in await session.segments(session_id)} if trashing and summaries else set()
+        stored = await self._stored_run_ids(session_id) if trashing and summaries else None
         for summary in sorted(summaries, key=lambda r: r.head.started_at):  # oldest first: the order they belong in
             if trashing and summary.head.status != "completed":
                 await self.finalize(summary.run_id, ended="stopped" if run_state(summary.head) == "interrupted"
                                     else None)
                 continue
-            if trashing and summary.run_id not in stored:
+            if stored is not None and summary.run_id not in stored:
                 # Completed, but its session never got it (the spec's crash window): its checkpoint is
                 # all there is of it, so it goes into the session, to the trash with it.
                 await self._replay(summary.run_id, session_id)
@@ -600,6 +607,14 @@ class ChatBackend:
             return await session.trash_session(session_id)
         await session.clear(session_id)
         return None
+
+    async def _stored_run_ids(self, session_id: str) -> set[str] | None:
+        """The ids of the runs ``session_id`` holds; ``None`` when a damaged entry keeps them from being read
+        (a damaged session can still go to the trash, its rows moved as they are)."""
+        try:
+            return {segment.run_id for segment in await self.session.segments(session_id)}
+        except (DatabaseFileError, EntryDecodeError):
+            return None
 
     async def trash(self) -> list[TrashedSession]:
         """What the trash holds, most recently deleted first, after purging what stayed past ``trash_days``."""

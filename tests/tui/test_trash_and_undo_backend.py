@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 
@@ -105,6 +106,18 @@ async def test_delete_keeps_a_completed_run_its_session_never_got(make_backend):
     assert item is not None and await backend.checkpointer.list_runs() == []
     await backend.restore_session(item.trash_id)
     assert await transcript(backend, "s") == whole
+
+
+async def test_a_session_with_a_damaged_run_still_goes_to_the_trash(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        backend = ChatBackend(session, checkpointer, Agent(name="bot", model=ScriptedModel(["one", "two"])))
+        await chat(backend, "s", "first", "second")
+        with sqlite3.connect(db) as conn:  # the second run's entries damaged in place
+            conn.execute("UPDATE lovia_segment_entries SET entries = '[{' WHERE segment_seq = 2")
+        conn.close()
+        item = await backend.delete_session("s")
+        assert item is not None and item.run_count == 2
 
 
 async def test_expired_items_are_purged_when_listed_never_before(make_backend):
