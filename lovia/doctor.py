@@ -3,12 +3,12 @@
 What it checks, in this order: that the file is a SQLite file and a lovia one; SQLite's own
 ``integrity_check`` (``quick_check`` with ``--quick``); the schema version of each store
 (current, older: migrated at the next open, newer: written by a newer lovia, which this one
-refuses); orphaned checkpoints (a run not finished whose session already holds it, so that
-resuming it would answer twice; a run of a session that went to the trash after it started);
-runs whose owner is gone (crashed: left ``running`` by a process that died or whose lease
-lapsed); the size of the WAL file; and the tool-output archive beside the file (``tool-outputs``, see
-:class:`lovia.context.FileResultStore`): files no stored entry refers to, and archived outputs
-that are gone.
+refuses); stored runs whose entries are gone; orphaned checkpoints (a run not finished whose
+session already holds it, so that resuming it would answer twice; a run of a session that
+went to the trash after it started); runs whose owner is gone (crashed: left ``running`` by a
+process that died or whose lease lapsed); the size of the WAL file; and the tool-output
+archive beside the file (``tool-outputs``, see :class:`lovia.context.FileResultStore`): files
+no stored entry refers to.
 
 Promises: without ``--fix`` the database file is opened read-only and never written (SQLite
 may create the ``-wal`` and ``-shm`` files beside it for the read, as any reader does); no
@@ -100,7 +100,7 @@ def examine(path: Path, *, quick: bool = False, now: float | None = None) -> Rep
         tables = _tables(conn)
         _check_schema(conn, tables, report)
         report.journal_mode = _journal_mode(conn)
-        for check in (_check_runs, _check_archive):
+        for check in (_check_sessions, _check_runs, _check_archive):
             try:
                 check(conn, tables, report, now)
             except sqlite3.DatabaseError as exc:
@@ -195,6 +195,23 @@ def _check_schema(conn: sqlite3.Connection, tables: set[str], report: Report) ->
 def _ids(run_ids: Sequence[str]) -> str:
     shown = ", ".join(run_ids[:SHOWN_IDS])
     return shown + (f" and {len(run_ids) - SHOWN_IDS} more" if len(run_ids) > SHOWN_IDS else "")
+
+
+def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:
+    """Stored runs whose row of entries is gone: SQLite finds nothing wrong, yet lovia refuses to read,
+    trash or fork their sessions (and its message sends the user here)."""
+    if not {"lovia_segments", "lovia_segment_entries"} <= tables:
+        return
+    lost = conn.execute("SELECT g.session_id, g.run_id FROM lovia_segments AS g LEFT JOIN lovia_segment_entries AS e "
+                        "ON e.segment_seq = g.seq WHERE e.segment_seq IS NULL ORDER BY g.session_id, g.seq").fetchall()
+    if not lost:
+        report.add("sessions", "ok", "every stored run has its entries")
+        return
+    sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
+    report.add("sessions", "problem",
+               f"{len(lost)} stored runs have lost their entries (the file is damaged), in sessions {_ids(sessions)}: "
+               "lovia cannot open those sessions, nor move them to the trash",
+               "restore the file from a backup; the other sessions read as they are")
 
 
 def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:

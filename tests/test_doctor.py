@@ -306,3 +306,17 @@ def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
             return {r.run_id for r in await checkpointer.list_runs()}
 
     assert "after-the-deletion" in asyncio.run(runs())
+
+
+def test_a_run_that_lost_its_entries_is_a_problem(capsys, healthy):
+    # SQLite's own check finds nothing wrong; lovia refuses to read or trash that session, and says
+    # to run the doctor, which must then name it.
+    with sqlite3.connect(healthy) as conn:
+        conn.execute("DELETE FROM lovia_segment_entries WHERE segment_seq = "
+                     "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')")
+    conn.close()
+    before = digest(healthy)
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert "1 stored runs have lost their entries (the file is damaged), in sessions s1" in text
+    assert digest(healthy) == before
