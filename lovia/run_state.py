@@ -28,7 +28,9 @@ from lovia.checkpoint import RunHead
 from lovia.entries import Entry
 from lovia.transcript import dangling_tool_calls
 
-__all__ = ["Moment", "RunStop", "StopKind", "first_line", "how_run_stopped"]
+__all__ = ["Moment", "RunState", "RunStop", "StopKind", "first_line", "how_run_stopped", "run_state"]
+
+RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 
 StopKind = Literal["stopped", "crashed", "failed", "elsewhere", "running", "completed"]
 Moment = Literal["streaming", "tools", "answered", "between_turns"]
@@ -82,6 +84,18 @@ _MOMENT_WORDS = {
 }
 
 
+def run_state(head: RunHead, now: float | None = None) -> RunState:
+    """How a run's head reads to a user, as of ``now`` (default: the current time).
+
+    A ``running`` run is ``crashed`` when nothing holds it (its owner is gone or its lease
+    lapsed), ``elsewhere`` when another process holds it, and ``running`` when this one does.
+    """
+    if head.status != "running":
+        return head.status
+    holder = head.holder(now)
+    return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``, stripped; ``""`` when there is none."""
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -107,19 +121,15 @@ def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunS
     else:
         moment = "between_turns"
     streamed = head.cut_off_text or ""
-    if head.status == "completed":
-        return RunStop("completed", moment, calls=calls)
-    if head.status == "failed":
+    state = run_state(head, now)
+    if state == "failed":
         error = first_line(head.error or "")
         model_error = error.startswith(MODEL_ERROR_PREFIX)
         return RunStop("failed", moment, error.removeprefix(MODEL_ERROR_PREFIX) if model_error else error, calls,
                        model_error)
-    if head.status == "interrupted":
-        return RunStop("stopped", moment, streamed, calls)
-    holder = head.holder(now)
-    if holder is None:
-        return RunStop("crashed", moment, streamed, calls)
-    if holder == "here":
-        return RunStop("running", moment, calls=calls)
-    owner = head.owner
-    return RunStop("elsewhere", moment, f"pid {owner.pid} on {owner.host}" if owner else "", calls)
+    if state in ("interrupted", "crashed"):
+        return RunStop("stopped" if state == "interrupted" else "crashed", moment, streamed, calls)
+    if state == "elsewhere":
+        owner = head.owner
+        return RunStop("elsewhere", moment, f"pid {owner.pid} on {owner.host}" if owner else "", calls)
+    return RunStop("completed" if state == "completed" else "running", moment, calls=calls)  # or running here

@@ -47,6 +47,7 @@ from lovia.errors import (
 )
 from lovia.export import ExportFormat, ExportSummary, write_export
 from lovia.rewind import rewind_with_checkpoints
+from lovia.run_state import RunState, run_state
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
     ChangeReportingSession,
@@ -85,7 +86,6 @@ HEAL_NEWEST_RUNS = 20
 APP_RUN_PREFIX = "lovia-run-"
 # How many completed runs are listed to find the app's newest among other workers' runs.
 HEAL_SCAN_FACTOR = 10
-RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
@@ -337,18 +337,6 @@ def cut_off_message(head: RunHead) -> AssistantMessage | None:
         return None
     return AssistantMessage(text=head.cut_off_text, agent=head.agent, finish_reason=CUT_OFF,
                             created_at=head.updated_at)
-
-
-def run_state(head: RunHead) -> RunState:
-    """How a run's head reads to a user.
-
-    A ``running`` run is ``crashed`` when nothing holds it (its owner is gone or its lease
-    lapsed), ``elsewhere`` when another process holds it, and ``running`` when this one does.
-    """
-    if head.status != "running":
-        return head.status
-    holder = head.holder()
-    return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
 
 
 def _runs_by_session(runs: Sequence[RunSummary]) -> tuple[dict[str, RunSummary], dict[str, RunSummary]]:
