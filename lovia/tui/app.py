@@ -217,6 +217,7 @@ class LoviaApp(App[None]):
         transcript = chat.query_one(Transcript)
         running = chat.running
         opened = chat.has_history
+        keys = self.lovia_keymap.key_text  # the keys in force, as the [keys] table set them
         if not running:
             yield SystemCommand("Send message", "Send what is in the composer", chat.composer.action_submit)
         if chat.check_action("stop", ()):
@@ -237,10 +238,11 @@ class LoviaApp(App[None]):
             yield SystemCommand("Trim tool outputs", "Cut old tool outputs to reclaim space", transcript.action_trim)
         if transcript.selected_view is not None and transcript.check_action("fork", ()) and not running:
             yield SystemCommand("Fork from selected message", "A new session copied up to and including the "
-                                "selected message (f in the transcript); the original stays", transcript.action_fork)
+                                f"selected message ({keys('transcript.fork')} in the transcript); the original stays",
+                                transcript.action_fork)
         if opened and main.check_action("export", ()):
-            yield SystemCommand("Export session", "Write the open session to a Markdown or JSON lines file (ctrl+s)",
-                                main.action_export)
+            yield SystemCommand("Export session", "Write the open session to a Markdown or JSON lines file "
+                                f"({keys('main.export')})", main.action_export)
         if isinstance(transcript.selected_view, Expandable):
             yield SystemCommand("Expand or collapse tool call", "Show or hide the selected tool call's details",
                                 transcript.action_expand)
@@ -250,17 +252,17 @@ class LoviaApp(App[None]):
                                 transcript.action_copy_code)
         if opened:
             yield SystemCommand("Timeline of a run", "Where the time went: the run under the transcript cursor (the "
-                                "last one when none is selected) as a waterfall of its steps (w in the transcript)",
-                                transcript.action_timeline)
+                                "last one when none is selected) as a waterfall of its steps "
+                                f"({keys('transcript.timeline')} in the transcript)", transcript.action_timeline)
         if transcript.check_action("undo_rewind", ()) and not running:
             yield SystemCommand("Undo rewind", "Bring the transcript back as it was before the last edit-and-resend "
-                                "or regenerate (u in the transcript)", transcript.action_undo_rewind)
+                                f"or regenerate ({keys('transcript.undo_rewind')} in the transcript)",
+                                transcript.action_undo_rewind)
         if main.check_action("trash", ()):
-            yield SystemCommand("Trash", "The sessions you deleted: restore one, or purge it now (f8)",
-                                main.action_trash)
+            yield SystemCommand("Trash", "The sessions you deleted: restore one, or purge it now "
+                                f"({keys('main.trash')})", main.action_trash)
         yield from self._session_commands(main)
         yield from self._run_commands(main)
-        keys = self.lovia_keymap.key_text  # the keys in force, as the [keys] table set them
         for name, title in (("sessions", "sessions pane"), ("runs", "runs pane and inspector")):
             if main.pane(name) is not None:
                 shown = main.pane_shown(name)
@@ -287,14 +289,17 @@ class LoviaApp(App[None]):
         pane = panes.first()
         listed = {info.session_id for info in pane.sessions}
         session_id = main.chat.session_id
+        keys = self.lovia_keymap.key_text
         yield SystemCommand("Filter sessions", "Type to narrow the sessions list", main.filter_sessions)
         yield SystemCommand("Next sessions time view", f"Now: {pane.time_view.name}. By last activity, active today, "
-                            "active this week, longest first (f3 in the sessions pane)", pane.next_time_view)
+                            f"active this week, longest first ({keys('sessions.time_view')} in the sessions pane)",
+                            pane.next_time_view)
         if session_id in listed and not main.chat.running:
             if pane.query_one(SessionList).check_action("rename", ()):
                 yield SystemCommand("Rename session", "Give the open session a new title",
                                     lambda: pane.post_message(SessionsPane.Action("rename", session_id)))
-            yield SystemCommand("Delete session", "Move the open session to the trash (f8 restores it)"
+            yield SystemCommand("Delete session", f"Move the open session to the trash ({keys('main.trash')} "
+                                "restores it)"
                                 if self.backend.can_trash else "Delete the open session for good",
                                 lambda: pane.post_message(SessionsPane.Action("delete", session_id)))
 
@@ -314,7 +319,8 @@ class LoviaApp(App[None]):
                 yield SystemCommand(title, help_text, lambda action=action: run_list.action_act(action))
         if run is not None:
             yield SystemCommand("Timeline of selected run", "The run selected in the runs list as a waterfall of its "
-                                "steps (w in the runs list)", lambda: run_list.action_act("timeline"))
+                                f"steps ({self.lovia_keymap.key_text('runs.timeline')} in the runs list)",
+                                lambda: run_list.action_act("timeline"))
         inspector = main.query_one(CheckpointInspector)
         if inspector.run_id is not None:
             yield SystemCommand("Copy run id", f"Copy the id of the inspected run, {inspector.run_id}",

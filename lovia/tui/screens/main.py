@@ -679,7 +679,8 @@ class MainScreen(Screen):
             found = await matches.step(chat.session_id, chat.transcript.selected_position, event.step)
             if found is None:
                 self.notify(f"No {'later' if event.step > 0 else 'earlier'} match of "
-                            f"{format.one_line(matches.results.query, 40)!r}: ctrl+f searches again.")
+                            f"{format.one_line(matches.results.query, 40)!r}: "
+                            f"{keymap_of(self).key_text('main.search')} searches again.")
                 return
             await self.show_match(*found)
 
@@ -762,10 +763,11 @@ class MainScreen(Screen):
                 return
             await self.backend.check_deletable(session_id)  # refused at once, not after a yes
             entries = format.count(info.entry_count if info else 0, "entry", "entries")
+            trash_key = keymap_of(self).key_text("main.trash")
             if self.backend.can_trash:
                 days = format.count(round(self.backend.trash_days), "day")
                 question = (f"Delete the session “{title}”?\nIt moves to the trash with its {entries} and any "
-                            f"interrupted runs of it: f8 restores it for {days}, then it is gone for good.")
+                            f"interrupted runs of it: {trash_key} restores it for {days}, then it is gone for good.")
             else:
                 question = (f"Delete the session “{title}”?\nIts {entries} and any interrupted runs of it are "
                             "removed for good.")
@@ -775,7 +777,7 @@ class MainScreen(Screen):
             if self.chat.session_id == session_id:
                 await self.chat.open_session(None)
             if trashed is not None:
-                self.notify(f"Moved “{format.one_line(title, 40)}” to the trash: f8 restores it.")
+                self.notify(f"Moved “{format.one_line(title, 40)}” to the trash: {trash_key} restores it.")
 
     @on(RunsPane.Highlighted)
     async def _run_highlighted(self, event: RunsPane.Highlighted) -> None:

@@ -32,6 +32,7 @@ from textual.widgets import Static
 from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import ChatBackend, TranscriptRun
+from lovia.tui.keymap import keymap_of
 from lovia.tui.widgets.run_header import StepSummary, header_parts, step_duration, timing_parts
 
 WIDE = 110
@@ -272,12 +273,12 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     return Content.assemble(*parts)
 
 
-def legend() -> Content:
-    """What the bars' marks mean, and the keys."""
+def legend(close_key: str = "esc") -> Content:
+    """What the bars' marks mean, and the key that closes the timeline."""
     return Content.assemble(
         (WAITING, STYLES["waiting"]), " waiting  ", (STREAMING, STYLES["streaming"]), " streaming  ",
         (TOOL, STYLES["tool"]), " tool  ", (FAILED, STYLES["error"]), " error  ",
-        (OPEN, STYLES["open"]), f" never ended  {FOLD} pause · esc closes",
+        (OPEN, STYLES["open"]), f" never ended  {FOLD} pause · {close_key} closes",
     )
 
 
@@ -356,7 +357,9 @@ class TimelineScreen(ModalScreen[None]):
                 else:
                     yield Static("This run recorded no per-step timing: it was stored before lovia recorded "
                                  "steps, or it has not taken its first step yet.", id="timeline-empty")
-            yield Static(legend(), id="timeline-legend")
+            close_key = keymap_of(self).first_key_text("timeline.close")
+            # "esc", not "escape": the legend fits 80 columns
+            yield Static(legend("esc" if close_key == "escape" else close_key), id="timeline-legend")
 
     def on_mount(self) -> None:
         self.query_one("#timeline-scroll").focus()

@@ -25,6 +25,7 @@ from lovia.errors import LoviaError
 from lovia.session import TrashedSession
 from lovia.tui import format
 from lovia.tui.backend import ChatBackend
+from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.lists import StoppingOptionList
 
@@ -80,9 +81,11 @@ class TrashScreen(ModalScreen[str | None]):
             yield Static(f"Deleted sessions stay here {kept}, then go for good the next time lovia lists them.",
                          id="trash-about")
             yield TrashList(id="trash-list")
-            yield Static("The trash is empty: deleting a session (delete in the sessions list) puts it here.",
-                         id="trash-empty")
-            yield Static("enter/r restore · delete purge now · escape close", id="trash-keys")
+            keys = keymap_of(self).key_text  # the keys in force, as the config file's [keys] set them
+            yield Static(f"The trash is empty: deleting a session ({keys('sessions.delete')} in the sessions list) "
+                         "puts it here.", id="trash-empty")
+            yield Static(f"enter/{keys('trash.restore')} restore · {keys('trash.purge')} purge now · "
+                         f"{keys('trash.close')} close", id="trash-keys")
 
     async def on_mount(self) -> None:
         await self.reload()

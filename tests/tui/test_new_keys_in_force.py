@@ -1,0 +1,66 @@
+"""The texts of issue 10's features (trash, export, fork, undo, timeline, time views) name the keys
+in force: a key the config file's [keys] table moved is named where it moved, in the palette, the
+delete confirmation, the trash screen and the timeline, in the real app on a real SQLite file."""
+
+from __future__ import annotations
+
+from lovia import AssistantMessage, SQLiteSession, UserMessage
+from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.timeline import TimelineScreen
+from lovia.tui.screens.trash import TrashScreen
+from lovia.tui.widgets.sessions_pane import SessionsPane
+from tests.tui.conftest import make_app, settle, wait_for
+
+MOVED = {
+    "main.trash": ("f9",), "main.export": ("ctrl+e",), "transcript.fork": ("v",),
+    "transcript.undo_rewind": ("z",), "transcript.timeline": ("g",), "runs.timeline": ("g",),
+    "sessions.time_view": ("f4",), "trash.restore": ("o",), "trash.purge": ("x",), "trash.close": ("q",),
+    "timeline.close": ("q",),
+}
+
+
+def text_of(widget) -> str:
+    return str(widget.render()).replace("\xa0", " ")
+
+
+async def test_the_new_features_name_their_moved_keys(tmp_path):
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as store:
+        await store.append("s-one", [UserMessage(text="hello"), AssistantMessage(text="Hi.", agent="assistant")],
+                           meta={"timing": {"started_at": 1000.0, "finished_at": 1001.0}})
+    app = make_app(db, keys=MOVED)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-one"
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("up")
+        await settle(pilot)
+        helps = "\n".join(f"{c.title}: {c.help}" for c in app.get_system_commands(app.screen))
+        for old in ("(ctrl+s)", "(f8", "(f in the transcript", "(w in the transcript", "(f3 in"):
+            assert old not in helps, old
+        for new in ("(ctrl+e)", "(v in the transcript", "(g in the transcript", "(f4 in the sessions pane"):
+            assert new in helps, new
+
+        await pilot.press("g")  # the timeline of the run under the cursor
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await settle(pilot)
+        legend = text_of(app.screen.query_one("#timeline-legend"))
+        assert "q closes" in legend and "esc" not in legend
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not isinstance(app.screen, TimelineScreen))
+
+        app.screen.query_one(SessionsPane).post_message(SessionsPane.Action("delete", "s-one"))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "f9 restores it" in app.screen.question and "f8" not in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        moved = [n.message for n in app._notifications if "trash" in n.message]
+        assert moved and all("f9 restores it" in m for m in moved), moved
+
+        await pilot.press("f9")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and bool(app.screen.items))
+        keys = text_of(app.screen.query_one("#trash-keys"))
+        assert keys == "enter/o restore · x purge now · q close", keys
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not isinstance(app.screen, TrashScreen))
