@@ -33,6 +33,7 @@ from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
+from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.run_header import StepSummary, header_parts, step_duration, timing_parts
 
 WIDE = 110
@@ -368,11 +369,14 @@ class TimelineScreen(ModalScreen[None]):
 
     async def follow(self) -> None:
         """Read the executing run again and draw what it did since; stops once it no longer executes,
-        or is gone (discarded, finalized: what was drawn last stays)."""
-        run = await self._reread() if self._reread is not None else None
-        if run is not None:
-            await self.show_run(run)
-        if (run is None or run.state not in LIVE_STATES) and self._follow is not None:
+        or is gone (discarded, finalized: what was drawn last stays), or its store fails (said once)."""
+        done = True
+        with told_on(self, "follow the run's timeline"):  # a timer's exception would end the app
+            run = await self._reread() if self._reread is not None else None
+            if run is not None:
+                await self.show_run(run)
+            done = run is None or run.state not in LIVE_STATES
+        if done and self._follow is not None:
             self._follow.stop()
             self._follow = None
 
