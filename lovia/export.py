@@ -181,8 +181,8 @@ async def write_export(session: Session, session_id: str, path: str | os.PathLik
 
     The file is written beside its final name and renamed into place once complete (a failed
     export leaves no half file, and never half-replaces an older one), readable by its owner
-    only: it holds the conversation. A missing directory, or one that cannot be written, is a
-    :class:`~lovia.errors.UserError` saying which.
+    only: it holds the conversation. A missing directory, one that cannot be written, or a
+    directory as ``path`` is a :class:`~lovia.errors.UserError` saying which.
     """
     target, fd, temp = _temp_beside(path)
     try:
@@ -198,6 +198,8 @@ async def write_export(session: Session, session_id: str, path: str | os.PathLik
 def _temp_beside(path: str | os.PathLike[str]) -> tuple[Path, int, str]:
     """The export's final path, and an open temporary file beside it (mode 0600) with its name."""
     target = Path(path).expanduser().absolute()
+    if target.is_dir():  # the rename into place would fail after the whole export was written
+        raise UserError(f"cannot export to {target}: it is a directory; give the name of a file in it")
     if not target.parent.is_dir():
         raise UserError(f"cannot export to {target}: the directory {target.parent} does not exist")
     try:
