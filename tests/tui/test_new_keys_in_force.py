@@ -64,3 +64,23 @@ async def test_the_new_features_name_their_moved_keys(tmp_path):
         assert keys == "enter/o restore · x purge now · q close", keys
         await pilot.press("q")
         await wait_for(pilot, lambda: not isinstance(app.screen, TrashScreen))
+
+
+async def test_a_full_trash_keeps_its_key_line_on_an_80x24_screen(tmp_path):
+    """Ten sessions and more in the trash: the list scrolls, the line naming its keys stays in view."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as store:
+        for number in range(12):
+            await store.append(f"s-{number}", [UserMessage(text=f"hello {number}"),
+                                               AssistantMessage(text="Hi.", agent="assistant")])
+            await store.trash_session(f"s-{number}")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and len(app.screen.items) == 12)
+        await pilot.pause()
+        keys = app.screen.query_one("#trash-keys")
+        assert keys.region.bottom <= 23, keys.region  # above the dialog's bottom border, on the screen
+        assert "purge now" in app.export_screenshot().replace("&#160;", " ")
+        await pilot.press("escape")

@@ -61,7 +61,8 @@ class TrashScreen(ModalScreen[str | None]):
     }
     TrashScreen #trash-title { text-style: bold; padding: 0 1; }
     TrashScreen #trash-about { color: $text-muted; padding: 0 1; }
-    TrashScreen TrashList { height: auto; max-height: 20; border: none; margin-top: 1; }
+    /* a share of the screen, not a fixed 20 rows: at 80x24 the key line stays in view below it */
+    TrashScreen TrashList { height: auto; max-height: 60vh; border: none; margin-top: 1; }
     TrashScreen #trash-empty { padding: 1 1; color: $text-muted; display: none; }
     TrashScreen.-empty #trash-empty { display: block; }
     TrashScreen.-empty TrashList { display: none; }
