@@ -84,3 +84,23 @@ async def test_a_full_trash_keeps_its_key_line_on_an_80x24_screen(tmp_path):
         assert keys.region.bottom <= 23, keys.region  # above the dialog's bottom border, on the screen
         assert "purge now" in app.export_screenshot().replace("&#160;", " ")
         await pilot.press("escape")
+
+
+async def test_the_dangling_call_prompt_names_the_moved_cancel_key(tmp_path):
+    from lovia.tui.screens.prompt import PromptScreen
+    from tests.tui.test_crash_resume import crash_a_run
+    from tests.tui.test_dangling_calls import counting_agent, open_runs
+
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, _ = counting_agent()
+    app = make_app(db, agent=agent, keys={"prompt.cancel": ("f11",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, (80, 24))
+        await pilot.press("f6", "o")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        question = app.screen.question
+        assert "(f11: leave it to run again)" in question and "escape" not in question, question
+        await pilot.press("f11")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen))

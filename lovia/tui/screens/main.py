@@ -793,7 +793,7 @@ class MainScreen(Screen):
         what = "the error to give" if as_error else "the output it gave"
         prompt = PromptScreen(f"The call {call.name} ({call.call_id}) may have run before the run stopped.\n"
                               f"Type {what}: it is stored as the call's result, and resuming will not run it "
-                              "again (escape: leave it to run again).")
+                              f"again ({keymap_of(self).key_text('prompt.cancel')}: leave it to run again).")
         answer = await self.app.push_screen_wait(prompt)
         if answer is None:
             return

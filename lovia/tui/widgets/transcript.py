@@ -115,7 +115,7 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("u", "undo_rewind", "Undo rewind", id="transcript.undo_rewind",
                 tooltip="Bring the transcript back as it was before the last edit-and-resend or regenerate"),
         Binding("n", "match(1)", "Next match", id="transcript.next_match",
-                tooltip="The next match of the search (ctrl+f): further down this session, then the next session"),
+                tooltip="The next match of the search: further down this session, then the next session"),
         Binding("N", "match(-1)", "Previous match", id="transcript.previous_match",
                 tooltip="The previous match of the search: further up this session, then the previous session"),
     ]
