@@ -546,7 +546,7 @@ class MainScreen(Screen):
     def action_trash(self) -> None:
         self._trash_flow()
 
-    @work(exclusive=True, group="dialog")
+    @work(group="dialog")  # not exclusive: that would cancel the group's other user actions (a run starting)
     async def _trash_flow(self) -> None:
         """Show the trash; a session restored from it is listed again and opened."""
         restored = await self.app.push_screen_wait(TrashScreen(self.backend))
@@ -558,7 +558,7 @@ class MainScreen(Screen):
         else:
             await self.open_session(restored)
 
-    @work(exclusive=True, group="dialog")
+    @work(group="dialog")
     async def _export_session(self) -> None:
         """Ask where to (the current directory, named after the session), write the file, say where it went.
 

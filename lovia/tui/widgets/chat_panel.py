@@ -529,7 +529,7 @@ class ChatPanel(Vertical):
         if self.session_id is not None and self.backend.can_undo_rewind:
             self._undo_rewind(self.session_id)
 
-    @work(exclusive=True, group="dialog")
+    @work(group="dialog")
     async def _undo_rewind(self, session_id: str) -> None:
         """Ask, then put the transcript back as it was before the last edit-and-resend or regenerate."""
         if self.running or self._starting:
@@ -561,7 +561,7 @@ class ChatPanel(Vertical):
         if self.session_id is not None and self.backend.can_fork:
             self._fork(self.session_id, event)
 
-    @work(exclusive=True, group="dialog")
+    @work(group="dialog")  # not exclusive: that would cancel the group's other user actions (a run starting)
     async def _fork(self, session_id: str, request: Transcript.ForkRequested) -> None:
         """Copy the session up to and including the picked entry into a new session, and open it to write in."""
         if self.running:
