@@ -104,3 +104,21 @@ async def test_the_dangling_call_prompt_names_the_moved_cancel_key(tmp_path):
         assert "(f11: leave it to run again)" in question and "escape" not in question, question
         await pilot.press("f11")
         await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen))
+
+
+async def test_the_search_screen_names_its_moved_close_key(tmp_path):
+    from lovia.tui.screens.search import SearchScreen
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as store:
+        await store.append("s-one", [UserMessage(text="hello atlas"), AssistantMessage(text="Hi.", agent="assistant")])
+    app = make_app(db, keys={"search.close": ("ctrl+w",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press(*"atlas")
+        status = app.screen.query_one("#search-status")
+        await wait_for(pilot, lambda: "1 match" in text_of(status))
+        assert "^w closes" in text_of(status) or "ctrl+w closes" in text_of(status), text_of(status)
+        assert "escape" not in text_of(status)

@@ -30,6 +30,7 @@ from lovia.errors import LoviaError, UserError
 from lovia.session import SearchHit
 from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
+from lovia.tui.keymap import keymap_of
 from lovia.tui.widgets.lists import StoppingOptionList
 
 TYPING_PAUSE = 0.15
@@ -149,7 +150,8 @@ class SearchScreen(ModalScreen[SearchResults | None]):
             results.highlighted = 0
         more = "; more may exist, add a word to narrow it" if len(hits) >= SEARCH_LIMIT else ""
         found = format.count(len(hits), "match", "matches")
-        status.update(f"{found}{more}. enter opens the highlighted one, escape closes." if hits
+        close = keymap_of(self).first_key_text("search.close")  # enter is the list's own, not in the keymap
+        status.update(f"{found}{more}. enter opens the highlighted one, {close} closes." if hits
                       else f"Nothing matches. {HINT}")
 
     @on(Input.Submitted, "#search-query")
