@@ -170,11 +170,15 @@ async def main() -> None:
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
         await shoot_runs_stopped(Path(tmp))
         await shoot_trash(Path(tmp))
-        await shoot(db, "timeline-dark", "lovia-dark", timeline_of_a_run, (120, 30))
-        await shoot(db, "keymap-dark", "lovia-dark", help_screen, (100, 30), keys=MOVED_KEYS)
-        await shoot(db, "search-dark", "lovia-dark", search_for_atlas, (100, 24))
-        # Last: the fork becomes the newest session, which the shots above would open.
-        await shoot(db, "fork-dark", "lovia-dark", fork_from_a_message, NARROW)
+        # The scenes below start from the demo file as built: the ones above sent messages and
+        # stopped runs, which changed which session is the newest (the one the app opens).
+        for name, scene, size, keys in (("timeline-dark", timeline_of_a_run, (120, 30), None),
+                                        ("keymap-dark", help_screen, (100, 30), MOVED_KEYS),
+                                        ("search-dark", search_for_atlas, (100, 24), None),
+                                        ("fork-dark", fork_from_a_message, NARROW, None)):
+            fresh = Path(tmp) / f"{name}.db"
+            await build(fresh)
+            await shoot(fresh, name, "lovia-dark", scene, size, keys=keys)
 
 
 if __name__ == "__main__":
