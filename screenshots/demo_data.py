@@ -96,7 +96,7 @@ async def build(path: Path, *, long_entries: int = 0) -> None:
     head = RunHead(agent="assistant", status="interrupted", turn=1, usage=Usage(1, 120, 14),
                    started_at=BASE_TIME + 300, updated_at=BASE_TIME + 304, session_id="s-atlas",
                    first_input="wait 30, then tell me the time", owner=RunOwner(host="worker-1", pid=4242),
-                   entry_agent="assistant", model="demo-model", steps=[
+                   entry_agent="assistant", model="demo-model", active_seconds=3.9, steps=[
                        ModelStep("assistant", "demo-model", BASE_TIME + 300.1, BASE_TIME + 300.5, BASE_TIME + 301.0,
                                  120, 14, turn=1),
                        ToolStep("call-demo-3", "wait", BASE_TIME + 301.05, BASE_TIME + 304.0, cut_off=True)])
