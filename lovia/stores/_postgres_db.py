@@ -1,0 +1,465 @@
+"""One PostgreSQL database as a lovia store sees it: connect, migrate, transact, hear of changes.
+
+The driver is psycopg 3 (its ``AsyncConnection``) with ``psycopg_pool.AsyncConnectionPool``,
+rather than asyncpg. It is the better-trodden path for this workload: pipeline mode batches a
+transaction's statements into one round trip when that pays; it works behind pgbouncer in
+transaction pooling mode (no named server-side prepared statements unless asked for, where
+asyncpg prepares every statement and needs them turned off); it takes any libpq connection string
+(URLs, ``key=value`` strings, ``PGHOST``/``PGPASSWORD`` and the other ``PG*`` variables, a
+``.pgpass`` file, service files), so the URL a user gives lovia means what it means to ``psql``;
+and its pool is maintained by the same project, with explicit check-out and return so that a
+connection in an unknown state is never handed to the next caller.
+
+How a store uses it. Every operation is one async function over an ``AsyncConnection`` run by
+:meth:`PostgresDatabase.transaction` (read-write, ``READ COMMITTED``) or
+:meth:`PostgresDatabase.read` (``REPEATABLE READ READ ONLY``: one consistent snapshot), in one
+transaction on a connection checked out of the pool for just that long. Connections run in
+autocommit mode and the transaction is begun and ended here, explicitly, so that its state is
+always known:
+
+- It commits, or it raised an ordinary exception and was rolled back: the connection goes back
+  to the pool, idle.
+- The caller was cancelled (or anything else interrupted it) while the transaction was open, or
+  the rollback itself failed: the connection is closed, then handed back to the pool, which
+  discards it and opens another. It is never returned mid-transaction, and the server rolls the
+  transaction back as the connection ends, so a half-done write leaves nothing.
+- A serialization failure or a deadlock (SQLSTATE 40001, 40P01), which PostgreSQL resolves by
+  failing one of the transactions, is retried a few times from the start: an operation's
+  function must therefore do nothing but statements on its connection.
+
+Schema: a table ``lovia_schema (store, version)``, as in the SQLite stores, one row per store
+(``session``, ``checkpoint``). Opening looks at the store's version first; a newer one than this
+lovia knows is refused with :class:`~lovia.errors.SchemaError` and nothing is touched. An older
+one is migrated in one transaction that holds ``pg_advisory_xact_lock(MIGRATION_LOCK)``, and the
+version is read again under the lock, so hosts opening a fresh database at once migrate it once;
+PostgreSQL's DDL is transactional, so a migration that fails leaves the database as it was.
+
+Changes by others (:meth:`PostgresDatabase.outside_change_token`): a write transaction calls
+:meth:`PostgresDatabase.notify_change`, a ``pg_notify`` on the store's channel carrying this
+database object's id, delivered at commit (and not at all on rollback). One ``LISTEN``
+connection per database object, started on the first call, counts notifications from other
+objects (of this process or any other); the token is that count, read without a query.
+
+Error messages name the database by :attr:`PostgresDatabase.where` (the URL without its password),
+what lovia was doing and the SQLSTATE with its name, never the server's message text: it can quote
+stored values (a unique violation quotes the key). A refused connection says whether the
+credentials, the database name or the server itself is the trouble.
+
+A database object may be opened in one event loop and used in a later one, one loop at a time
+(``lovia`` opens the app's stores before its UI's loop starts): pools and the ``LISTEN`` connection
+belong to a loop, so a new loop gets its own, and the schema is checked once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from lovia.errors import SchemaError, StoreError
+
+T = TypeVar("T")
+
+Migration = Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]
+"""One step of a store's schema: DDL (and data moves) on a connection inside the migration's transaction."""
+
+MIGRATION_LOCK = 0x6C6F76696100  # "lovia\0": the advisory lock key every lovia migration holds
+SCHEMA_TABLE_SQL = "CREATE TABLE IF NOT EXISTS lovia_schema (store TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+RETRIED_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock detected
+RETRIES = 5
+POOL_TIMEOUT_SECONDS = 30.0
+CONNECT_TIMEOUT_SECONDS = 10
+
+_WRITE = "BEGIN"
+_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+@dataclass(frozen=True)
+class PostgresSchema:
+    """A store's name in ``lovia_schema`` and its migrations: version N is ``migrations[:N]`` applied."""
+
+    store: str
+    migrations: tuple[Migration, ...]
+
+    @property
+    def version(self) -> int:
+        return len(self.migrations)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` (a URL or ``key=value`` connection string) as ``postgresql://user@host:port/dbname``.
+
+    Never the password; parts the string leaves to libpq's defaults are left out.
+    """
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        return "a PostgreSQL database (its connection string could not be read)"
+    user = params.get("user")
+    host = str(params.get("host") or "")
+    if "," in host or host.startswith("/"):
+        host = f"[{host}]"  # several hosts, or a socket directory: shown as given
+    port = params.get("port")
+    netloc = (f"{user}@" if user else "") + host + (f":{port}" if port else "")
+    dbname = params.get("dbname")
+    return f"postgresql://{netloc}/{dbname or ''}"
+
+
+class PostgresDatabase:
+    """One PostgreSQL database for one store object: a pool opened on first use, and its schema.
+
+    Several stores (and processes, on any host) may share a database; each store records and
+    migrates its own schema version in ``lovia_schema``.
+    """
+
+    def __init__(self, url: str, *, schema: PostgresSchema, min_size: int = 1, max_size: int = 10) -> None:
+        self._url = url
+        self.schema = schema
+        self._min_size = min_size
+        self._max_size = max_size
+        self._where = redacted_url(url)
+        self._id = uuid.uuid4().hex  # the payload of this object's notifications
+        self._checked = False  # the schema was checked (and migrated) once: enough for this object
+        self._closed = False
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
+        self._pool_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._listener_conn: psycopg.AsyncConnection[Any] | None = None
+        self._outside_changes = 0
+
+    @property
+    def where(self) -> str:
+        """The database's URL without its password, for messages (``postgresql://bob@db:5432/lovia``)."""
+        return self._where
+
+    @property
+    def channel(self) -> str:
+        """The ``LISTEN``/``NOTIFY`` channel of this store's changes."""
+        return f"lovia_{self.schema.store}"
+
+    def __repr__(self) -> str:
+        return f"PostgresDatabase({self._where!r}, store={self.schema.store!r})"
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _opening_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is None or self._lock_loop() is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), weakref.ref(loop)
+        return self._lock
+
+    async def open(self) -> None:
+        """Check the schema (migrating it, or refusing a newer one) and open the pool. Idempotent.
+
+        Raises :class:`StoreError` naming :attr:`where` when the server cannot be reached or refuses
+        the connection; nothing is written then.
+        """
+        await self._ensure_pool()
+
+    async def _ensure_pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        loop = asyncio.get_running_loop()
+        pool = self._pool
+        if pool is not None and self._pool_loop is not None and self._pool_loop() is loop and not self._closed:
+            return pool
+        async with self._opening_lock():
+            return await self._open_pool_locked(loop)
+
+    async def _open_pool_locked(
+        self, loop: asyncio.AbstractEventLoop
+    ) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
+        """:meth:`_ensure_pool`'s work, under the opening lock."""
+        if self._closed:
+            raise StoreError(f"the store on {self._where} is closed; create a new one")
+        if self._pool is not None and self._pool_loop is not None and self._pool_loop() is loop:
+            return self._pool
+        if not self._checked:
+            await self._check_schema()
+            self._checked = True
+        if self._pool is not None:
+            # Made in an earlier event loop, which owns its tasks and sockets: let it go.
+            self._forget_pool()
+        pool = AsyncConnectionPool(
+            self._url,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            timeout=POOL_TIMEOUT_SECONDS,
+            name=f"lovia {self.schema.store}",
+            open=False,
+        )
+        await pool.open()
+        self._pool, self._pool_loop = pool, weakref.ref(loop)
+        return pool
+
+    def _forget_pool(self) -> None:
+        pool, self._pool, self._pool_loop = self._pool, None, None
+        if pool is None:
+            return
+        # Its loop is gone or elsewhere: close its idle connections' sockets directly.
+        for conn in list(getattr(pool, "_pool", ())):
+            with contextlib.suppress(Exception):
+                conn.pgconn.finish()
+
+    async def _connect(self, action: str) -> psycopg.AsyncConnection[Any]:
+        """A connection of its own (not pooled), errors translated."""
+        try:
+            return await psycopg.AsyncConnection.connect(
+                self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            )
+        except psycopg.Error as exc:
+            raise self._translate(exc, action) from None
+
+    async def _check_schema(self) -> None:
+        action = f"opening the {self.schema.store} store"
+        conn = await self._connect(action)
+        try:
+            version = await _schema_version(conn, self.schema.store)
+            self._check_version(version)
+            if version < self.schema.version:
+                await self._migrate(conn)
+        except psycopg.Error as exc:
+            raise self._translate(exc, f"migrating the {self.schema.store} schema") from None
+        finally:
+            await conn.close()
+
+    async def _migrate(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        target = self.schema.version
+        async with conn.transaction():
+            # Hosts opening a fresh database at once queue here; the first migrates, the others
+            # find the version it left.
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(SCHEMA_TABLE_SQL)
+            version = await _schema_version(conn, self.schema.store)
+            self._check_version(version)
+            if version >= target:
+                return
+            for step in self.schema.migrations[version:]:
+                await step(conn)
+            await conn.execute(
+                "INSERT INTO lovia_schema (store, version) VALUES (%s, %s) "
+                "ON CONFLICT (store) DO UPDATE SET version = excluded.version",
+                (self.schema.store, target),
+            )
+
+    def _check_version(self, version: int) -> None:
+        if version > self.schema.version:
+            raise SchemaError(
+                f"{self._where} holds a lovia {self.schema.store} store at schema version {version}, "
+                f"newer than the {self.schema.version} this lovia knows. Upgrade lovia to open it; "
+                "the database was not modified."
+            )
+
+    # -- running operations --------------------------------------------------------------
+
+    async def transaction(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], action: str) -> T:
+        """Run ``fn`` in one read-write transaction; all of it is committed or none.
+
+        ``action`` ("appending to session 'x'") goes into error messages. ``fn`` may be run again
+        after a serialization failure or deadlock, so it must only run statements on its connection.
+        A caller cancelled mid-transaction: the connection is closed and discarded (the server rolls
+        the transaction back), never returned to the pool mid-transaction. Opens lazily on first use.
+        """
+        return await self._run(fn, _WRITE, action)
+
+    async def read(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], action: str) -> T:
+        """Run ``fn`` in a ``REPEATABLE READ READ ONLY`` transaction: one consistent snapshot."""
+        return await self._run(fn, _READ, action)
+
+    async def _run(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], begin: str, action: str) -> T:
+        pool = await self._ensure_pool()
+        for attempt in range(RETRIES + 1):
+            try:
+                return await self._once(pool, fn, begin, action)
+            except psycopg.Error as exc:
+                if exc.sqlstate in RETRIED_SQLSTATES and attempt < RETRIES:
+                    await asyncio.sleep(0.005 * 2**attempt)
+                    continue
+                raise self._translate(exc, action) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _once(
+        self,
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]],
+        fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]],
+        begin: str,
+        action: str,
+    ) -> T:
+        try:
+            conn = await pool.getconn()
+        except PoolTimeout:
+            raise StoreError(
+                f"no connection to {self._where} could be had within {POOL_TIMEOUT_SECONDS:g} s while {action}: "
+                "the server is down or unreachable, or every connection is busy; nothing was written. "
+                "Check that the server runs, then retry."
+            ) from None
+        idle = False  # whether the connection is known to be back to idle, outside a transaction
+        try:
+            try:
+                await conn.execute(begin)
+                result = await fn(conn)
+                await conn.execute("COMMIT")
+                idle = True
+                return result
+            except Exception:
+                # An ordinary failure: roll back here, on this connection, and keep it if that works.
+                # A cancellation (BaseException) skips this: the connection is closed below.
+                status = conn.info.transaction_status
+                if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("ROLLBACK")
+                idle = conn.info.transaction_status == TransactionStatus.IDLE and not conn.closed
+                raise
+        finally:
+            if not idle:
+                # Never back to the pool mid-transaction: closing ends the transaction on the server
+                # (rolled back) and the pool replaces a closed connection.
+                await conn.close()
+            await pool.putconn(conn)
+
+    # -- changes by others ---------------------------------------------------------------
+
+    async def notify_change(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Inside a write transaction: tell other database objects of this store that it changed.
+
+        Delivered when the transaction commits, not at all if it rolls back.
+        """
+        await conn.execute("SELECT pg_notify(%s, %s)", (self.channel, self._id))
+
+    async def outside_change_token(self) -> Hashable:
+        """How many changes other database objects (any process) notified on this store's channel.
+
+        Changes when another object's write transaction committed since the previous call; never
+        for this object's own writes. The first call starts one ``LISTEN`` connection; later calls
+        make no query. Should that connection be lost (or the event loop change) the count steps
+        on, as changes may have been missed, and listening starts again.
+        """
+        loop = asyncio.get_running_loop()
+        listener = self._listener
+        if listener is not None and not listener.done() and listener.get_loop() is loop:
+            return self._outside_changes
+        async with self._opening_lock():
+            listener = self._listener
+            if listener is not None and not listener.done() and listener.get_loop() is loop:
+                return self._outside_changes
+            if self._closed:
+                raise StoreError(f"the store on {self._where} is closed; create a new one")
+            if listener is not None:
+                await self._stop_listening()
+                self._outside_changes += 1  # what happened while nobody listened is unknown
+            await self._open_pool_locked(loop)  # the schema first: a newer one is refused here too
+            conn = await self._connect(f"listening for changes to the {self.schema.store} store")
+            try:
+                await conn.execute(f'LISTEN "{self.channel}"')
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self._translate(exc, f"listening for changes to the {self.schema.store} store") from None
+            self._listener_conn = conn
+            self._listener = loop.create_task(self._count_notifications(conn), name=f"lovia listen {self.channel}")
+            return self._outside_changes
+
+    async def _count_notifications(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        with contextlib.suppress(psycopg.Error):
+            async for note in conn.notifies():
+                if note.payload != self._id:
+                    self._outside_changes += 1
+        self._outside_changes += 1  # the connection ended: the next call listens again
+
+    async def _stop_listening(self) -> None:
+        listener, conn, self._listener, self._listener_conn = self._listener, self._listener_conn, None, None
+        if listener is not None and not listener.done() and listener.get_loop() is asyncio.get_running_loop():
+            listener.cancel()
+            with contextlib.suppress(BaseException):
+                await listener
+        if conn is not None:
+            if listener is None or listener.get_loop() is asyncio.get_running_loop():
+                with contextlib.suppress(Exception):
+                    await conn.close()
+            else:
+                with contextlib.suppress(Exception):
+                    conn.pgconn.finish()
+
+    # -- closing -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the pool and the ``LISTEN`` connection; later operations raise :class:`StoreError`.
+
+        Idempotent.
+        """
+        self._closed = True
+        await self._stop_listening()
+        pool, loop_ref = self._pool, self._pool_loop
+        if pool is None:
+            return
+        if loop_ref is not None and loop_ref() is asyncio.get_running_loop():
+            self._pool, self._pool_loop = None, None
+            await pool.close()
+        else:
+            self._forget_pool()
+
+    # -- errors --------------------------------------------------------------------------
+
+    def _translate(self, exc: psycopg.Error, action: str) -> StoreError:
+        return translate_error(exc, self._where, action)
+
+
+async def _schema_version(conn: psycopg.AsyncConnection[Any], store: str) -> int:
+    """The stored version of ``store``; 0 when the database holds none (new to lovia, or to this store)."""
+    cur = await conn.execute("SELECT to_regclass('lovia_schema') IS NOT NULL")
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return 0
+    cur = await conn.execute("SELECT version FROM lovia_schema WHERE store = %s", (store,))
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+# SQLSTATEs of a connection the server refused, and what the user should check.
+_REFUSALS = {
+    "28P01": "the server refused the user name or password",
+    "28000": "the server refused the connection for this user (see its pg_hba.conf)",
+    "3D000": "the database does not exist on that server",
+    "42501": "the user may not do this there (permission denied)",
+    "53300": "the server has no connection slots left",
+    "57P03": "the server is starting up or shutting down",
+}
+
+
+def translate_error(exc: psycopg.Error, where: str, action: str) -> StoreError:
+    """A :class:`StoreError` that says what went wrong with the database and what to do.
+
+    It never quotes the server's message (it can carry stored values) nor the password: it names
+    ``where``, the action, and the SQLSTATE with psycopg's name for it.
+    """
+    state = exc.sqlstate
+    if state in _REFUSALS:
+        return StoreError(
+            f"could not use {where} while {action}: {_REFUSALS[state]} (SQLSTATE {state}); nothing was "
+            "written. Check the connection URL (user, password, database) and retry."
+        )
+    if state is None and isinstance(exc, psycopg.OperationalError):
+        # libpq could not reach the server, or lost it; its message names the host, never a password,
+        # but is not quoted anyway. A refused password also lands here on some libpq versions.
+        text = str(exc)
+        if "password authentication failed" in text or "no password supplied" in text:
+            reason = "the server refused the user name or password"
+        elif "does not exist" in text and "database" in text:
+            reason = "the database does not exist on that server"
+        else:
+            reason = "the server is down, unreachable, or closed the connection"
+        return StoreError(
+            f"could not use {where} while {action}: {reason}; nothing was written. Check that the server "
+            "runs and the connection URL (host, port, user, password, database), then retry."
+        )
+    name = type(exc).__name__
+    code = f"SQLSTATE {state} {name}" if state else name
+    return StoreError(f"PostgreSQL failed while {action} on {where} ({code}); nothing was written.")
