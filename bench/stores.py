@@ -1,4 +1,4 @@
-"""Store benchmarks, printed as ratios against raw sqlite3 doing the same work in the same run.
+"""Store benchmarks, printed as ratios against raw sqlite3 and raw psycopg doing the same work in the same run.
 
     python bench/stores.py [--appends 1000] [--repeat 5] [--loads 5] [--saves 200]
 
@@ -17,6 +17,31 @@ For each journal setting (the default, and wal=True), in a fresh pair of files p
 - snapshot cost: one checkpoint save adding one entry, at 10 vs 1,000 stored entries, and
   against raw sqlite3 running the same SQL.
 
+Then the stores side by side, SQLite files (both journal settings) and PostgreSQL, in a fresh
+pair of files and a fresh pair of databases per repetition:
+
+- appends/s by 1 writer (``--appends`` runs to one session) and by 8 concurrent writers (the
+  same number of runs in all, each writer appending to a session of its own). The 8 writers are
+  8 separate processes, each with its own store object (so its own connection pool, or its own
+  SQLite connection), as workers on several hosts are: 8 pool connections in one process would
+  share one event loop and one interpreter lock, and measure this process rather than the
+  store. The processes are started once for the whole run and wait at a barrier after opening
+  their store, so neither start-up nor connecting is timed; the time is from the first writer's
+  start to the last one's finish. Baselines: raw sqlite3 as above; for PostgreSQL raw psycopg
+  (synchronous, one connection, no pool, no event loop) running the statements
+  ``PostgresSession.append`` runs, one transaction per run, so the ratio is lovia's own
+  overhead (its pool, the event loop, its encoder and checks).
+- PostgreSQL load of the 10,000-entry session: ``PostgresSession.load`` against raw psycopg
+  selecting the same rows of lovia's table (``REPEATABLE READ READ ONLY``, as lovia reads) and
+  decoding them with ``json.loads``; and ``read_page`` of the last 200 entries against the same
+  page of a 200-entry session. (The SQLite files' load and page are the first table's.)
+
+The PostgreSQL server: the one of ``LOVIA_BENCH_POSTGRES_URL`` (a role that may create and drop
+databases: the bench makes its own, ``lovia_t...``, and drops them), else a private cluster
+started with tests/postgres_server.py (``initdb`` defaults, so ``fsync`` and
+``synchronous_commit`` on, over TCP on 127.0.0.1). When neither can be had, the bench says why
+and prints the SQLite rows alone.
+
 Each ratio is taken per repetition (or pair), lovia and its baseline back to back, and shown as
 the median with the lowest and highest (bench/_stats.py).
 """
@@ -25,13 +50,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import multiprocessing
+import os
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,6 +80,7 @@ from lovia import (  # noqa: E402
     UserMessage,
 )
 from lovia.entries import entry_to_dict  # noqa: E402
+from tests import postgres_server  # noqa: E402
 
 ENTRIES_PER_RUN = 10
 PAGE = 200
@@ -87,13 +118,24 @@ def prepared_file(path: Path, wal: bool) -> Path:
     return path
 
 
+Ready = Callable[[], object] | None
+"""Called once a writer is open and warm, just before its clock starts (the writers' barrier)."""
+
+
+def clock_starts(ready: Ready) -> float:
+    """Wait for ``ready`` (if any), then read the clock every writer process shares."""
+    if ready is not None:
+        ready()
+    return time.monotonic()
+
+
 # -- appends -------------------------------------------------------------------------------
 
 
-def raw_appends(path: Path, wal: bool, runs: list) -> float:
+def raw_appends(path: Path, wal: bool, runs: list, session_id: str = "s", ready: Ready = None) -> float:
     """lovia's append, as SQLiteSession.append runs it (schema 3), with plain sqlite3."""
     conn = raw_connect(path, wal)
-    start = time.perf_counter()
+    start = clock_starts(ready)
     for i, entries in enumerate(runs):
         kinds, text = " ".join(e.type for e in entries), json_array(entries)
         now = time.time()
@@ -102,26 +144,26 @@ def raw_appends(path: Path, wal: bool, runs: list) -> float:
             "INSERT INTO lovia_segments (session_id, run_id, meta, entry_count, appended_at, start) "
             "SELECT ?, ?, ?, ?, ?, COALESCE((SELECT start + entry_count FROM lovia_segments WHERE session_id = ? "
             "ORDER BY start DESC, seq DESC LIMIT 1), 0) WHERE true ON CONFLICT (session_id, run_id) DO NOTHING",
-            ("s", f"r{i}", "{}", len(entries), now, "s"))
+            (session_id, f"{session_id}-r{i}", "{}", len(entries), now, session_id))
         if inserted.rowcount:
             conn.execute("INSERT INTO lovia_segment_entries (segment_seq, kinds, entries) VALUES (?, ?, ?)",
                          (inserted.lastrowid, kinds, text))
             conn.execute("INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
                          "VALUES (?, NULL, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
-                         "last_activity = excluded.last_activity", ("s", now, now))
+                         "last_activity = excluded.last_activity", (session_id, now, now))
         conn.execute("COMMIT")
-    elapsed = time.perf_counter() - start
+    elapsed = time.monotonic() - start
     conn.close()
     return elapsed
 
 
-async def lovia_appends(path: Path, wal: bool, runs: list) -> float:
+async def lovia_appends(path: Path, wal: bool, runs: list, session_id: str = "s", ready: Ready = None) -> float:
     async with SQLiteSession(path, wal=wal) as session:
         await session.load("warm-up")  # opened and checked before the clock starts
-        start = time.perf_counter()
+        start = clock_starts(ready)
         for i, entries in enumerate(runs):
-            await session.append("s", entries, run_id=f"r{i}")
-        return time.perf_counter() - start
+            await session.append(session_id, entries, run_id=f"{session_id}-r{i}")
+        return time.monotonic() - start
 
 
 # -- load and pages ------------------------------------------------------------------------
@@ -237,6 +279,213 @@ async def lovia_snapshots(path: Path, wal: bool, base: int, saves: int) -> float
         return (time.perf_counter() - start) / saves
 
 
+# -- PostgreSQL ----------------------------------------------------------------------------
+#
+# The raw baseline is synchronous psycopg on one connection, no pool and no event loop,
+# running the statements PostgresSession.append runs (the same SQL, the same parameters, the
+# entries encoded as lovia encodes them), one transaction per run: the ratio is what lovia
+# itself adds (its pool, the event loop, its error handling and its encoder).
+
+PG_APPEND_SQL = (
+    "SELECT pg_advisory_xact_lock(hashtextextended(%(sid)s, 0))",
+    "INSERT INTO lovia_segments (session_id, run_id, start, entry_count, meta, appended_at, kinds, entries) "
+    "SELECT %(sid)s, %(run)s, COALESCE((SELECT start + entry_count FROM lovia_segments WHERE session_id = %(sid)s "
+    "ORDER BY start DESC, seq DESC LIMIT 1), 0), %(count)s, %(meta)s, %(now)s, %(kinds)s, %(entries)s "
+    "ON CONFLICT (session_id, run_id) DO NOTHING",
+    "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) VALUES (%(sid)s, NULL, %(now)s, "
+    "%(now)s) ON CONFLICT (session_id) DO UPDATE SET last_activity = excluded.last_activity",
+)
+PG_LOAD_SQL = "SELECT entries FROM lovia_segments WHERE session_id = %s ORDER BY start, seq"
+
+
+def raw_pg_appends(url: str, runs: list, session_id: str = "s", ready: Ready = None) -> float:
+    """PostgresSession.append's statements through plain synchronous psycopg, one transaction per run."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute("SELECT 1")  # connected and warm before the clock starts
+        conn.commit()
+        start = clock_starts(ready)
+        for i, entries in enumerate(runs):
+            params = {"sid": session_id, "run": f"{session_id}-r{i}", "count": len(entries), "meta": "{}",
+                      "now": time.time(), "kinds": " ".join(e.type for e in entries), "entries": json_array(entries)}
+            with conn.cursor() as cursor:
+                for statement in PG_APPEND_SQL:
+                    cursor.execute(statement, params)
+            conn.commit()
+        return time.monotonic() - start
+
+
+async def lovia_pg_appends(url: str, runs: list, session_id: str = "s", ready: Ready = None) -> float:
+    from lovia.stores.postgres import PostgresSession
+
+    async with PostgresSession(url) as session:
+        await session.load("warm-up")  # pool open, schema checked, before the clock starts
+        start = clock_starts(ready)
+        for i, entries in enumerate(runs):
+            await session.append(session_id, entries, run_id=f"{session_id}-r{i}")
+        return time.monotonic() - start
+
+
+def raw_pg_load(conn: Any, session_id: str) -> tuple[float, int]:
+    """The session's rows as lovia reads them, decoded by ``json.loads``: on ``conn``, a read-only snapshot."""
+    start = time.perf_counter()
+    rows = conn.execute(PG_LOAD_SQL, (session_id,)).fetchall()
+    conn.commit()
+    decoded = [item for (text,) in rows for item in json.loads(text)]
+    return time.perf_counter() - start, len(decoded)
+
+
+async def paired_pg_loads(url: str, pairs: int,
+                          expected: int) -> tuple[list[float], list[float], dict[str, list[float]]]:
+    """Loads by lovia and by raw psycopg back to back (order alternating), then lovia's last pages."""
+    import psycopg
+
+    from lovia.stores.postgres import PostgresSession
+
+    lovia_times: list[float] = []
+    raw_times: list[float] = []
+    pages: dict[str, list[float]] = {"end": [], "short": []}
+    with psycopg.connect(url) as conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        async with PostgresSession(url) as session:
+            await session.load("warm-up")
+            for pair in range(pairs):
+                for who in (("raw", "lovia") if pair % 2 else ("lovia", "raw")):
+                    if who == "raw":
+                        elapsed, n = raw_pg_load(conn, "s")
+                        raw_times.append(elapsed)
+                    else:
+                        start = time.perf_counter()
+                        n = len(await session.load("s"))
+                        lovia_times.append(time.perf_counter() - start)
+                    assert n == expected, (who, n)
+            if hasattr(session, "read_page"):
+                for _ in range(pairs):
+                    for name, sid in (("end", "s"), ("short", "short")):
+                        start = time.perf_counter()
+                        page = await session.read_page(sid, limit=PAGE)
+                        pages[name].append(time.perf_counter() - start)
+                        assert len(page.entries) == PAGE
+    return lovia_times, raw_times, pages
+
+
+async def pg_short_session(url: str, runs: list) -> None:
+    from lovia.stores.postgres import PostgresSession
+
+    async with PostgresSession(url) as session:
+        for i, entries in enumerate(runs):
+            await session.append("short", entries, run_id=f"short-{i}")
+
+
+async def pg_prepare(url: str) -> None:
+    """Create lovia's session schema in a fresh database, by lovia, for the raw baseline to write into."""
+    from lovia.stores.postgres import PostgresSession
+
+    async with PostgresSession(url) as session:
+        await session.load("warm-up")
+
+
+class PostgresDatabases:
+    """Fresh databases on one server, one per use, dropped when done."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.names: list[str] = []
+
+    def fresh(self) -> str:
+        name = postgres_server.create_database(self.server.admin_url)
+        self.names.append(name)
+        return self.server.url(name)
+
+    def drop_all(self) -> None:
+        while self.names:
+            postgres_server.drop_database(self.server.admin_url, self.names.pop())
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[tuple[Any, str]]:
+    """``(server, where)``: the server named by LOVIA_BENCH_POSTGRES_URL, else a private cluster.
+
+    ``server`` is None when neither can be had, and ``where`` then says why.
+    """
+    url = os.environ.get("LOVIA_BENCH_POSTGRES_URL")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        yield None, "psycopg is not installed (pip install 'lovia[postgres]')"
+        return
+    if url:
+        yield postgres_server.PostgresServer(url), "the server of LOVIA_BENCH_POSTGRES_URL"
+        return
+    try:
+        cluster = postgres_server.private_cluster()
+        server = cluster.__enter__()
+    except RuntimeError as error:
+        yield None, str(error)
+        return
+    try:
+        yield server, "a private cluster on 127.0.0.1 (initdb defaults: fsync on, synchronous_commit on)"
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+# -- concurrent writers: separate processes ------------------------------------------------
+#
+# Workers on several hosts are separate processes, each with its own store object (so its own
+# pool or connection), writing sessions of their own to one database. Here they are WRITERS
+# processes on this machine, kept for the whole run (started once, so no start-up is timed),
+# each opening its store, then waiting at a barrier so all start appending at once. The figure
+# is all their appends over the time from the first start to the last finish.
+
+WRITERS = 8
+_barrier: Any = None
+
+
+def _keep_barrier(barrier: Any) -> None:
+    global _barrier
+    _barrier = barrier
+
+
+def _at_barrier() -> None:
+    _barrier.wait(timeout=300)
+
+
+def append_runs(store: str, who: str, target: str, runs: list, session_id: str = "s", ready: Ready = None) -> float:
+    """Seconds for ``who`` ("lovia" or "raw") to append ``runs`` to ``session_id`` of ``store`` at ``target``."""
+    if store == "postgres":
+        if who == "raw":
+            return raw_pg_appends(target, runs, session_id, ready)
+        return asyncio.run(lovia_pg_appends(target, runs, session_id, ready))
+    wal = store == "sqlite wal"
+    if who == "raw":
+        return raw_appends(Path(target), wal, runs, session_id, ready)
+    return asyncio.run(lovia_appends(Path(target), wal, runs, session_id, ready))
+
+
+def one_writer(store: str, who: str, target: str, session_id: str, count: int) -> tuple[float, float]:
+    """In a writer process: append ``count`` runs to ``session_id``; its (start, end) on the shared clock."""
+    elapsed = append_runs(store, who, target, [run_entries(i) for i in range(count)], session_id, _at_barrier)
+    end = time.monotonic()
+    return end - elapsed, end
+
+
+def concurrent_appends(pool: ProcessPoolExecutor, store: str, who: str, target: str, appends: int) -> float:
+    """Seconds for WRITERS processes to append ``appends`` runs in all, each to a session of its own."""
+    each = max(1, appends // WRITERS)
+    futures = [pool.submit(one_writer, store, who, target, f"w{n}", each) for n in range(WRITERS)]
+    spans = [future.result(timeout=600) for future in futures]
+    return (max(end for _, end in spans) - min(start for start, _ in spans)) * appends / (each * WRITERS)
+
+
+def writer_pool() -> tuple[ProcessPoolExecutor, Any]:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(WRITERS)
+    pool = ProcessPoolExecutor(WRITERS, mp_context=context, initializer=_keep_barrier, initargs=(barrier,))
+    return pool, barrier
+
+
 # -- the run -------------------------------------------------------------------------------
 
 
@@ -278,25 +527,104 @@ def ms(figure: Figure) -> str:
     return f"{figure.median * 1000:.2f} ({figure.low * 1000:.2f}-{figure.high * 1000:.2f})"
 
 
+def sqlite_row(wal: bool, s: dict[str, list[float]], appends: int) -> tuple[str, ...]:
+    """The first table's row for one journal setting: each figure a median with its spread."""
+    per_run = [t / appends for t in s["lovia appends"]], [t / appends for t in s["raw appends"]]
+    return (
+        "wal=True" if wal else "default",
+        f"{ms(Figure.of(per_run[0]))} vs {ms(Figure.of(per_run[1]))}",
+        ratios(s["lovia appends"], s["raw appends"]).times(),
+        f"{ms(Figure.of(s['lovia load']))} vs {ms(Figure.of(s['raw load']))}",
+        ratios(s["lovia load"], s["raw load"]).times(),
+        f"{ms(Figure.of(s['page start']))}, {ms(Figure.of(s['page end']))} vs {ms(Figure.of(s['page short']))}",
+        f"{ratios(s['page start'], s['page short']).times()}, {ratios(s['page end'], s['page short']).times()}",
+        f"{ms(Figure.of(s['lovia snapshot 10']))} vs {ms(Figure.of(s['raw snapshot 10']))}",
+        ratios(s["lovia snapshot 10"], s["raw snapshot 10"]).times(),
+        ratios(s["lovia snapshot 1000"], s["lovia snapshot 10"]).times(),
+    )
+
+
 def rows(appends: int = 1000, repeat: int = 5, loads: int = 5, saves: int = 200) -> list[tuple[str, ...]]:
     """One table row per journal setting: each figure a median with its spread."""
-    table = []
-    for wal in (False, True):
-        s = measure(wal, appends, repeat, loads, saves)
-        per_run = [t / appends for t in s["lovia appends"]], [t / appends for t in s["raw appends"]]
-        table.append((
-            "wal=True" if wal else "default",
-            f"{ms(Figure.of(per_run[0]))} vs {ms(Figure.of(per_run[1]))}",
-            ratios(s["lovia appends"], s["raw appends"]).times(),
-            f"{ms(Figure.of(s['lovia load']))} vs {ms(Figure.of(s['raw load']))}",
-            ratios(s["lovia load"], s["raw load"]).times(),
-            f"{ms(Figure.of(s['page start']))}, {ms(Figure.of(s['page end']))} vs {ms(Figure.of(s['page short']))}",
-            f"{ratios(s['page start'], s['page short']).times()}, {ratios(s['page end'], s['page short']).times()}",
-            f"{ms(Figure.of(s['lovia snapshot 10']))} vs {ms(Figure.of(s['raw snapshot 10']))}",
-            ratios(s["lovia snapshot 10"], s["raw snapshot 10"]).times(),
-            ratios(s["lovia snapshot 1000"], s["lovia snapshot 10"]).times(),
-        ))
-    return table
+    return [sqlite_row(wal, measure(wal, appends, repeat, loads, saves), appends) for wal in (False, True)]
+
+
+# -- the stores side by side ---------------------------------------------------------------
+
+SQLITE_STORES = ("sqlite", "sqlite wal")
+
+
+def measure_stores(pool: ProcessPoolExecutor, databases: PostgresDatabases | None, appends: int, repeat: int,
+                   loads: int) -> dict[str, dict[str, list[float]]]:
+    """Appends by 1 and by WRITERS writers per store, lovia against its raw baseline, in turns.
+
+    On PostgreSQL also the load of the 10,000-entry session and its last page (the SQLite
+    stores' are in the first table). Each repetition on fresh files and fresh databases.
+    """
+    runs = [run_entries(i) for i in range(appends)]
+    stores = (*SQLITE_STORES, "postgres") if databases is not None else SQLITE_STORES
+    samples: dict[str, dict[str, list[float]]] = {store: {} for store in stores}
+    for attempt in range(repeat):
+        order = ("raw", "lovia") if attempt % 2 else ("lovia", "raw")
+        for store in stores:
+            got = samples[store]
+            with tempfile.TemporaryDirectory() as tmp:
+                if store == "postgres":
+                    assert databases is not None
+                    targets = {"raw": databases.fresh(), "lovia": databases.fresh()}
+                    asyncio.run(pg_prepare(targets["raw"]))
+                else:
+                    raw_path = prepared_file(Path(tmp) / "raw.db", store == "sqlite wal")
+                    targets = {"raw": str(raw_path), "lovia": str(Path(tmp) / "lovia.db")}
+                for who in order:
+                    got.setdefault(f"{who} 1", []).append(append_runs(store, who, targets[who], runs))
+                for who in order:
+                    got.setdefault(f"{who} {WRITERS}", []).append(
+                        concurrent_appends(pool, store, who, targets[who], appends))
+                if store == "postgres":
+                    assert databases is not None
+                    asyncio.run(pg_short_session(targets["lovia"], runs[:PAGE // ENTRIES_PER_RUN]))
+                    lovia_loads, raw_loads, pages = asyncio.run(
+                        paired_pg_loads(targets["lovia"], loads, len(runs) * ENTRIES_PER_RUN))
+                    got.setdefault("lovia load", []).extend(lovia_loads)
+                    got.setdefault("raw load", []).extend(raw_loads)
+                    for name, values in pages.items():
+                        got.setdefault(f"page {name}", []).extend(values)
+                    databases.drop_all()
+    return samples
+
+
+def per_second(count: int, seconds: list[float]) -> str:
+    figure = Figure.of([count / t for t in seconds])
+    return f"{figure.median:,.0f} ({figure.low:,.0f}-{figure.high:,.0f})"
+
+
+STORE_NAMES = {"sqlite": "SQLite file", "sqlite wal": "SQLite file, wal=True", "postgres": "PostgreSQL"}
+
+
+def store_row(store: str, s: dict[str, list[float]], first_table: dict[str, list[float]] | None,
+              appends: int) -> tuple[str, ...]:
+    """A row of the side-by-side table; the SQLite stores' load and page come from the first table."""
+    loads = first_table if first_table is not None else s
+    row = [STORE_NAMES[store]]
+    for writers in (1, WRITERS):
+        row += [f"{per_second(appends, s[f'lovia {writers}'])} vs {per_second(appends, s[f'raw {writers}'])}",
+                ratios(s[f"lovia {writers}"], s[f"raw {writers}"]).times()]
+    row += [f"{ms(Figure.of(loads['lovia load']))} vs {ms(Figure.of(loads['raw load']))}",
+            ratios(loads["lovia load"], loads["raw load"]).times()]
+    if loads.get("page end"):
+        row += [f"{ms(Figure.of(loads['page end']))} vs {ms(Figure.of(loads['page short']))}",
+                ratios(loads["page end"], loads["page short"]).times()]
+    else:
+        row += ["not Paged", ""]
+    return tuple(row)
+
+
+def store_header(entries: int) -> tuple[str, ...]:
+    return ("store", "1 writer, appends/s: lovia vs raw", "time ratio",
+            f"{WRITERS} writer processes, appends/s: lovia vs raw", "time ratio",
+            f"load {entries:,} entries, ms: lovia vs raw", "load ratio",
+            f"last page of {PAGE}, ms: vs a {PAGE}-entry session", "page ratio")
 
 
 def header(entries: int) -> tuple[str, ...]:
@@ -313,13 +641,29 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=5, help="load and page pairs per repetition (default 5)")
     parser.add_argument("--saves", type=int, default=200, help="checkpoint saves measured per size (default 200)")
     args = parser.parse_args()
-    table = rows(args.appends, args.repeat, args.loads, args.saves)
+    entries = args.appends * ENTRIES_PER_RUN
+    first = {wal: measure(wal, args.appends, args.repeat, args.loads, args.saves) for wal in (False, True)}
     print(f"lovia store benchmark: {args.appends} appends of {ENTRIES_PER_RUN} entries, load of "
-          f"{args.appends * ENTRIES_PER_RUN} entries, {args.saves} snapshot saves; medians of {args.repeat} "
+          f"{entries} entries, {args.saves} snapshot saves; medians of {args.repeat} "
           f"repetitions ({args.repeat * args.loads} load pairs) with the lowest and highest")
     print("targets: load ratio <= 1.5 (vs raw sqlite3 reading one JSON array per run and json.loads), append "
           "ratio <= 1.3 (vs raw sqlite3 running lovia's SQL), page ratio ~1, snapshot 1000/10 <= 1.3\n")
-    print_table(header(args.appends * ENTRIES_PER_RUN), table)
+    print_table(header(entries), [sqlite_row(wal, first[wal], args.appends) for wal in (False, True)])
+    print()
+    with postgres() as (server, where), contextlib.ExitStack() as stack:
+        databases = PostgresDatabases(server) if server is not None else None
+        if databases is not None:
+            stack.callback(databases.drop_all)
+        pool, _ = writer_pool()
+        stack.callback(pool.shutdown)
+        stores = measure_stores(pool, databases, args.appends, args.repeat, args.loads)
+    print(f"The stores side by side: {args.appends} appends by 1 writer, and by {WRITERS} writer processes "
+          f"({args.appends // WRITERS} each, to a session of their own); baselines: raw sqlite3 and raw psycopg "
+          "(synchronous, one connection) running lovia's SQL; the load and page of the SQLite files are the "
+          "first table's. PostgreSQL: " + (where if server is not None else f"no rows, as {where}") + "\n")
+    print_table(store_header(entries), [
+        store_row(store, samples, first[store == "sqlite wal"] if store in SQLITE_STORES else None, args.appends)
+        for store, samples in stores.items()])
 
 
 if __name__ == "__main__":
