@@ -6,17 +6,21 @@ import argparse
 import asyncio
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from lovia import __version__
 from lovia.agent import Agent
 from lovia.builtin_tools import BUILTIN_TOOLS
+from lovia.db_location import DbLocation, PostgresLocation, db_argument, postgres_store_classes
 from lovia.errors import LoviaError, UserError
 
 if TYPE_CHECKING:
-    from lovia.stores import SQLiteCheckpointer, SQLiteSession
+    from lovia.checkpoint import Checkpointer
+    from lovia.session import Session
 
 DEFAULT_INSTRUCTIONS = (
     "You are lovia's assistant in a terminal. Be concise and use Markdown. You have tools: "
@@ -32,15 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Chat with an agent from the terminal; sessions and in-flight runs survive crashes. "
                     "With no options it opens your sessions on the offline demo model.",
         epilog="Environment: LOVIA_MODEL, LOVIA_BASE_URL, LOVIA_API_KEY or OPENAI_API_KEY, OLLAMA_HOST, "
-               "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives). "
+               "LOVIA_CONFIG (the config file), LOVIA_DATA_DIR (where lovia.db lives), PGPASSWORD (or "
+               "~/.pgpass) for a PostgreSQL URL without a password. "
                "lovia keys lists every action's name and key, for the config file's [keys] table. "
-               "Commands: lovia export SESSION_ID [--format md|jsonl] [--db PATH] [-o FILE] writes a session "
-               "as Markdown or JSON lines. lovia doctor [--db PATH] [--fix] checks a database and says what to "
+               "Commands: lovia export SESSION_ID [--format md|jsonl] [--db PATH|URL] [-o FILE] writes a session "
+               "as Markdown or JSON lines. lovia doctor [--db PATH|URL] [--fix] checks a database and says what to "
                "do.",
     )
     parser.add_argument("--version", action="version", version=f"lovia {__version__}")
-    parser.add_argument("--db", type=Path, help="the SQLite file for sessions and checkpoints "
-                                                "(default: lovia.db in your user data directory)")
+    parser.add_argument("--db", type=db_argument, metavar="PATH|URL",
+                        help="where sessions and checkpoints live: a SQLite file, or a PostgreSQL database as "
+                             "postgresql://user@host/dbname (needs pip install 'lovia[postgres]'); default: the "
+                             "config file's db, else lovia.db in your user data directory")
     parser.add_argument("--agent", metavar="MODULE:ATTR", help="drive your own Agent, e.g. myproject.agents:support")
     parser.add_argument("--model", help="demo, openai:NAME or ollama:NAME (default: LOVIA_MODEL, the config file, "
                                         "else demo)")
@@ -65,19 +72,24 @@ def load_agent(spec: str) -> Agent:
     return agent
 
 
-async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
-    """Open the app's two stores on ``path`` now, so that a file lovia must refuse is refused before the UI.
+async def open_stores(where: DbLocation) -> tuple[Session, Checkpointer]:
+    """Open the app's two stores on ``where`` now, so that a database lovia must refuse is refused before the UI.
 
-    Opening validates the file before anything writes to it: a foreign file, a newer schema or
-    a file failing SQLite's ``integrity_check`` raises a :class:`LoviaError` and is left as it
-    was; a missing file is created and an older one migrated. The first store reads the whole
-    file once for the check; the second, opened while the first holds the file, does not
-    repeat it. The stores are then the app's own, used in the UI's event loop; on an error
-    neither is left open.
+    A path: the SQLite stores. Opening validates the file before anything writes to it: a
+    foreign file, a newer schema or a file failing SQLite's ``integrity_check`` raises a
+    :class:`LoviaError` and is left as it was; a missing file is created and an older one
+    migrated. The first store reads the whole file once for the check; the second, opened while
+    the first holds the file, does not repeat it. The stores are then the app's own, used in the
+    UI's event loop; on an error neither is left open.
+
+    A :class:`~lovia.db_location.PostgresLocation`: the PostgreSQL stores (see
+    :func:`open_postgres_stores`).
     """
+    if isinstance(where, PostgresLocation):
+        return await open_postgres_stores(where)
     from lovia.stores import SQLiteCheckpointer, SQLiteSession
 
-    session, checkpointer = SQLiteSession(path, wal=True), SQLiteCheckpointer(path, wal=True)
+    session, checkpointer = SQLiteSession(where, wal=True), SQLiteCheckpointer(where, wal=True)
     try:
         await session.open()
         await checkpointer.open()
@@ -86,6 +98,27 @@ async def open_stores(path: Path) -> tuple[SQLiteSession, SQLiteCheckpointer]:
         await session.close()
         raise
     return session, checkpointer
+
+
+async def open_postgres_stores(where: PostgresLocation) -> tuple[Session, Checkpointer]:
+    """The PostgreSQL stores on ``where``, checked now: a server that is down, a wrong password, a database
+    that does not exist or a newer schema raise a :class:`LoviaError` (naming the server without the
+    password) before the UI, and nothing is written.
+
+    Both stores are opened here (which connects, and creates or migrates their tables under an
+    advisory lock) and closed again; fresh, unopened stores on the same URL are returned. A
+    connection pool belongs to the event loop that opened it, and the app runs in another one
+    (the stores open themselves on first use there).
+    """
+    session_class, checkpointer_class = postgres_store_classes()
+    session, checkpointer = session_class(where.url), checkpointer_class(where.url)
+    try:
+        await session.open()
+        await checkpointer.open()
+    finally:
+        await checkpointer.close()
+        await session.close()
+    return session_class(where.url), checkpointer_class(where.url)
 
 
 # ``lovia NAME ...`` runs a command instead of the app: NAME -> "module:function", imported only
@@ -141,8 +174,8 @@ def build_app(args: argparse.Namespace):
     if args.agent:
         label = f"agent {agent.name} · {label}"
 
-    db = args.db or default_db_path()
-    if args.db is None:
+    db: DbLocation = args.db or config.db or default_db_path()
+    if args.db is None and config.db is None and isinstance(db, Path):
         try:
             make_private_dirs(db.parent)  # parents too: 0700 whatever the umask
         except OSError as exc:
@@ -150,13 +183,28 @@ def build_app(args: argparse.Namespace):
     session, checkpointer = asyncio.run(open_stores(db))
     backend = ChatBackend(
         session, checkpointer, agent,
-        context_policy=ContextPolicy(result_store=FileResultStore(db.parent / "tool-outputs")),
+        # the archive makes its own directory (0700) when it first keeps an output
+        context_policy=ContextPolicy(result_store=FileResultStore(archive_dir(db))),
         trash_days=config.trash_days,
     )
     state = RememberedState(data_dir() / "state.json")
     # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's
     return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state,
                     tune_collector_for_startup=True, keys=config.keys)
+
+
+def archive_dir(db: DbLocation) -> Path:
+    """Where long tool outputs are archived (:class:`lovia.context.FileResultStore`): beside a SQLite file;
+    for a PostgreSQL database, on this machine under the user data directory, one folder per server and
+    database (the archive is files, so each machine keeps the outputs its own runs archived)."""
+    if isinstance(db, Path):
+        return db.parent / "tool-outputs"
+    from lovia.tui.config import data_dir
+
+    parts = urlsplit(db.url)
+    name = "-".join(part for part in (parts.hostname or "local", str(parts.port or 5432),
+                                       parts.path.strip("/") or parts.username or "default") if part)
+    return data_dir() / "postgres" / re.sub(r"[^A-Za-z0-9._-]", "_", name) / "tool-outputs"
 
 
 def check_api_key(model: object) -> None:

@@ -1,8 +1,9 @@
 """Export a session: Markdown to read, JSON lines to process.
 
-``lovia export SESSION_ID [--format md|jsonl] [--db PATH] [-o FILE]`` writes one session of the
-data file to standard output (or ``FILE``); the terminal UI's ``ctrl+s`` writes the open
-session to a file with the same code (:func:`write_export`). A session id may be given by a
+``lovia export SESSION_ID [--format md|jsonl] [--db PATH|URL] [-o FILE]`` writes one session of
+the data file, or of a PostgreSQL database (``--db postgresql://...``), to standard output (or
+``FILE``); the terminal UI's ``ctrl+s`` writes the open session to a file with the same code
+(:func:`write_export`), whatever the store: it reads through the Session protocols only. A session id may be given by a
 prefix of 4 characters or more when exactly one session starts with it.
 
 A session is read a page at a time (:data:`EXPORT_PAGE` entries) when its store offers
@@ -42,10 +43,12 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
+from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
 from lovia.errors import LoviaError, UserError
 from lovia.session import (
@@ -368,7 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the session's id, or a prefix of it ({MIN_PREFIX} characters or more)")
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="md (default) or jsonl; with -o, a .jsonl file name picks jsonl")
-    parser.add_argument("--db", type=Path, help="the SQLite file (default: lovia.db in your user data directory)")
+    parser.add_argument("--db", type=db_argument, metavar="PATH|URL",
+                        help="the SQLite file or a postgresql:// URL (default: the config file's db, else lovia.db "
+                             "in your user data directory)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: standard output)")
     return parser
 
@@ -390,19 +395,21 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-async def _command(args: argparse.Namespace) -> int:
+def _session_store(db: DbLocation) -> AbstractAsyncContextManager[Session]:
+    """The session store to export from (unopened: ``async with`` opens and closes it)."""
+    if isinstance(db, PostgresLocation):
+        session_class, _ = postgres_store_classes()
+        return cast("AbstractAsyncContextManager[Session]", session_class(db.url))
     from lovia.stores import SQLiteSession
 
-    if args.db is not None:
-        db = args.db
-    else:
-        from lovia.tui.config import default_db_path
-
-        db = default_db_path()
     if not db.is_file():
         raise UserError(f"no lovia data file at {db}: give one with --db")
     # wal=False leaves the file's journal mode as it is (a WAL file stays WAL): an export only reads.
-    async with SQLiteSession(db, wal=False) as session:
+    return cast("AbstractAsyncContextManager[Session]", SQLiteSession(db, wal=False))
+
+
+async def _command(args: argparse.Namespace) -> int:
+    async with _session_store(chosen_db(args.db)) as session:
         session_id = await resolve_session_id(session, args.session_id)
         if args.output is None:
             await export_session(session, session_id, sys.stdout, fmt=args.format or "md")

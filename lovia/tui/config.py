@@ -5,6 +5,9 @@
   ``model = "ollama:qwen2.5"``, ``base_url = "http://127.0.0.1:8080/v1"``, ``theme = "lovia-light"``,
   and a ``[keys]`` table that moves actions to other keys (:mod:`lovia.tui.keymap`);
   ``trash_days = 30`` is how long a deleted session stays in the trash (f8) before it is purged;
+  ``db = "~/team.db"`` or ``db = "postgresql://bob@db.internal/lovia"`` is where sessions and
+  checkpoints live instead of ``lovia.db`` (``--db`` wins; a relative path is taken from the
+  config file's directory; see :mod:`lovia.db_location`);
 - state: ``<user data dir>/state.json``, what the app remembers (the last theme), so the
   user's config file is never rewritten.
 The API key is never read from or written to any file: it comes from the environment.
@@ -23,11 +26,12 @@ from typing import Any
 import platformdirs
 
 from lovia._files import make_private_dirs, replace_file_privately
+from lovia.db_location import DbLocation, parse_db_location
 from lovia.errors import UserError
 from lovia.tui.keymap import parse_keys
 
 APP_NAME = "lovia"
-CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys"}
+CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys", "db"}
 
 
 def data_dir() -> Path:
@@ -53,6 +57,8 @@ class Config:
     """How long a deleted session stays in the trash before it is purged (0: at the next listing)."""
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The ``[keys]`` table, validated by :func:`lovia.tui.keymap.parse_keys`: action name -> keys."""
+    db: DbLocation | None = None
+    """Where sessions and checkpoints live (``None``: :func:`default_db_path`); ``--db`` wins over it."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Config:
@@ -77,7 +83,9 @@ class Config:
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
-        return cls(trash_days=float(trash_days), **data, keys=keys)
+        db = data.pop("db", None)
+        location = parse_db_location(db, source=f"db in {path}", relative_to=path.parent) if db is not None else None
+        return cls(trash_days=float(trash_days), **data, keys=keys, db=location)
 
 
 class RememberedState:
