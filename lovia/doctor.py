@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sqlite3
 import sys
@@ -35,6 +36,8 @@ from typing import Any, Literal
 
 from lovia.checkpoint import RunHead
 from lovia.context import FileResultStore
+from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
+from lovia.errors import UserError
 from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA
 
 __all__ = ["Finding", "Report", "examine", "main"]
@@ -70,7 +73,8 @@ class Finding:
 class Report:
     """Everything one examination found, and what ``--fix`` would do about it."""
 
-    path: Path
+    path: DbLocation
+    """The SQLite file, or the PostgreSQL database (shown without its password)."""
     findings: list[Finding] = field(default_factory=list)
     orphaned_runs: list[str] = field(default_factory=list)
     unreferenced_files: list[Path] = field(default_factory=list)
@@ -167,13 +171,18 @@ def _check_schema(conn: sqlite3.Connection, tables: set[str], report: Report) ->
         report.add("schema", "problem", f"the schema versions cannot be read: SQLite says {exc}",
                    "the file is damaged: see the integrity finding")
         return
+    _judge_schema(versions, KNOWN_VERSIONS, report)
+
+
+def _judge_schema(versions: dict[str, Any], known_versions: dict[str, int], report: Report) -> None:
+    """What each store's recorded version means for this lovia (``known_versions``)."""
     current = True
-    for store, known in KNOWN_VERSIONS.items():
+    for store, known in known_versions.items():
         version = versions.get(store)
         if version is None:
             current = False
             report.add("schema", "note", f"the {store} store has no tables yet", "lovia creates them when it opens "
-                       "the file")
+                       "the database")
         elif not isinstance(version, int) or version > known:
             current = False
             report.add("schema", "problem",
@@ -182,13 +191,13 @@ def _check_schema(conn: sqlite3.Connection, tables: set[str], report: Report) ->
         elif version < known:
             current = False
             report.add("schema", "note", f"the {store} store is at version {version}; this lovia's is {known}",
-                       "lovia moves it to the new layout when it next opens the file, in one transaction; keep a copy "
-                       "of the file if an older lovia must still read it")
+                       "lovia moves it to the new layout when it next opens the database, in one transaction; keep "
+                       "a copy if an older lovia must still read it")
         else:
             report.add("schema", "ok", f"the {store} store is at version {version}, this lovia's")
-    for store in sorted(set(versions) - set(KNOWN_VERSIONS)):
-        report.add("schema", "note", f"the file also holds a store this lovia does not know ({store!r})",
-                   "another program shares the file; lovia leaves its tables alone")
+    for store in sorted(set(versions) - set(known_versions)):
+        report.add("schema", "note", f"the database also holds a store this lovia does not know ({store!r})",
+                   "another program shares it; lovia leaves its tables alone")
     report.schema_current = current
 
 
@@ -224,14 +233,24 @@ def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now:
         live = {s for s, _ in stored}
     if "lovia_session_info" in tables:
         live |= {s for (s,) in conn.execute("SELECT session_id FROM lovia_session_info")}
+    trashed: dict[str, float] = {}
+    if "lovia_trash" in tables:
+        trashed = dict(conn.execute("SELECT session_id, MAX(deleted_at) FROM lovia_trash GROUP BY session_id"))
+    _judge_runs(conn.execute("SELECT run_id, head FROM lovia_runs ORDER BY updated_at"), stored, live, trashed, report)
+
+
+def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], live: set[str],
+                trashed: dict[str, float], report: Report) -> None:
+    """Sort the checkpoints (``heads``: run id and head JSON, oldest first) into orphaned, crashed, waiting...
+
+    ``stored``: every (session id, run id) the session store holds; ``live``: the session ids it
+    knows; ``trashed``: each session id in the trash with when it was last deleted.
+    """
     # Each trashed session id not in use again, with when it was last deleted: a run that started
     # before that was the deleted session's (deleting finalizes or drops them all, so one left is an
     # orphan); one started after is a new conversation under that id, stopped before its first
     # answer, and its checkpoint is all there is of it.
-    trashed: dict[str, float] = {}
-    if "lovia_trash" in tables:
-        trashed = {s: deleted for s, deleted in conn.execute(
-            "SELECT session_id, MAX(deleted_at) FROM lovia_trash GROUP BY session_id") if s not in live}
+    trashed = {s: deleted for s, deleted in trashed.items() if s not in live}
     in_session: list[str] = []
     of_trashed: list[str] = []
     crashed: list[str] = []
@@ -240,7 +259,7 @@ def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now:
     waiting: list[str] = []
     caches: list[str] = []
     elsewhere: list[str] = []
-    for run_id, text in conn.execute("SELECT run_id, head FROM lovia_runs ORDER BY updated_at"):
+    for run_id, text in heads:
         try:
             head = RunHead.from_dict(json.loads(text))
         except (TypeError, ValueError, AttributeError):
@@ -358,6 +377,7 @@ def _archived_keys(conn: sqlite3.Connection, tables: set[str]) -> set[str]:
 
 
 def _check_archive(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:
+    assert isinstance(report.path, Path), "the archive beside the file is checked for a SQLite file"
     directory = report.path.parent / ARCHIVE_DIR
     if not directory.is_dir():
         report.add("archive", "ok", f"no tool-output archive beside the file ({directory} does not exist)")
@@ -390,6 +410,8 @@ async def _delete_checkpoints(path: Path, run_ids: Sequence[str], wal: bool) -> 
 
 def fix(report: Report) -> list[str]:
     """Do what ``--fix`` promises for ``report``'s findings; return what was done, one line each."""
+    if isinstance(report.path, PostgresLocation):
+        return _fix_postgres(report, report.path)
     done: list[str] = []
     if report.orphaned_runs:
         if not report.schema_current:
@@ -413,6 +435,143 @@ def fix(report: Report) -> list[str]:
     return done
 
 
+# -- PostgreSQL ----------------------------------------------------------------------------
+
+SQLITE_ONLY = ("SQLite's integrity check, the WAL file's size and the tool-output archive beside the file are "
+               "SQLite checks, not made on PostgreSQL")
+"""What the doctor says it leaves out on a PostgreSQL database, so that "all is well" claims no more than it checked."""
+
+
+def examine_postgres(where: PostgresLocation, *, now: float | None = None) -> Report:
+    """Check the PostgreSQL database at ``where`` in one read-only transaction; raise :class:`CannotCheck` when it
+    cannot be checked (the driver missing, the server down, the password refused, no lovia tables there).
+
+    What applies of the SQLite checks: the schema versions, stored runs whose entries cannot be
+    read, orphaned and crashed checkpoints, the search index; the others are named as
+    SQLite-only in a note. Nothing is written; no message holds the password or conversation.
+    """
+    try:
+        postgres_store_classes()  # a UserError saying to install the extra when the driver is missing
+    except UserError as exc:
+        raise CannotCheck(str(exc)) from None
+    report = Report(where)
+    asyncio.run(_examine_postgres(where, report, time.time() if now is None else now))
+    return report
+
+
+def _postgres_known_versions() -> dict[str, int]:
+    session_schema = importlib.import_module("lovia.stores.postgres").SESSION_SCHEMA
+    checkpoint_schema = importlib.import_module("lovia.stores._postgres_checkpoint").CHECKPOINT_SCHEMA
+    return {session_schema.store: session_schema.version, checkpoint_schema.store: checkpoint_schema.version}
+
+
+async def _examine_postgres(where: PostgresLocation, report: Report, now: float) -> None:
+    import psycopg
+
+    from lovia.stores._postgres_db import translate_error
+
+    try:
+        conn = await psycopg.AsyncConnection.connect(where.url, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise CannotCheck(str(translate_error(exc, where.where, "connecting to check it"))) from None
+    async with conn:
+        await conn.set_read_only(True)
+        await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)  # one snapshot for every check
+        try:
+            await _postgres_checks(conn, where, report)
+        except psycopg.Error as exc:
+            raise CannotCheck(str(translate_error(exc, where.where, "checking it"))) from None
+        finally:
+            await conn.rollback()
+    report.add("sqlite only", "note", SQLITE_ONLY,
+               "PostgreSQL checks its own pages (data checksums, the amcheck extension); back it up with pg_dump")
+
+
+async def _postgres_checks(conn: Any, where: PostgresLocation, report: Report) -> None:
+    cur = await conn.execute("SELECT table_name, column_name FROM information_schema.columns "
+                             "WHERE table_schema = current_schema() AND table_name LIKE 'lovia%'")
+    columns: dict[str, set[str]] = {}
+    for table, column in await cur.fetchall():
+        columns.setdefault(table, set()).add(column)
+    if "lovia_schema" not in columns:
+        raise CannotCheck(f"{where} holds no lovia tables (no lovia_schema table): give lovia's database with --db; "
+                          "lovia creates its tables the first time it opens one")
+    cur = await conn.execute("SELECT store, version FROM lovia_schema")
+    _judge_schema(dict(await cur.fetchall()), _postgres_known_versions(), report)
+    stored: set[tuple[str, str]] = set()
+    live: set[str] = set()
+    if "lovia_segments" in columns:
+        stored = await _postgres_segments(conn, report)
+        live = {session_id for session_id, _ in stored}
+    if "lovia_session_info" in columns:
+        cur = await conn.execute("SELECT session_id FROM lovia_session_info")
+        live |= {session_id for (session_id,) in await cur.fetchall()}
+    trashed: dict[str, float] = {}
+    if {"session_id", "deleted_at"} <= columns.get("lovia_trash", set()):
+        cur = await conn.execute("SELECT session_id, MAX(deleted_at) FROM lovia_trash GROUP BY session_id")
+        trashed = dict(await cur.fetchall())
+    if "lovia_runs" in columns:
+        cur = await conn.execute("SELECT run_id, head FROM lovia_runs ORDER BY updated_at")
+        _judge_runs(await cur.fetchall(), stored, live, trashed, report)
+    await _postgres_search_index(conn, columns, report)
+
+
+async def _postgres_segments(conn: Any, report: Report) -> set[tuple[str, str]]:
+    """Every stored run as (session id, run id); runs whose entries cannot be read are a problem.
+
+    A run's entries are one JSON array in its row, so they cannot go missing on their own as in
+    SQLite's separate table; what can happen is an array that is not JSON, or holds another
+    number of entries than the row says. Read with a server-side cursor, a batch at a time.
+    """
+    stored: set[tuple[str, str]] = set()
+    lost: list[tuple[str, str]] = []
+    async with conn.cursor(name="lovia_doctor_segments") as cur:
+        cur.itersize = 200
+        await cur.execute("SELECT session_id, run_id, entry_count, entries FROM lovia_segments "
+                          "ORDER BY session_id, seq")
+        async for session_id, run_id, count, text in cur:
+            stored.add((session_id, run_id))
+            try:
+                entries = json.loads(text)
+            except ValueError:
+                entries = None
+            if not isinstance(entries, list) or len(entries) != count:
+                lost.append((session_id, run_id))
+    if not lost:
+        report.add("sessions", "ok", f"every stored run has its entries ({len(stored)} runs)")
+        return stored
+    sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
+    report.add("sessions", "problem",
+               f"{len(lost)} stored runs have entries that cannot be read (not a JSON array, or not as many entries "
+               f"as recorded), in sessions {_ids(sessions)}: lovia cannot open those sessions, nor move them to the "
+               "trash", "restore the database from a backup; the other sessions read as they are")
+    return stored
+
+
+async def _postgres_search_index(conn: Any, columns: dict[str, set[str]], report: Report) -> None:
+    """The full-text index: present when the session schema has it. (Filled in step by triggers.)"""
+
+
+def _fix_postgres(report: Report, where: PostgresLocation) -> list[str]:
+    if not report.orphaned_runs:
+        return []
+    if not report.schema_current:
+        return ["left the orphaned checkpoints: open the database with lovia first (it migrates it), then run "
+                "lovia doctor --fix again"]
+    asyncio.run(_delete_postgres_checkpoints(where, report.orphaned_runs))
+    return [f"deleted {len(report.orphaned_runs)} orphaned checkpoints"]
+
+
+async def _delete_postgres_checkpoints(where: PostgresLocation, run_ids: Sequence[str]) -> None:
+    _, checkpointer_class = postgres_store_classes()
+    checkpointer = checkpointer_class(where.url)
+    try:
+        for run_id in run_ids:
+            await checkpointer.delete(run_id)
+    finally:
+        await checkpointer.close()
+
+
 # -- the command ---------------------------------------------------------------------------
 
 _MARK = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
@@ -422,9 +581,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lovia doctor",
         description="Check a lovia database: SQLite's integrity check, schema versions, orphaned checkpoints, "
-                    "crashed runs, the WAL's size and the tool-output archive. Read-only unless --fix is given. "
-                    "Exit status: 0 all well, 1 something is wrong, 2 the file cannot be checked.")
-    parser.add_argument("--db", type=Path, help="the file to check (default: lovia.db in your user data directory)")
+                    "crashed runs, the WAL's size and the tool-output archive; on PostgreSQL the schema versions, "
+                    "stored runs, checkpoints and the search index. Read-only unless --fix is given. "
+                    "Exit status: 0 all well, 1 something is wrong, 2 the database cannot be checked.")
+    parser.add_argument("--db", type=db_argument, metavar="PATH|URL",
+                        help="the SQLite file or the postgresql:// URL to check (default: the config file's db, "
+                             "else lovia.db in your user data directory)")
     parser.add_argument("--quick", action="store_true", help="SQLite's quick_check instead of the full "
                                                              "integrity_check (faster on a large file)")
     parser.add_argument("--fix", action="store_true",
@@ -435,17 +597,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    if args.db is None:
-        from lovia.tui.config import default_db_path
-
-        args.db = default_db_path()
-    path: Path = args.db
     try:
-        report = examine(path, quick=args.quick)
-    except CannotCheck as exc:
+        where = chosen_db(args.db)
+        report = examine_postgres(where) if isinstance(where, PostgresLocation) else examine(where, quick=args.quick)
+    except (CannotCheck, UserError) as exc:
         print(f"lovia doctor: {exc}", file=sys.stderr)
         return 2
-    print(f"lovia doctor: {path}")
+    print(f"lovia doctor: {where}")
     for finding in report.findings:
         print(f"  {_MARK[finding.severity]}  {finding.check}: {finding.summary}")
         if finding.advice and finding.severity != "ok":
@@ -455,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in fix(report):
             print(f"  fixed    {line}")
         if any(f.fixable for f in problems):
-            report = examine(path, quick=True)
+            report = examine_postgres(where) if isinstance(where, PostgresLocation) else examine(where, quick=True)
             problems = report.problems
     if not problems:
         print("All is well." if not args.fix else "All is well now.")
