@@ -59,7 +59,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -412,9 +413,9 @@ def postgres() -> Iterator[tuple[Any, str]]:
     """
     url = os.environ.get("LOVIA_BENCH_POSTGRES_URL")
     try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        yield None, "psycopg is not installed (pip install 'lovia[postgres]')"
+        from lovia.stores.postgres import PostgresSession  # noqa: F401
+    except ImportError as error:
+        yield None, f"lovia's PostgreSQL store cannot be imported ({error}; pip install 'lovia[postgres]')"
         return
     if url:
         yield postgres_server.PostgresServer(url), "the server of LOVIA_BENCH_POSTGRES_URL"
@@ -471,19 +472,38 @@ def one_writer(store: str, who: str, target: str, session_id: str, count: int) -
     return end - elapsed, end
 
 
-def concurrent_appends(pool: ProcessPoolExecutor, store: str, who: str, target: str, appends: int) -> float:
-    """Seconds for WRITERS processes to append ``appends`` runs in all, each to a session of its own."""
-    each = max(1, appends // WRITERS)
-    futures = [pool.submit(one_writer, store, who, target, f"w{n}", each) for n in range(WRITERS)]
-    spans = [future.result(timeout=600) for future in futures]
-    return (max(end for _, end in spans) - min(start for start, _ in spans)) * appends / (each * WRITERS)
+@dataclass
+class Writers:
+    """WRITERS processes, started once (spawned: no event loop or connection inherited), and their barrier."""
 
+    pool: ProcessPoolExecutor
+    barrier: Any
 
-def writer_pool() -> tuple[ProcessPoolExecutor, Any]:
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(WRITERS)
-    pool = ProcessPoolExecutor(WRITERS, mp_context=context, initializer=_keep_barrier, initargs=(barrier,))
-    return pool, barrier
+    @classmethod
+    def start(cls) -> Writers:
+        context = multiprocessing.get_context("spawn")
+        barrier = context.Barrier(WRITERS)
+        return cls(ProcessPoolExecutor(WRITERS, mp_context=context, initializer=_keep_barrier, initargs=(barrier,)),
+                   barrier)
+
+    def appends(self, store: str, who: str, target: str, appends: int) -> float:
+        """Seconds for the writers to append ``appends`` runs in all, each to a session of its own.
+
+        A writer that fails breaks the barrier, so the others stop waiting, and the failure is raised.
+        """
+        each = max(1, appends // WRITERS)
+        futures = [self.pool.submit(one_writer, store, who, target, f"w{n}", each) for n in range(WRITERS)]
+        try:
+            for future in as_completed(futures, timeout=900):
+                if future.exception() is not None:
+                    self.barrier.abort()
+            spans = [future.result() for future in futures]
+        finally:
+            self.barrier.reset()
+        return (max(end for _, end in spans) - min(start for start, _ in spans)) * appends / (each * WRITERS)
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -554,44 +574,58 @@ def rows(appends: int = 1000, repeat: int = 5, loads: int = 5, saves: int = 200)
 SQLITE_STORES = ("sqlite", "sqlite wal")
 
 
-def measure_stores(pool: ProcessPoolExecutor, databases: PostgresDatabases | None, appends: int, repeat: int,
-                   loads: int) -> dict[str, dict[str, list[float]]]:
+def measure_stores(writers: Writers, databases: PostgresDatabases | None, appends: int, repeat: int,
+                   loads: int) -> tuple[dict[str, dict[str, list[float]]], str | None]:
     """Appends by 1 and by WRITERS writers per store, lovia against its raw baseline, in turns.
 
     On PostgreSQL also the load of the 10,000-entry session and its last page (the SQLite
     stores' are in the first table). Each repetition on fresh files and fresh databases.
+    Returns the samples per store and, when PostgreSQL failed, why (its samples are then left out).
     """
     runs = [run_entries(i) for i in range(appends)]
-    stores = (*SQLITE_STORES, "postgres") if databases is not None else SQLITE_STORES
+    stores = [*SQLITE_STORES, "postgres"] if databases is not None else [*SQLITE_STORES]
     samples: dict[str, dict[str, list[float]]] = {store: {} for store in stores}
+    failure = None
     for attempt in range(repeat):
         order = ("raw", "lovia") if attempt % 2 else ("lovia", "raw")
-        for store in stores:
-            got = samples[store]
-            with tempfile.TemporaryDirectory() as tmp:
-                if store == "postgres":
-                    assert databases is not None
-                    targets = {"raw": databases.fresh(), "lovia": databases.fresh()}
-                    asyncio.run(pg_prepare(targets["raw"]))
-                else:
-                    raw_path = prepared_file(Path(tmp) / "raw.db", store == "sqlite wal")
-                    targets = {"raw": str(raw_path), "lovia": str(Path(tmp) / "lovia.db")}
-                for who in order:
-                    got.setdefault(f"{who} 1", []).append(append_runs(store, who, targets[who], runs))
-                for who in order:
-                    got.setdefault(f"{who} {WRITERS}", []).append(
-                        concurrent_appends(pool, store, who, targets[who], appends))
-                if store == "postgres":
-                    assert databases is not None
-                    asyncio.run(pg_short_session(targets["lovia"], runs[:PAGE // ENTRIES_PER_RUN]))
-                    lovia_loads, raw_loads, pages = asyncio.run(
-                        paired_pg_loads(targets["lovia"], loads, len(runs) * ENTRIES_PER_RUN))
-                    got.setdefault("lovia load", []).extend(lovia_loads)
-                    got.setdefault("raw load", []).extend(raw_loads)
-                    for name, values in pages.items():
-                        got.setdefault(f"page {name}", []).extend(values)
+        for store in list(stores):
+            try:
+                store_repetition(writers, databases, store, runs, order, loads, samples[store])
+            except Exception as error:
+                if store != "postgres":
+                    raise
+                failure = f"it failed ({type(error).__name__}: {error})"
+                stores.remove(store)
+                del samples[store]
+            finally:
+                if store == "postgres" and databases is not None:
                     databases.drop_all()
-    return samples
+    return samples, failure
+
+
+def store_repetition(writers: Writers, databases: PostgresDatabases | None, store: str, runs: list,
+                     order: tuple[str, str], loads: int, got: dict[str, list[float]]) -> None:
+    """One repetition of one store, on fresh files or databases, adding to its samples ``got``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if store == "postgres":
+            assert databases is not None
+            targets = {"raw": databases.fresh(), "lovia": databases.fresh()}
+            asyncio.run(pg_prepare(targets["raw"]))
+        else:
+            raw_path = prepared_file(Path(tmp) / "raw.db", store == "sqlite wal")
+            targets = {"raw": str(raw_path), "lovia": str(Path(tmp) / "lovia.db")}
+        for who in order:
+            got.setdefault(f"{who} 1", []).append(append_runs(store, who, targets[who], runs))
+        for who in order:
+            got.setdefault(f"{who} {WRITERS}", []).append(writers.appends(store, who, targets[who], len(runs)))
+        if store == "postgres":
+            asyncio.run(pg_short_session(targets["lovia"], runs[:PAGE // ENTRIES_PER_RUN]))
+            lovia_loads, raw_loads, pages = asyncio.run(
+                paired_pg_loads(targets["lovia"], loads, len(runs) * ENTRIES_PER_RUN))
+            got.setdefault("lovia load", []).extend(lovia_loads)
+            got.setdefault("raw load", []).extend(raw_loads)
+            for name, values in pages.items():
+                got.setdefault(f"page {name}", []).extend(values)
 
 
 def per_second(count: int, seconds: list[float]) -> str:
@@ -652,15 +686,17 @@ def main() -> None:
     print()
     with postgres() as (server, where), contextlib.ExitStack() as stack:
         databases = PostgresDatabases(server) if server is not None else None
-        if databases is not None:
-            stack.callback(databases.drop_all)
-        pool, _ = writer_pool()
-        stack.callback(pool.shutdown)
-        stores = measure_stores(pool, databases, args.appends, args.repeat, args.loads)
+        writers = Writers.start()
+        stack.callback(writers.close)
+        stores, failure = measure_stores(writers, databases, args.appends, args.repeat, args.loads)
     print(f"The stores side by side: {args.appends} appends by 1 writer, and by {WRITERS} writer processes "
           f"({args.appends // WRITERS} each, to a session of their own); baselines: raw sqlite3 and raw psycopg "
-          "(synchronous, one connection) running lovia's SQL; the load and page of the SQLite files are the "
-          "first table's. PostgreSQL: " + (where if server is not None else f"no rows, as {where}") + "\n")
+          "(synchronous, one connection) running lovia's SQL; the SQLite files' load and page are the first "
+          "table's.")
+    print(f"PostgreSQL: {where}." if server is not None else f"No PostgreSQL rows: {where}.")
+    if failure:
+        print(f"No PostgreSQL rows: {failure}.")
+    print()
     print_table(store_header(entries), [
         store_row(store, samples, first[store == "sqlite wal"] if store in SQLITE_STORES else None, args.appends)
         for store, samples in stores.items()])
