@@ -30,7 +30,9 @@ pair of files and a fresh pair of databases per repetition:
   start to the last one's finish. Baselines: raw sqlite3 as above; for PostgreSQL raw psycopg
   (synchronous, one connection, no pool, no event loop) running the statements
   ``PostgresSession.append`` runs, one transaction per run, so the ratio is lovia's own
-  overhead (its pool, the event loop, its encoder and checks).
+  overhead (its pool, the event loop, its encoder and checks). With the writers, the CPU time
+  the writer processes spent per append (the clients', not the server's): on a machine with
+  fewer cores than writers, that is what the throughput ends up bounded by.
 - PostgreSQL load of the 10,000-entry session: ``PostgresSession.load`` against raw psycopg
   selecting the same rows of lovia's table (``REPEATABLE READ READ ONLY``, as lovia reads) and
   decoding them with ``json.loads``; and ``read_page`` of the last 200 entries against the same
@@ -287,14 +289,16 @@ async def lovia_snapshots(path: Path, wal: bool, base: int, saves: int) -> float
 # entries encoded as lovia encodes them), one transaction per run: the ratio is what lovia
 # itself adds (its pool, the event loop, its error handling and its encoder).
 
+PG_SESSION_LOCK_CLASS = 0x6C6F7669  # lovia.stores._postgres_session.SESSION_LOCK_CLASS
 PG_APPEND_SQL = (
-    "SELECT pg_advisory_xact_lock(hashtextextended(%(sid)s, 0))",
+    "SELECT pg_advisory_xact_lock(%(lock)s, hashtext(%(sid)s))",
     "INSERT INTO lovia_segments (session_id, run_id, start, entry_count, meta, appended_at, kinds, entries) "
-    "SELECT %(sid)s, %(run)s, COALESCE((SELECT start + entry_count FROM lovia_segments WHERE session_id = %(sid)s "
-    "ORDER BY start DESC, seq DESC LIMIT 1), 0), %(count)s, %(meta)s, %(now)s, %(kinds)s, %(entries)s "
-    "ON CONFLICT (session_id, run_id) DO NOTHING",
+    "VALUES (%(sid)s, %(run)s, COALESCE((SELECT start + entry_count FROM lovia_segments WHERE session_id = %(sid)s "
+    "ORDER BY start DESC, seq DESC LIMIT 1), 0), %(count)s, %(meta)s, %(now)s, %(kinds)s, %(entries)s) "
+    "ON CONFLICT (session_id, run_id) DO NOTHING RETURNING seq",
     "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) VALUES (%(sid)s, NULL, %(now)s, "
     "%(now)s) ON CONFLICT (session_id) DO UPDATE SET last_activity = excluded.last_activity",
+    "SELECT pg_notify('lovia_session', 'bench')",  # lovia tells other processes of every write
 )
 PG_LOAD_SQL = "SELECT entries FROM lovia_segments WHERE session_id = %s ORDER BY start, seq"
 
@@ -308,11 +312,15 @@ def raw_pg_appends(url: str, runs: list, session_id: str = "s", ready: Ready = N
         conn.commit()
         start = clock_starts(ready)
         for i, entries in enumerate(runs):
-            params = {"sid": session_id, "run": f"{session_id}-r{i}", "count": len(entries), "meta": "{}",
-                      "now": time.time(), "kinds": " ".join(e.type for e in entries), "entries": json_array(entries)}
+            params = {"lock": PG_SESSION_LOCK_CLASS, "sid": session_id, "run": f"{session_id}-r{i}",
+                      "count": len(entries), "meta": "{}", "now": time.time(),
+                      "kinds": " ".join(e.type for e in entries), "entries": json_array(entries)}
+            lock, insert, *rest = PG_APPEND_SQL
             with conn.cursor() as cursor:
-                for statement in PG_APPEND_SQL:
-                    cursor.execute(statement, params)
+                cursor.execute(lock, params)
+                if cursor.execute(insert, params).fetchone() is not None:  # not a replay
+                    for statement in rest:
+                        cursor.execute(statement, params)
             conn.commit()
         return time.monotonic() - start
 
@@ -465,11 +473,22 @@ def append_runs(store: str, who: str, target: str, runs: list, session_id: str =
     return asyncio.run(lovia_appends(Path(target), wal, runs, session_id, ready))
 
 
-def one_writer(store: str, who: str, target: str, session_id: str, count: int) -> tuple[float, float]:
-    """In a writer process: append ``count`` runs to ``session_id``; its (start, end) on the shared clock."""
-    elapsed = append_runs(store, who, target, [run_entries(i) for i in range(count)], session_id, _at_barrier)
-    end = time.monotonic()
-    return end - elapsed, end
+def one_writer(store: str, who: str, target: str, session_id: str, count: int) -> tuple[float, float, float]:
+    """In a writer process: append ``count`` runs to ``session_id``.
+
+    Returns its start and end on the clock the processes share, and the CPU time this process
+    (the client: lovia or the raw driver, not the server) spent appending.
+    """
+    cpu_start = 0.0
+
+    def ready() -> None:
+        nonlocal cpu_start
+        _at_barrier()
+        cpu_start = time.process_time()
+
+    elapsed = append_runs(store, who, target, [run_entries(i) for i in range(count)], session_id, ready)
+    end, cpu = time.monotonic(), time.process_time() - cpu_start
+    return end - elapsed, end, cpu
 
 
 @dataclass
@@ -486,8 +505,9 @@ class Writers:
         return cls(ProcessPoolExecutor(WRITERS, mp_context=context, initializer=_keep_barrier, initargs=(barrier,)),
                    barrier)
 
-    def appends(self, store: str, who: str, target: str, appends: int) -> float:
-        """Seconds for the writers to append ``appends`` runs in all, each to a session of its own.
+    def appends(self, store: str, who: str, target: str, appends: int) -> tuple[float, float]:
+        """Seconds for the writers to append ``appends`` runs in all, each to a session of its own,
+        and the writers' CPU seconds per append.
 
         A writer that fails breaks the barrier, so the others stop waiting, and the failure is raised.
         """
@@ -500,7 +520,8 @@ class Writers:
             spans = [future.result() for future in futures]
         finally:
             self.barrier.reset()
-        return (max(end for _, end in spans) - min(start for start, _ in spans)) * appends / (each * WRITERS)
+        seconds = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+        return seconds * appends / (each * WRITERS), sum(cpu for _, _, cpu in spans) / (each * WRITERS)
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
@@ -617,7 +638,9 @@ def store_repetition(writers: Writers, databases: PostgresDatabases | None, stor
         for who in order:
             got.setdefault(f"{who} 1", []).append(append_runs(store, who, targets[who], runs))
         for who in order:
-            got.setdefault(f"{who} {WRITERS}", []).append(writers.appends(store, who, targets[who], len(runs)))
+            seconds, cpu = writers.appends(store, who, targets[who], len(runs))
+            got.setdefault(f"{who} {WRITERS}", []).append(seconds)
+            got.setdefault(f"{who} {WRITERS} cpu", []).append(cpu)
         if store == "postgres":
             asyncio.run(pg_short_session(targets["lovia"], runs[:PAGE // ENTRIES_PER_RUN]))
             lovia_loads, raw_loads, pages = asyncio.run(
@@ -644,6 +667,7 @@ def store_row(store: str, s: dict[str, list[float]], first_table: dict[str, list
     for writers in (1, WRITERS):
         row += [f"{per_second(appends, s[f'lovia {writers}'])} vs {per_second(appends, s[f'raw {writers}'])}",
                 ratios(s[f"lovia {writers}"], s[f"raw {writers}"]).times()]
+    row += [f"{ms(Figure.of(s[f'lovia {WRITERS} cpu']))} vs {ms(Figure.of(s[f'raw {WRITERS} cpu']))}"]
     row += [f"{ms(Figure.of(loads['lovia load']))} vs {ms(Figure.of(loads['raw load']))}",
             ratios(loads["lovia load"], loads["raw load"]).times()]
     if loads.get("page end"):
@@ -657,6 +681,7 @@ def store_row(store: str, s: dict[str, list[float]], first_table: dict[str, list
 def store_header(entries: int) -> tuple[str, ...]:
     return ("store", "1 writer, appends/s: lovia vs raw", "time ratio",
             f"{WRITERS} writer processes, appends/s: lovia vs raw", "time ratio",
+            "writers' CPU per append, ms: lovia vs raw",
             f"load {entries:,} entries, ms: lovia vs raw", "load ratio",
             f"last page of {PAGE}, ms: vs a {PAGE}-entry session", "page ratio")
 
