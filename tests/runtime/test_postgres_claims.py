@@ -1,0 +1,328 @@
+"""Run claims and leases on PostgreSQL: workers on several hosts share one database.
+
+Real worker processes (``pg_claim_child.py``), each posing as a host of its own so that only
+leases tell whether a run is held, issue runs against one real PostgreSQL database: a run id
+issued by several executes its tools once, the runs list tells a live run on another host from
+one whose worker died, and a worker killed mid-answer is resumed by another with what it had
+streamed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from lovia import RunClaimedError, RunHead, RunOwner, RunSnapshot, UserMessage
+from lovia.run_state import how_run_stopped, run_state
+from lovia.stores._postgres_checkpoint import PostgresCheckpointer
+from lovia.timing import ModelStep
+from lovia.tui.widgets.runs_pane import run_label
+from tests.runtime.drip_server import PARTIAL, WHOLE, DripServer
+
+CHILD = Path(__file__).with_name("pg_claim_child.py")
+ROOT = Path(__file__).resolve().parents[2]
+HANG_GUARD_SECONDS = 90.0  # how long a wait may take before the test calls it a hang (not a timing assertion)
+LAPSING_LEASE = 2.0  # the lease of a worker the test kills: the run may be taken over once it lapses
+
+
+class Workers:
+    """Worker processes on one PostgreSQL database, each posing as a host of its own."""
+
+    def __init__(self, directory: Path, url: str) -> None:
+        self.url = url
+        self.log, self.go, self.release = directory / "tools.log", directory / "go", directory / "release"
+        self.children: list[subprocess.Popen] = []
+        self.hosts: dict[int, str] = {}
+
+    def spawn(self, host: str, run_id: str, *, lease: float = 60.0, base_url: str | None = None) -> subprocess.Popen:
+        if base_url is None:
+            args = ["tools", self.url, host, run_id, str(lease), str(self.log), str(self.go), str(self.release)]
+        else:
+            args = ["stream", self.url, host, run_id, str(lease), base_url]
+        child = subprocess.Popen([sys.executable, str(CHILD), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.children.append(child)
+        self.hosts[child.pid] = host
+        return child
+
+    def lines(self) -> list[tuple[str, int, str, str]]:
+        if not self.log.exists():
+            return []
+        return [(host, int(pid), what, call_id) for host, pid, what, call_id in
+                (line.split() for line in self.log.read_text().splitlines())]
+
+    def wait_until(self, predicate, what: str) -> None:
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting until {what}; log: {self.lines()}")
+            time.sleep(0.02)
+
+    def finish(self, child: subprocess.Popen) -> str:
+        out, err = child.communicate(timeout=HANG_GUARD_SECONDS)
+        assert child.returncode == 0, err
+        return out.strip()
+
+    def kill(self, child: subprocess.Popen) -> None:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=HANG_GUARD_SECONDS)
+        assert child.returncode == -signal.SIGKILL
+
+    def kill_all(self) -> None:
+        for child in self.children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+
+@pytest.fixture
+def workers(tmp_path, postgres_url):
+    workers = Workers(tmp_path, postgres_url)
+    yield workers
+    workers.kill_all()
+
+
+async def until_the_lease_lapsed(checkpointer: PostgresCheckpointer, run_id: str) -> RunHead:
+    """The run's head, once the lease it holds now has lapsed (its worker is gone and renews no more)."""
+    head = (await checkpointer.load(run_id)).head
+    assert head.lease_until is not None
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while time.time() <= head.lease_until:
+        assert time.monotonic() < deadline, "the lease never lapsed"
+        await asyncio.sleep(0.05)
+    return (await checkpointer.load(run_id)).head
+
+
+# -- real worker processes ----------------------------------------------------------------
+
+
+def test_workers_on_five_hosts_reissuing_one_run_execute_each_tool_call_once(workers):
+    children = [workers.spawn(f"worker-{i}", "shared-run") for i in range(5)]
+    workers.go.touch()
+    # The owner holds the run inside its first tool call until every other worker gave up.
+    workers.wait_until(lambda: sum(c.poll() is not None for c in children) == 4, "four workers gave up")
+    [owner] = [c for c in children if c.poll() is None]
+    host = workers.hosts[owner.pid]
+    workers.release.touch()
+    outputs = {child.pid: workers.finish(child) for child in children}
+    assert outputs.pop(owner.pid) == "DONE replayed=False output=All done."
+    for output in outputs.values():  # refused by its lease: the owner's pid means nothing on another host
+        assert output.startswith("CLAIMED RunClaimedError: run 'shared-run' is being executed by "
+                                 f"process {owner.pid} on {host} under a lease until "), output
+    assert workers.lines() == [(host, owner.pid, "started", "c-one"), (host, owner.pid, "finished", "c-one"),
+                               (host, owner.pid, "started", "c-two"), (host, owner.pid, "finished", "c-two")]
+    # Issued again once it is done, the run is replayed, never executed again.
+    late = workers.spawn("worker-5", "shared-run")
+    assert workers.finish(late) == "DONE replayed=True output=All done."
+    assert len(workers.lines()) == 4
+
+
+async def test_the_runs_list_tells_a_live_run_on_another_host_from_one_whose_worker_died(workers):
+    live = workers.spawn("host-live", "run-live")
+    dying = workers.spawn("host-dead", "run-dead", lease=LAPSING_LEASE)
+    workers.go.touch()
+    await asyncio.to_thread(workers.wait_until, lambda: len(workers.lines()) == 2, "both workers are in their tool")
+    workers.kill(dying)
+
+    async with PostgresCheckpointer(workers.url) as checkpointer:
+        await until_the_lease_lapsed(checkpointer, "run-dead")
+        now = time.time()
+        listed = {summary.run_id: summary for summary in await checkpointer.list_runs(statuses=["running"])}
+        stops = {run_id: how_run_stopped(summary.head, (await checkpointer.load(run_id)).entries, now)
+                 for run_id, summary in listed.items()}
+        # Both are "running" on other hosts, whose processes nobody here can see: the lease tells them apart.
+        assert run_state(listed["run-live"].head, now) == "elsewhere"
+        assert stops["run-live"].headline == "running elsewhere inside step"
+        assert stops["run-live"].detail == f"pid {live.pid} on host-live"
+        assert f"by pid {live.pid} on host-live" in run_label(listed["run-live"], stops["run-live"], "", now).plain
+        assert run_state(listed["run-dead"].head, now) == "crashed"
+        assert stops["run-dead"].headline == "crashed inside step"
+
+        # The live run is refused to anyone else; the dead one is taken over and finished by another host.
+        intruder = workers.spawn("host-c", "run-live")
+        assert workers.finish(intruder).startswith(
+            f"CLAIMED RunClaimedError: run 'run-live' is being executed by process {live.pid} on host-live")
+        workers.release.touch()
+        assert workers.finish(live) == "DONE replayed=False output=All done."
+        rescuer = workers.spawn("host-c", "run-dead")
+        assert workers.finish(rescuer) == "DONE replayed=False output=All done."
+        done = (await checkpointer.load("run-dead")).head
+        assert (done.status, done.owner.host, done.owner.pid, done.lease_until) == ("completed", "host-c",
+                                                                                    rescuer.pid, None)
+    dead_lines = [(host, what, call_id) for host, _, what, call_id in workers.lines() if host != "host-live"]
+    assert dead_lines == [("host-dead", "started", "c-one"),  # at-least-once: the dangling call runs again
+                          ("host-c", "started", "c-one"), ("host-c", "finished", "c-one"),
+                          ("host-c", "started", "c-two"), ("host-c", "finished", "c-two")]
+
+
+def journalled(url: str, run_id: str) -> str | None:
+    """The journal's text for ``run_id``, read straight from the database."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        try:
+            row = conn.execute("SELECT text FROM lovia_run_partials WHERE run_id = %s", (run_id,)).fetchone()
+        except psycopg.errors.UndefinedTable:  # not created yet
+            return None
+    return json.loads(row[0]) if row else None
+
+
+async def test_a_worker_killed_mid_answer_is_resumed_by_another_host_with_what_it_streamed(workers):
+    with DripServer() as server:
+        streaming = workers.spawn("host-a", "journal-run", lease=LAPSING_LEASE, base_url=server.base_url)
+        assert await asyncio.to_thread(server.stalled.wait, HANG_GUARD_SECONDS), "the worker never asked for the answer"
+        # The model stalls after its last word; the journal catches up within one interval.
+        await asyncio.to_thread(workers.wait_until, lambda: journalled(workers.url, "journal-run") == PARTIAL,
+                                "the journal holds every word streamed")
+        workers.kill(streaming)
+
+        async with PostgresCheckpointer(workers.url) as checkpointer:
+            crashed = await until_the_lease_lapsed(checkpointer, "journal-run")
+            assert crashed.crashed and crashed.owner.host == "host-a"
+            assert crashed.cut_off_text == PARTIAL  # every word the user saw stream
+            assert crashed.model == "openai:drip"
+            [dying] = crashed.steps
+            assert isinstance(dying, ModelStep) and dying.finished_at is None
+            [listed] = await checkpointer.list_runs()
+            stop = how_run_stopped(listed.head, [], time.time())
+            assert (stop.headline, stop.detail) == ("crashed while streaming", PARTIAL)
+
+            resumer = workers.spawn("host-b", "journal-run", base_url=server.base_url)
+            assert workers.finish(resumer) == f"DONE replayed=False output={WHOLE}"
+            # The spec's resume: the cut-off turn is asked for again, from the snapshot alone.
+            assert [m["role"] for m in server.requests[-1]["messages"]] == ["user"]
+            done = await checkpointer.load("journal-run")
+            assert (done.head.status, done.head.owner.host, done.head.cut_off_text) == ("completed", "host-b", None)
+            assert [e.type for e in done.entries] == ["user", "assistant"]
+    assert journalled(workers.url, "journal-run") is None  # taken over, then the turn's snapshot landed
+
+
+# -- several store objects in one process, as several processes ---------------------------
+
+
+def other_host(number: int) -> RunOwner:
+    return RunOwner(host=f"host-{number}", pid=1000 + number, started=1)
+
+
+async def test_of_eight_claims_of_one_new_run_at_once_exactly_one_stores_it(postgres_url):
+    stores = [PostgresCheckpointer(postgres_url) for _ in range(8)]
+    try:
+        for store in stores:  # connected, the tables made: what is raced is the claim alone
+            await store.open()
+
+        async def claim(number: int) -> RunSnapshot | RunClaimedError | None:
+            start = RunSnapshot("r1", RunHead(agent="bot"), [UserMessage(text=f"from {number}")])
+            try:
+                return await stores[number].claim("r1", other_host(number), token=f"t{number}", lease_seconds=60,
+                                                  start=start)
+            except RunClaimedError as refused:
+                return refused
+
+        results = await asyncio.gather(*(claim(number) for number in range(8)))
+        [winner] = [number for number, result in enumerate(results) if result is None]
+        assert all(isinstance(result, RunClaimedError) for result in results if result is not None)
+        stored = await stores[0].load("r1")
+        assert (stored.head.claim, stored.head.owner) == (f"t{winner}", other_host(winner))
+        assert [e.text for e in stored.entries] == [f"from {winner}"]
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_of_eight_claims_of_a_lapsed_run_at_once_exactly_one_takes_it(postgres_url):
+    stores = [PostgresCheckpointer(postgres_url) for _ in range(8)]
+    try:
+        for store in stores:
+            await store.open()
+        lapsed = RunHead(agent="bot", owner=other_host(99), claim="gone", lease_until=time.time() - 1)
+        await stores[0].save(RunSnapshot("r1", lapsed, [UserMessage(text="go")]))
+
+        async def claim(number: int) -> RunSnapshot | RunClaimedError | None:
+            try:
+                return await stores[number].claim("r1", other_host(number), token=f"t{number}", lease_seconds=60)
+            except RunClaimedError as refused:
+                return refused
+
+        results = await asyncio.gather(*(claim(number) for number in range(8)))
+        taken = [result for result in results if isinstance(result, RunSnapshot)]
+        assert len(taken) == 1 and len([r for r in results if isinstance(r, RunClaimedError)]) == 7
+        assert taken[0].taken_from.claim == "gone"
+        assert (await stores[0].load("r1")).head.claim == taken[0].head.claim
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_a_journal_written_through_another_store_is_cleared_by_the_claim_that_takes_the_run(postgres_url):
+    async with PostgresCheckpointer(postgres_url) as first, PostgresCheckpointer(postgres_url) as second:
+        head = RunHead(agent="a", claim="A", owner=other_host(1), lease_until=0.0)  # lapsed on another host
+        await first.save(RunSnapshot("r1", head, [UserMessage(text="go")]))
+        turn = ModelStep("a", "m", started_at=5.0, first_token_at=5.5, turn=1)
+        assert await first.journal_partial("r1", "words so far", claim="A", step=turn)
+        assert (await second.load("r1")).head.cut_off_text == "words so far"
+        taken = await second.claim("r1", RunOwner.current(), token="B", lease_seconds=60)
+        assert taken.taken_from.cut_off_text == "words so far" and taken.head.steps == [turn]
+        assert journalled(postgres_url, "r1") is None
+        assert not await first.journal_partial("r1", "too late", claim="A")  # the claim moved on
+        assert journalled(postgres_url, "r1") is None
+
+
+async def test_a_journalled_text_holding_a_nul_character_is_kept_whole(postgres_url):
+    """PostgreSQL's text cannot hold NUL; a model may stream one, and the journal keeps it."""
+    async with PostgresCheckpointer(postgres_url) as checkpointer:
+        head = RunHead(agent="a", claim="A", owner=other_host(1), lease_until=0.0)
+        await checkpointer.save(RunSnapshot("r1", head, [UserMessage(text="go\x00on")]))
+        assert await checkpointer.journal_partial("r1", "before\x00after", claim="A")
+        loaded = await checkpointer.load("r1")
+        assert loaded.head.cut_off_text == "before\x00after" and loaded.entries[0].text == "go\x00on"
+
+
+async def notifications_of(url: str, write) -> list[str]:
+    """The payloads ``write`` notified on the checkpoint store's channel, in order.
+
+    A notification the test sends after ``write`` marks the end: notifications arrive in commit order.
+    """
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as listener:
+        await listener.execute("LISTEN lovia_checkpoint")
+        await write()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as marker:
+            await marker.execute("SELECT pg_notify('lovia_checkpoint', 'end')")
+        payloads = []
+        async for note in listener.notifies(timeout=HANG_GUARD_SECONDS):
+            if note.payload == "end":
+                return payloads
+            payloads.append(note.payload)
+    raise AssertionError(f"the end of the notifications never came; heard {payloads}")
+
+
+async def test_every_write_notifies_once_and_another_store_hears_it(postgres_url):
+    async with PostgresCheckpointer(postgres_url) as watcher, PostgresCheckpointer(postgres_url) as writer:
+        await writer.open()
+        before = await watcher.outside_change_token()  # starts listening
+        head = RunHead(agent="a", claim="A", owner=other_host(1), lease_until=time.time() + 60)
+        snapshot = RunSnapshot("r1", head, [UserMessage(text="go")])
+        writes = [
+            lambda: writer.save(snapshot),  # the full check: a run this store has not stored
+            lambda: writer.save(RunSnapshot("r1", head, [*snapshot.entries, UserMessage(text="on")])),  # the usual
+            lambda: writer.journal_partial("r1", "words", claim="A"),
+            lambda: writer.claim("r2", other_host(2), token="B", lease_seconds=60,
+                                 start=RunSnapshot("r2", RunHead(agent="a"), [])),
+            lambda: writer.claim("r1", other_host(2), token="C", lease_seconds=60, if_stored="leave"),
+            lambda: writer.journal_partial("r1", "refused", claim="not the claim"),
+            lambda: writer.delete("r1"),
+            lambda: writer.delete("r1"),  # nothing left to delete
+        ]
+        heard = [len(await notifications_of(postgres_url, write)) for write in writes]
+        assert heard == [1, 1, 1, 1, 0, 0, 1, 0]  # one per write that changed something; none otherwise
+
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
+        while await watcher.outside_change_token() == before:  # delivered to the watcher's own listener too
+            assert time.monotonic() < deadline, "the watcher never heard of the writes"
+            await asyncio.sleep(0.01)
