@@ -991,7 +991,7 @@ class SQLiteSession(_SQLiteStore):
                               sessions[found][1] if at is None else at)
                     for found, kind, marked, position, run_id, at in rows]
 
-        return await self._db.read(read, "searching sessions")
+        return await self._db.read_here(read, "searching sessions")
 
     def _run_entries(
         self, session_id: str, run_id: str, count: int, text: Any, where: str, first: int

@@ -183,6 +183,17 @@ def test_queries_reach_fts5_as_quoted_words_only():
     assert unmark("a \x02b\x03 c\nd") == ("a b c d", ((2, 3),))
 
 
+async def test_a_stored_mark_character_does_not_shift_the_highlight(tmp_path):
+    # FTS5's snippet marks a match with \x02 .. \x03; a tool's output may hold those characters
+    # itself. They are dropped, and the offsets still point at the match.
+    async with SQLiteSession(tmp_path / "marks.db") as session:
+        await session.append("s", [UserMessage(text="x\x03 cafe \x02")])
+        [hit] = await session.search("cafe")
+    assert highlighted(hit) == ["cafe"]
+    assert "\x02" not in hit.snippet and "\x03" not in hit.snippet
+    assert unmark("x\x03\x02a\x03") == ("xa", ((1, 2),))
+
+
 async def test_a_version_2_file_is_indexed_when_it_is_migrated(tmp_path):
     path = tmp_path / "v2.db"
     shutil.copyfile(DATA / "session-v2.db", path)
