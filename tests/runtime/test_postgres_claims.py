@@ -10,6 +10,8 @@ streamed.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 import json
 import os
 import signal
@@ -326,3 +328,52 @@ async def test_every_write_notifies_once_and_another_store_hears_it(postgres_url
         while await watcher.outside_change_token() == before:  # delivered to the watcher's own listener too
             assert time.monotonic() < deadline, "the watcher never heard of the writes"
             await asyncio.sleep(0.01)
+
+
+# -- the runtime's tests of SQLite files, run unchanged on PostgreSQL ------------------------
+
+REUSED = [
+    ("test_run_claims", "test_a_lease_held_on_another_host_is_taken_over_after_it_lapses_not_before"),
+    ("test_run_claims", "test_the_lease_is_renewed_during_a_long_tool_call"),
+    ("test_claim_races", "test_finalize_holds_the_run_so_a_resume_meanwhile_is_refused"),
+    ("test_claim_races", "test_a_run_executing_here_whose_lease_lapsed_is_neither_crashed_nor_taken_over"),
+    ("test_cut_off_text", "test_a_run_stopped_mid_answer_keeps_the_streamed_text_and_a_resume_runs_the_turn_anew"),
+    ("test_cut_off_text", "test_a_run_that_fails_mid_answer_keeps_the_streamed_text"),
+    ("test_cut_off_text", "test_a_run_stopped_between_turns_has_no_cut_off_text"),
+    ("test_step_timing", "test_a_run_records_its_model_turns_and_tool_calls_in_the_head_and_the_segment"),
+    ("test_step_timing", "test_a_resumed_run_keeps_the_steps_it_had_and_marks_the_one_a_stop_cut_off"),
+    ("test_active_time", "test_a_stopped_and_resumed_run_sums_its_executions_into_the_segment"),
+    ("test_partial_journal",
+     "test_the_journal_is_written_only_under_the_stored_claim_and_cleared_by_the_next_snapshot"),
+    ("test_partial_journal", "test_a_live_run_s_journal_is_not_shown_as_cut_off"),
+    ("test_partial_journal", "test_a_stopped_run_keeps_its_cut_off_text_in_the_head_not_the_journal"),
+]
+
+
+@pytest.mark.parametrize(("module", "name"), REUSED, ids=[name for _, name in REUSED])
+async def test_the_runtime_tests_of_sqlite_files_pass_on_postgres(module, name, tmp_path, postgres_url, monkeypatch):
+    """Each test as it is, its module's ``SQLiteCheckpointer`` (and ``SQLiteSession``) making the
+    PostgreSQL store on this test's database instead, whatever file it names."""
+    from lovia.stores.postgres import PostgresSession
+
+    tests = importlib.import_module(f"tests.runtime.{module}")
+    opened: list = []
+
+    def on_postgres(store_class):
+        def make(path, *, wal: bool = False):
+            store = store_class(postgres_url)
+            opened.append(store)
+            return store
+        return make
+
+    monkeypatch.setattr(tests, "SQLiteCheckpointer", on_postgres(PostgresCheckpointer))
+    if hasattr(tests, "SQLiteSession"):
+        monkeypatch.setattr(tests, "SQLiteSession", on_postgres(PostgresSession))
+    test = getattr(tests, name)
+    arguments = {"tmp_path": tmp_path, "kind": "sqlite"}  # "sqlite": the kind whose store is made by name
+    try:
+        await test(**{parameter: arguments[parameter] for parameter in inspect.signature(test).parameters})
+        assert any(isinstance(store, PostgresCheckpointer) for store in opened)  # it ran on PostgreSQL
+    finally:
+        for store in opened:
+            await store.close()
