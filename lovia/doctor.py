@@ -1,4 +1,4 @@
-"""``lovia doctor [--db PATH] [--quick] [--fix]``: check a lovia database and say what to do.
+"""``lovia doctor [--db PATH|URL] [--quick] [--fix]``: check a lovia database and say what to do.
 
 What it checks, in this order: that the file is a SQLite file and a lovia one; SQLite's own
 ``integrity_check`` (``quick_check`` with ``--quick``); the schema version of each store
@@ -18,6 +18,14 @@ wrong, 2 when the file cannot be checked at all (missing, not SQLite, not lovia'
 deletes orphaned checkpoints, deletes archive files nothing refers to (older than an hour, so
 an output a running answer has just archived is never taken for one) and checkpoints the WAL
 back into the file; it never touches conversation and fixes nothing SQLite reports damaged.
+
+On a PostgreSQL database (``--db postgresql://...``, :func:`examine_postgres`) what applies is
+checked in one read-only transaction: the schema versions, stored runs whose entries cannot be
+read, the same judgement of checkpoints (orphaned, crashed, waiting), and the search index
+(every stored run and title in it). SQLite's integrity check, the WAL and the archive beside the
+file do not apply, and a note says so. ``--fix`` deletes the orphaned checkpoints there too.
+A server that cannot be reached or refuses the password exits 2, naming the server without the
+password.
 """
 
 from __future__ import annotations
@@ -549,7 +557,37 @@ async def _postgres_segments(conn: Any, report: Report) -> set[tuple[str, str]]:
 
 
 async def _postgres_search_index(conn: Any, columns: dict[str, set[str]], report: Report) -> None:
-    """The full-text index: present when the session schema has it. (Filled in step by triggers.)"""
+    """The full-text index (session schema 2): each stored run has a document per searched entry, each titled
+    session one for its title. Triggers keep it in step; a run or title it lacks is one search cannot find."""
+    import psycopg
+
+    if not {"lovia_search", "lovia_search_titles", "lovia_segments", "lovia_session_info"} <= set(columns):
+        return
+    try:
+        async with conn.transaction():  # a savepoint: a failure here leaves the other checks' findings
+            cur = await conn.execute(
+                "SELECT g.session_id FROM lovia_segments AS g "
+                "WHERE (SELECT count(*) FROM lovia_searched_entries(g.entries)) "
+                "<> (SELECT count(*) FROM lovia_search AS s WHERE s.segment_seq = g.seq) ORDER BY g.session_id, g.seq")
+            runs = [session_id for (session_id,) in await cur.fetchall()]
+            cur = await conn.execute(
+                "SELECT i.session_id FROM lovia_session_info AS i WHERE i.title IS NOT NULL AND NOT EXISTS "
+                "(SELECT 1 FROM lovia_search_titles AS t WHERE t.session_id = i.session_id AND t.body = i.title) "
+                "ORDER BY i.session_id")
+            titles = [session_id for (session_id,) in await cur.fetchall()]
+    except psycopg.Error as exc:
+        report.add("search", "note", f"the search index could not be checked (SQLSTATE {exc.sqlstate})",
+                   "searching still works as far as the index goes")
+        return
+    if not runs and not titles:
+        report.add("search", "ok", "the search index holds every stored run and title")
+        return
+    sessions = list(dict.fromkeys(runs + titles))
+    report.add("search", "problem",
+               f"the search index is out of step for {len(runs)} stored runs and {len(titles)} titles, in sessions "
+               f"{_ids(sessions)}: searches miss or misplace what they hold (reading them is unaffected)",
+               "something wrote to lovia's tables without its triggers (disabled, or a restore without them); "
+               "restore the database from a backup, or open those sessions and move them to the trash and back")
 
 
 def _fix_postgres(report: Report, where: PostgresLocation) -> list[str]:

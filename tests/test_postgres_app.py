@@ -245,6 +245,7 @@ def test_doctor_on_a_healthy_postgres_database_says_all_is_well_and_what_it_did_
     out = done.stdout
     assert "the session store is at version" in out and "the checkpoint store is at version" in out
     assert "every stored run has its entries (4 runs)" in out
+    assert "the search index holds every stored run and title" in out
     assert "SQLite checks, not made on PostgreSQL" in out and "All is well." in out
     assert MARKER not in out and "lovia_test-password" not in out and "lovia-test-password" not in out
 
@@ -283,3 +284,27 @@ def test_doctor_refuses_an_empty_database_and_a_wrong_password_and_writes_nothin
     done = lovia("doctor", "--db", wrong, tmp_path=tmp_path)
     assert done.returncode == 2 and "password" in done.stderr and SECRET not in done.stderr
     assert tables_of(postgres_url) == []
+
+
+def test_doctor_finds_runs_the_search_index_lacks_and_the_trash_and_back_mends_them(tmp_path, postgres_url):
+    write_sessions(postgres_url)
+    admin(postgres_url, "DELETE FROM lovia_search WHERE segment_seq = "
+                        "(SELECT seq FROM lovia_segments WHERE run_id = 'run-1-1')")
+    done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert "the search index is out of step for 1 stored runs and 0 titles, in sessions s-pg-other" in done.stdout
+
+    from lovia.stores.postgres import PostgresSession
+
+    async def trash_and_back() -> None:
+        session = PostgresSession(postgres_url)
+        try:
+            await session.trash_session("s-pg-other")
+            (trashed,) = await session.list_trash()
+            await session.restore_session(trashed.trash_id)
+        finally:
+            await session.close()
+
+    asyncio.run(trash_and_back())
+    done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stdout
