@@ -88,6 +88,10 @@ def __getattr__(name: str):
         from lovia.models.openai_chat import OpenAIChatModel
 
         return OpenAIChatModel
+    if name in ("PostgresCheckpointer", "PostgresSession"):  # imported on first use: see lovia.stores
+        from lovia.stores import postgres_store
+
+        return postgres_store(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -1,4 +1,8 @@
-"""Fixtures that run every store test against every bundled store."""
+"""Fixtures that run every store test against every bundled store.
+
+The "postgres" kind runs on a fresh database of the test session's PostgreSQL server (the
+``postgres_url`` fixture of tests/conftest.py), and skips with the reason when no server can be had.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,17 @@ import pytest
 
 from lovia import InMemoryCheckpointer, InMemorySession, SQLiteCheckpointer, SQLiteSession
 
-STORE_KINDS = ["memory", "sqlite", "sqlite-wal"]
+STORE_KINDS = ["memory", "sqlite", "sqlite-wal", "postgres"]
 
 
 class StoreFactory:
-    """Makes stores of one kind; SQLite ones on one file in a tmp dir, so they can be reopened."""
+    """Makes stores of one kind; SQLite ones on one file in a tmp dir, PostgreSQL ones on one database
+    (``url``), so they can be reopened."""
 
-    def __init__(self, kind: str, tmp_path) -> None:
+    def __init__(self, kind: str, tmp_path, url: str | None = None) -> None:
         self.kind = kind
         self.path = tmp_path / "lovia.db"
+        self.url = url
         self._memory_session = InMemorySession()
         self._memory_checkpointer = InMemoryCheckpointer()
         self.opened: list = []
@@ -26,6 +32,12 @@ class StoreFactory:
     def session(self):
         if self.kind == "memory":
             return self._memory_session
+        if self.kind == "postgres":
+            from lovia.stores.postgres import PostgresSession
+
+            store = PostgresSession(self.url)
+            self.opened.append(store)
+            return store
         store = SQLiteSession(self.path, wal=self.kind == "sqlite-wal")
         self.opened.append(store)
         return store
@@ -33,6 +45,12 @@ class StoreFactory:
     def checkpointer(self):
         if self.kind == "memory":
             return self._memory_checkpointer
+        if self.kind == "postgres":
+            from lovia.stores.postgres import PostgresCheckpointer
+
+            store = PostgresCheckpointer(self.url)
+            self.opened.append(store)
+            return store
         store = SQLiteCheckpointer(self.path, wal=self.kind == "sqlite-wal")
         self.opened.append(store)
         return store
@@ -44,7 +62,9 @@ class StoreFactory:
 
 @pytest.fixture(params=STORE_KINDS)
 async def stores(request, tmp_path):
-    factory = StoreFactory(request.param, tmp_path)
+    # The database only for the kind that needs it: the other kinds run without a server.
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    factory = StoreFactory(request.param, tmp_path, url)
     yield factory
     await factory.close()
 
