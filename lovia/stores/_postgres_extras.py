@@ -181,9 +181,10 @@ AS $$ SELECT COALESCE(string_agg('''' || w.word || ''':' || least(w.n, 16383), '
       FROM unnest(words) WITH ORDINALITY AS w(word, n) WHERE octet_length(w.word) <= {_LONGEST_WORD} $$"""
 
 # ``lovia_searched_entries``: the searched text of each entry of a run's JSON array, as
-# :func:`lovia.stores._search.searched_text` takes it. A damaged array (not JSON, or JSON that
-# PostgreSQL cannot hold, such as ``\\u0000``) and items that are no entry objects are left out
-# rather than failing the write; reading the run refuses it anyway.
+# :func:`lovia.stores._search.searched_text` takes it. A NUL character (``\\u0000``, which ``jsonb``
+# cannot hold) is indexed as a space, which separates words as it does in lovia's words. A damaged
+# array (not JSON) and items that are no entry objects are left out rather than failing the write;
+# reading the run refuses it anyway.
 _SEARCHED_ENTRIES_FUNCTION = """
 CREATE FUNCTION lovia_searched_entries(entries TEXT)
 RETURNS TABLE (item INTEGER, kind TEXT, body TEXT) LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
@@ -193,7 +194,11 @@ BEGIN
     BEGIN
         items := entries::jsonb;
     EXCEPTION WHEN data_exception THEN
-        RETURN;
+        BEGIN  -- jsonb cannot hold a NUL character: index the run with a space for each
+            items := replace(entries, '\\u0000', ' ')::jsonb;
+        EXCEPTION WHEN data_exception THEN
+            RETURN;
+        END;
     END;
     IF jsonb_typeof(items) <> 'array' THEN
         RETURN;
