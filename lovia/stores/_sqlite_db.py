@@ -65,6 +65,16 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   against commits of 0.2-0.25 ms: the 1.3x target needs the hop gone, and inline commits
   (above) block the loop on the disk and still measured 1.6-1.8x.
 
+One exception to "everything on the worker": :meth:`SQLiteDatabase.read_here`, which the
+search uses. With WAL it runs a read on a second, read-only connection on the caller's thread,
+so the event loop is held for the read's own CPU time (a search over 10,000 sessions: 0.1-2 ms;
+one that walks the whole index, 10 ms here) but never waits on a lock: WAL readers do not wait
+for writers, the connection has no busy timeout, and a busy answer sends the read to the worker.
+Measured 2026-12-03 (``bench/search.py``'s file, interleaved, the machine shared and busy): the
+round trip of an empty call to the worker took 230-260 us at the median, more than the search's
+own statements for most queries, and a search through the worker 1.2-1.9 ms against 0.1-1.5 ms
+in place. In rollback-journal mode a read waits for a commit under way, so it stays on the worker.
+
 For a fresh run the runner makes no more commits than the spec asks for, and no read before
 its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and its
 claim is not followed by a save of the same head.

@@ -950,7 +950,10 @@ class SQLiteSession(_SQLiteStore):
         Titles that match come first (the latest given first), then entries, the most recently
         stored first: the index's own order (see "full-text search" above), so the first
         ``limit`` are read without ranking every match. One statement finds the hits, one more
-        the titles of their sessions. Within one session, only the rowids of its runs are read.
+        the titles of their sessions, in one read transaction. Within one session, only the
+        rowids of its runs are read. With WAL it runs on the caller's thread, on a read-only
+        connection (:meth:`~lovia.stores._sqlite_db.SQLiteDatabase.read_here`: no hop to the
+        store's thread, which was the larger part of a search's cost, and no wait on a lock).
         """
         expression = parse_query(query).fts()
         check_search_limit(limit)
@@ -981,6 +984,8 @@ class SQLiteSession(_SQLiteStore):
                 raise UserError("That search could not be understood; search for plain words.") from None
             # A run whose segment is gone (a damaged file) has no session to show: left out.
             rows = [row for row in rows if row[0] is not None]
+            if not rows:
+                return []
             sessions: dict[str, tuple[str, float | None]] = {}
             for found, last_activity, title in conn.execute(_TITLES, (json.dumps(list({r[0]: 0 for r in rows})),)):
                 if title is None:
@@ -1153,12 +1158,16 @@ _SEARCH_SESSION = f"""
     ORDER BY s.rowid DESC LIMIT ?"""
 # The titles of the sessions in a JSON array, as :class:`SessionInfo` has them: the one given,
 # else the first user message, read from the index when it is in the session's first run (it
-# nearly always is; ``None`` otherwise, and :data:`_FIRST_USER_TEXT` is asked).
+# nearly always is; ``None`` otherwise, and :data:`_FIRST_USER_TEXT` is asked). That message is
+# read from FTS5's own copy of each document, ``lovia_search_content`` (``id`` the rowid, ``c0``
+# the body, ``c1`` the kind: the table FTS5 keeps for a table with content, part of its file
+# format), as a plain table: a range of rowids without an FTS5 cursor took a quarter less time
+# for the statement (108 against 146 us for 25 sessions, 218 against 298 for 50).
 _TITLES = f"""
     SELECT w.value, i.last_activity, COALESCE(i.title, (
-        SELECT s.body FROM lovia_search AS s
-        WHERE s.rowid >= f.seq * {_RUN_DOCS} AND s.rowid < (f.seq + 1) * {_RUN_DOCS} AND s.kind = 'user'
-        ORDER BY s.rowid LIMIT 1))
+        SELECT c.c0 FROM lovia_search_content AS c
+        WHERE c.id >= f.seq * {_RUN_DOCS} AND c.id < (f.seq + 1) * {_RUN_DOCS} AND c.c1 = 'user'
+        ORDER BY c.id LIMIT 1))
     FROM json_each(?) AS w
     LEFT JOIN lovia_session_info AS i ON i.session_id = w.value
     LEFT JOIN lovia_segments AS f ON f.seq = (SELECT g.seq FROM lovia_segments AS g

@@ -194,6 +194,26 @@ async def test_a_stored_mark_character_does_not_shift_the_highlight(tmp_path):
     assert unmark("x\x03\x02a\x03") == ("xa", ((1, 2),))
 
 
+async def test_a_wal_search_answers_during_another_connections_write_and_then_sees_it(tmp_path):
+    # In WAL mode the search reads on a second, read-only connection: each search is a fresh
+    # snapshot of what was committed, whoever holds the write lock meanwhile.
+    path = tmp_path / "wal.db"
+    async with SQLiteSession(path, wal=True) as session:
+        await session.append("s", [UserMessage(text="cafe one")])
+        assert [hit.title for hit in await session.search("cafe")] == ["cafe one"]
+        writer = sqlite3.connect(path, isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")
+            writer.execute("UPDATE lovia_session_info SET title = 'cafe two' WHERE session_id = 's'")
+            assert [hit.title for hit in await session.search("cafe")] == ["cafe one"]
+            writer.execute("COMMIT")
+        finally:
+            writer.close()
+        assert [hit.kind for hit in await session.search("two")] == ["title"]
+        await session.append("s", [UserMessage(text="cafe three")])  # this store's own write, seen at once
+        assert [hit.position for hit in await session.search("three")] == [1]
+
+
 async def test_a_version_2_file_is_indexed_when_it_is_migrated(tmp_path):
     path = tmp_path / "v2.db"
     shutil.copyfile(DATA / "session-v2.db", path)
