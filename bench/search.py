@@ -5,12 +5,15 @@ output and an answer; a follow-up and its answer), every tenth session with a ti
 rename, written through ``SQLiteSession`` so the index is the one its triggers keep.
 
 Per query, in one process, alternated: lovia's ``search(query, limit=50)`` as the terminal UI
-calls it (titles, then entries newest first, each hit's session, position and title, one hop to
-the store's thread and back), and the baseline: the same ``MATCH`` expression and the same limit
+calls it (a ``wal=True`` store, as the app opens; titles, then entries newest first, each hit's
+session, position and title), and the baseline: the same ``MATCH`` expression and the same limit
 on the same index through a plain ``sqlite3`` connection on the calling thread,
 ``SELECT rowid, snippet(...) FROM lovia_search WHERE lovia_search MATCH ? ORDER BY rowid DESC
 LIMIT 50``, the least any search that shows snippets newest first must ask. The ratio is taken
-per repetition; the median and spread are printed.
+per repetition; the median and spread are printed. With WAL, lovia reads on the caller's thread
+(see ``SQLiteDatabase.read_here``); the last column is the same search through a ``wal=False``
+store on the same file, which reads on the store's thread (one hop there and back), as it does in
+rollback-journal mode, against the same baseline.
 
 Queries: a rare word (one session), a common word (in every session), a word in every tenth
 session, a phrase, a prefix, and a word with an exclusion.
@@ -75,25 +78,28 @@ def bare(conn: sqlite3.Connection, expression: str) -> list[tuple]:
         "WHERE lovia_search MATCH ? ORDER BY rowid DESC LIMIT ?", (expression, LIMIT)).fetchall()
 
 
-async def measure(path: Path, repeat: int) -> list[tuple[str, str, str, str, int]]:
+async def measure(path: Path, repeat: int) -> list[tuple[str, str, str, str, str, int]]:
     rows = []
     conn = sqlite3.connect(path)
-    async with SQLiteSession(path, wal=True) as session:
+    async with SQLiteSession(path, wal=True) as session, SQLiteSession(path) as on_thread:
         for name, query in QUERIES.items():
             expression = parse_query(query).fts()
-            hits = await session.search(query, limit=LIMIT)  # warm both
+            hits = await session.search(query, limit=LIMIT)  # warm all three
+            assert await on_thread.search(query, limit=LIMIT) == hits
             bare(conn, expression)
-            lovia_times, bare_times = [], []
+            lovia_times, bare_times, thread_times = [], [], []
             for _ in range(repeat):
                 start = time.perf_counter()
                 await session.search(query, limit=LIMIT)
                 middle = time.perf_counter()
                 bare(conn, expression)
                 end = time.perf_counter()
+                await on_thread.search(query, limit=LIMIT)
                 lovia_times.append(middle - start)
                 bare_times.append(end - middle)
+                thread_times.append(time.perf_counter() - end)
             rows.append((name, Figure.of(lovia_times).ms(), Figure.of(bare_times).ms(),
-                         ratios(lovia_times, bare_times).times(), len(hits)))
+                         ratios(lovia_times, bare_times).times(), ratios(thread_times, bare_times).times(), len(hits)))
     conn.close()
     return rows
 
@@ -110,8 +116,8 @@ def main() -> None:
         print(f"built {args.sessions} sessions in {time.perf_counter() - started:.1f} s "
               f"({path.stat().st_size / 1e6:.1f} MB)")
         rows = asyncio.run(measure(path, args.repeat))
-    print_table(("query", "lovia search", "bare FTS5 query", "ratio", "hits"),
-                [(name, lovia, baseline, ratio, str(hits)) for name, lovia, baseline, ratio, hits in rows])
+    print_table(("query", "lovia search", "bare FTS5 query", "ratio", "ratio, wal=False", "hits"),
+                [(*row[:-1], str(row[-1])) for row in rows])
 
 
 if __name__ == "__main__":
