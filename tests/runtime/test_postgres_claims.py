@@ -330,6 +330,41 @@ async def test_every_write_notifies_once_and_another_store_hears_it(postgres_url
             await asyncio.sleep(0.01)
 
 
+async def test_a_run_cancelled_while_its_claim_waits_for_the_run_s_lock_is_left_free(postgres_url):
+    """The UI's enter then escape at once, while another host's claim of the run holds its lock."""
+    from lovia import Agent, CheckpointOptions, Runner, ScriptedModel
+    from lovia.stores._postgres_checkpoint import _RUN_LOCKS
+
+    async with PostgresCheckpointer(postgres_url) as checkpointer, \
+            await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as other_host:
+        await checkpointer.open()
+        await other_host.execute("BEGIN")
+        await other_host.execute("SELECT pg_advisory_xact_lock(%s, hashtext('r1'))", (_RUN_LOCKS,))
+        agent = Agent(name="bot", model=ScriptedModel(["done"]))
+        task = asyncio.ensure_future(Runner.run(agent, "go", checkpoint=CheckpointOptions(checkpointer, "r1")))
+        try:
+            deadline = time.monotonic() + HANG_GUARD_SECONDS
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            while await (await other_host.execute(waiting)).fetchone() != (1,):
+                assert time.monotonic() < deadline, "the claim never waited for the lock"
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, HANG_GUARD_SECONDS)  # a hang guard
+        finally:
+            await other_host.execute("COMMIT")
+        # The claim's transaction was abandoned with its connection: nothing was stored, nothing is held.
+        assert await checkpointer.load("r1") is None
+        result = await Runner.run(agent, "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
+        assert result.final_output == "done"
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
+        while (await (await other_host.execute(  # the abandoned server session ends once it gets the lock
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%'")).fetchone())[0]:
+            assert time.monotonic() < deadline, "a transaction of the cancelled claim stayed open"
+            await asyncio.sleep(0.05)
+
+
 # -- the runtime's tests of SQLite files, run unchanged on PostgreSQL ------------------------
 
 REUSED = [
