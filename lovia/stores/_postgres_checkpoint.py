@@ -31,6 +31,10 @@ Every write transaction announces itself with ``NOTIFY`` (``PostgresDatabase.not
 ``outside_change_token`` counts other objects' and processes' notifications, so the terminal
 UI sees runs of workers elsewhere as they progress without reading a table.
 
+Leases are wall-clock times: the claiming host writes ``lease_until`` by its clock and every
+other host judges it by its own (:meth:`~lovia.checkpoint.RunHead.holder`), so hosts sharing a
+database need synchronized clocks (NTP); a skew lengthens or shortens every lease by as much.
+
 The journal's text is stored as a JSON string: PostgreSQL's ``text`` cannot hold the NUL
 character, which a model may stream. Entries and heads are JSON already, with NUL escaped.
 """
