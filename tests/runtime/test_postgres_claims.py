@@ -276,6 +276,41 @@ async def test_a_journal_written_through_another_store_is_cleared_by_the_claim_t
         assert journalled(postgres_url, "r1") is None
 
 
+async def waiting_locks(conn) -> int:
+    return (await (await conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")).fetchone())[0]
+
+
+async def until_waiting(conn, count: int, what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while await waiting_locks(conn) < count:
+        assert time.monotonic() < deadline, f"never waited: {what}"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_journal_write_racing_the_claim_that_takes_the_run_is_refused(postgres_url):
+    """The execution losing its run journals while another host's claim is under way: the claim wins."""
+    async with PostgresCheckpointer(postgres_url) as loser, PostgresCheckpointer(postgres_url) as taker, \
+            await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as holder:
+        head = RunHead(agent="a", claim="A", owner=other_host(1), lease_until=0.0)  # lapsed on another host
+        await loser.save(RunSnapshot("r1", head, [UserMessage(text="go")]))
+        assert await loser.journal_partial("r1", "words", claim="A")
+        await taker.open()
+        # Hold the journal's row, so the claim stops on it with the run's row taken and its new head written.
+        await holder.execute("BEGIN")
+        await holder.execute("SELECT 1 FROM lovia_run_partials WHERE run_id = 'r1' FOR UPDATE")
+        claim = asyncio.ensure_future(taker.claim("r1", other_host(2), token="B", lease_seconds=60))
+        try:
+            await until_waiting(holder, 1, "the claim, on the journal's row")
+            late = asyncio.ensure_future(loser.journal_partial("r1", "more words", claim="A"))
+            await until_waiting(holder, 2, "the journal write, on the run's row")
+        finally:
+            await holder.execute("COMMIT")
+        taken = await asyncio.wait_for(claim, HANG_GUARD_SECONDS)
+        assert taken.head.claim == "B" and taken.taken_from.cut_off_text == "words"
+        assert await asyncio.wait_for(late, HANG_GUARD_SECONDS) is False  # checked against the claim as committed
+        assert journalled(postgres_url, "r1") is None
+
+
 async def test_a_journalled_text_holding_a_nul_character_is_kept_whole(postgres_url):
     """PostgreSQL's text cannot hold NUL; a model may stream one, and the journal keeps it."""
     async with PostgresCheckpointer(postgres_url) as checkpointer:
