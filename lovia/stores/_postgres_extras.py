@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import string
 import time
 import unicodedata
 from typing import Any
@@ -147,12 +148,14 @@ def _sql_words_functions(icu: bool) -> list[str]:
     """
     combining, letters = _character_classes()
     lower = 'lower(t COLLATE "und-x-icu")' if icu else "lower(t)"
+    # ASCII text (as most code and tool output is) has no diacritics: lower case is all its folding.
     return [
         f"""CREATE FUNCTION lovia_fold(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-            AS $$ SELECT regexp_replace(normalize({lower}, NFD), '{combining}', '', 'g') $$""",
+            AS $$ SELECT CASE WHEN octet_length(t) = char_length(t)
+                                  THEN translate(t, '{string.ascii_uppercase}', '{string.ascii_lowercase}')
+                              ELSE regexp_replace(normalize({lower}, NFD), '{combining}+', '', 'g') END $$""",
         f"""CREATE FUNCTION lovia_words(t TEXT) RETURNS TEXT[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-            AS $$ SELECT COALESCE(array_agg(m.word[1] ORDER BY m.n), '{{}}')
-                  FROM regexp_matches(lovia_fold(t), '({letters}+)', 'g') WITH ORDINALITY AS m(word, n) $$""",
+            AS $$ SELECT array_remove(regexp_split_to_array(lovia_fold(t), '[^{letters[1:]}+'), '') $$""",
     ]
 
 
@@ -377,6 +380,11 @@ def _word_patterns(query: SearchQuery) -> list[str]:
     return sorted(patterns)
 
 
+def _within_patterns(query: SearchQuery) -> list[str]:
+    """``LIKE`` patterns of a text holding one of the words a snippet marks, anywhere in it."""
+    return sorted({f"%{word}%" for term in query.include for word in term.words})
+
+
 _HEADLINE_OPTIONS = (f"StartSel={MARK_OPEN}, StopSel={MARK_CLOSE}, MaxWords={SNIPPET_WORDS}, "
                      f"MinWords={SNIPPET_WORDS // 2}, ShortWord=0, HighlightAll=false")
 _SNIPPET_START = 80
@@ -390,15 +398,21 @@ def _snippet_lateral(body: str) -> str:
 
     ``ts_headline`` is given the tokens of ``body`` (PostgreSQL's parser) that hold a word the query
     looks for, as one ``|`` query of their lexemes (``'simple'`` lexemes are the tokens in lower case).
+    Each distinct token is split into words once, and an ASCII token (whose words are its lower case)
+    only when it holds one of the words as text (``%(within)s``).
     """
-    marks = (f"(SELECT string_agg(DISTINCT '''' || replace(replace(lower(p.token), '\\', '\\\\'), '''', '''''') "
-             f"|| '''', ' | ')::tsquery FROM ts_parse('default', {body}) AS p "
-             "WHERE p.tokid <> 12 AND EXISTS (SELECT 1 FROM unnest(lovia_words(p.token)) AS w(word) "
+    marks = (f"(SELECT string_agg('''' || replace(replace(lower(p.token), '\\', '\\\\'), '''', '''''') "
+             f"|| '''', ' | ')::tsquery FROM (SELECT DISTINCT token FROM ts_parse('default', {body}) "
+             "WHERE tokid <> 12) AS p "
+             "WHERE (octet_length(p.token) <> char_length(p.token) OR lower(p.token) LIKE ANY (%(within)s)) "
+             "AND EXISTS (SELECT 1 FROM unnest(lovia_words(p.token)) AS w(word) "
              "WHERE w.word LIKE ANY (%(patterns)s)))")
     headline = (f"COALESCE(ts_headline('simple', {body}, {marks}, '{_HEADLINE_OPTIONS}'), "
                 f"left({body}, {_SNIPPET_START}))")
     plain = f"replace(replace(m.marked, chr({ord(MARK_OPEN)}), ''), chr({ord(MARK_CLOSE)}), '')"
-    return (f"CROSS JOIN LATERAL (SELECT {headline} AS marked) AS m "
+    # OFFSET 0 keeps the headline a subquery of its own, made once per hit (inlined, it would be
+    # made again wherever it is used).
+    return (f"CROSS JOIN LATERAL (SELECT {headline} AS marked OFFSET 0) AS m "
             f"CROSS JOIN LATERAL (SELECT m.marked, {plain} AS plain, strpos({body}, {plain}) AS at) AS h")
 
 
@@ -517,9 +531,13 @@ class PostgresSessionExtras(_PostgresSessionCore):
         tsquery = tsquery_of(parsed)
         if tsquery is None:
             return []
-        args = {"query": tsquery, "limit": limit, "patterns": _word_patterns(parsed), "session": session_id}
+        args = {"query": tsquery, "limit": limit, "patterns": _word_patterns(parsed),
+                "within": _within_patterns(parsed), "session": session_id}
 
         async def read(conn: Connection) -> list[SearchHit]:
+            # The planner prices ts_parse and ts_headline high enough to compile these statements
+            # (JIT), which takes longer (around 100 ms) than running them.
+            await conn.execute("SET LOCAL jit = off")
             hits: list[SearchHit] = []
             if session_id is None:
                 for found, title, last_activity, marked, before, after in await _rows(conn, _SEARCH_TITLES, args):
