@@ -311,6 +311,34 @@ async def test_a_journal_write_racing_the_claim_that_takes_the_run_is_refused(po
         assert journalled(postgres_url, "r1") is None
 
 
+async def test_a_delete_racing_a_save_leaves_no_entry_of_the_run_behind(postgres_url):
+    """The save's entries land after the delete began: the delete still takes them all."""
+    async with PostgresCheckpointer(postgres_url) as saver, PostgresCheckpointer(postgres_url) as deleter, \
+            await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as holder:
+        head = RunHead(agent="a", claim="A", owner=other_host(1), lease_until=time.time() + 60)
+        snapshot = RunSnapshot("r1", head, [UserMessage(text="go")])
+        await saver.save(snapshot)
+        await deleter.open()
+        # An uncommitted row where the save's next entry goes: the save stops there, its head written.
+        await holder.execute("BEGIN")
+        await holder.execute("INSERT INTO lovia_run_entries (run_id, position, type, data) "
+                             "VALUES ('r1', 1, 'user', '{}')")
+        saving = asyncio.ensure_future(saver.save(RunSnapshot("r1", head, [*snapshot.entries, UserMessage(text="on")])))
+        try:
+            await until_waiting(holder, 1, "the save, on the entry's key")
+            deleting = asyncio.ensure_future(deleter.delete("r1"))
+            await until_waiting(holder, 2, "the delete, on the run's row")
+        finally:
+            await holder.execute("ROLLBACK")
+        await asyncio.wait_for(saving, HANG_GUARD_SECONDS)
+        assert await asyncio.wait_for(deleting, HANG_GUARD_SECONDS) is True
+        count = await (await holder.execute("SELECT count(*) FROM lovia_run_entries WHERE run_id = 'r1'")).fetchone()
+        assert count == (0,)  # nothing left to collide with a new run of that id
+        fresh = RunSnapshot("r1", RunHead(agent="a"), [UserMessage(text="new"), UserMessage(text="run")])
+        await deleter.save(fresh)
+        assert (await saver.load("r1")).entries == fresh.entries
+
+
 async def test_a_journalled_text_holding_a_nul_character_is_kept_whole(postgres_url):
     """PostgreSQL's text cannot hold NUL; a model may stream one, and the journal keeps it."""
     async with PostgresCheckpointer(postgres_url) as checkpointer:
