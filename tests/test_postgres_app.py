@@ -308,3 +308,22 @@ def test_doctor_finds_runs_the_search_index_lacks_and_the_trash_and_back_mends_t
     asyncio.run(trash_and_back())
     done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_database_from_a_newer_lovia_is_refused_by_the_app_and_named_by_doctor_and_left_alone(tmp_path,
+                                                                                                postgres_url):
+    write_sessions(postgres_url)
+    admin(postgres_url, "UPDATE lovia_schema SET version = 99 WHERE store = 'session'")
+    done = lovia("--db", postgres_url, tmp_path=tmp_path)
+    assert done.returncode == 2 and "newer" in done.stderr, done.stderr
+    done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert "the session store is at version 99, newer than this lovia's" in done.stdout
+    import psycopg
+
+    from lovia.stores.postgres import CHECKPOINT_SCHEMA
+
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT store, version FROM lovia_schema ORDER BY store").fetchall() == [
+            ("checkpoint", CHECKPOINT_SCHEMA.version), ("session", 99)]
+        assert conn.execute("SELECT count(*) FROM lovia_segments").fetchone() == (4,)
