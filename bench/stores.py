@@ -54,6 +54,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import multiprocessing
 import os
 import sqlite3
@@ -83,6 +84,7 @@ from lovia import (  # noqa: E402
     UserMessage,
 )
 from lovia.entries import entry_to_dict  # noqa: E402
+from lovia.stores._sqlite_db import BUSY_TIMEOUT_SECONDS, WAL_BUSY_TIMEOUT_SECONDS  # noqa: E402
 from tests import postgres_server  # noqa: E402
 
 ENTRIES_PER_RUN = 10
@@ -104,7 +106,9 @@ def json_array(entries: list) -> str:
 
 
 def raw_connect(path: Path, wal: bool) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    """A plain connection, waiting for another's lock as long as lovia's store does."""
+    timeout = WAL_BUSY_TIMEOUT_SECONDS if wal else BUSY_TIMEOUT_SECONDS
+    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout)
     if wal:
         conn.execute("PRAGMA journal_mode = WAL")
     return conn
@@ -596,7 +600,7 @@ SQLITE_STORES = ("sqlite", "sqlite wal")
 
 
 def measure_stores(writers: Writers, databases: PostgresDatabases | None, appends: int, repeat: int,
-                   loads: int) -> tuple[dict[str, dict[str, list[float]]], str | None]:
+                   loads: int, failures: list[str]) -> tuple[dict[str, dict[str, list[float]]], str | None]:
     """Appends by 1 and by WRITERS writers per store, lovia against its raw baseline, in turns.
 
     On PostgreSQL also the load of the 10,000-entry session and its last page (the SQLite
@@ -611,7 +615,7 @@ def measure_stores(writers: Writers, databases: PostgresDatabases | None, append
         order = ("raw", "lovia") if attempt % 2 else ("lovia", "raw")
         for store in list(stores):
             try:
-                store_repetition(writers, databases, store, runs, order, loads, samples[store])
+                store_repetition(writers, databases, store, runs, order, loads, samples[store], failures)
             except Exception as error:
                 if store != "postgres":
                     raise
@@ -625,8 +629,12 @@ def measure_stores(writers: Writers, databases: PostgresDatabases | None, append
 
 
 def store_repetition(writers: Writers, databases: PostgresDatabases | None, store: str, runs: list,
-                     order: tuple[str, str], loads: int, got: dict[str, list[float]]) -> None:
-    """One repetition of one store, on fresh files or databases, adding to its samples ``got``."""
+                     order: tuple[str, str], loads: int, got: dict[str, list[float]], failures: list[str]) -> None:
+    """One repetition of one store, on fresh files or databases, adding to its samples ``got``.
+
+    Concurrent writers that fail (a SQLite writer that waited for the lock longer than its busy
+    timeout) leave NaN samples and a line in ``failures``.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         if store == "postgres":
             assert databases is not None
@@ -638,7 +646,11 @@ def store_repetition(writers: Writers, databases: PostgresDatabases | None, stor
         for who in order:
             got.setdefault(f"{who} 1", []).append(append_runs(store, who, targets[who], runs))
         for who in order:
-            seconds, cpu = writers.appends(store, who, targets[who], len(runs))
+            try:
+                seconds, cpu = writers.appends(store, who, targets[who], len(runs))
+            except Exception as error:  # a writer gave up (on SQLite: waiting for the lock); counted, not fatal
+                seconds = cpu = math.nan
+                failures.append(f"{STORE_NAMES[store]}, {who}, {WRITERS} writers: {type(error).__name__}: {error}")
             got.setdefault(f"{who} {WRITERS}", []).append(seconds)
             got.setdefault(f"{who} {WRITERS} cpu", []).append(cpu)
         if store == "postgres":
@@ -665,9 +677,17 @@ def store_row(store: str, s: dict[str, list[float]], first_table: dict[str, list
     loads = first_table if first_table is not None else s
     row = [STORE_NAMES[store]]
     for writers in (1, WRITERS):
-        row += [f"{per_second(appends, s[f'lovia {writers}'])} vs {per_second(appends, s[f'raw {writers}'])}",
-                ratios(s[f"lovia {writers}"], s[f"raw {writers}"]).times()]
-    row += [f"{ms(Figure.of(s[f'lovia {WRITERS} cpu']))} vs {ms(Figure.of(s[f'raw {WRITERS} cpu']))}"]
+        lovia, raw = s[f"lovia {writers}"], s[f"raw {writers}"]
+        failed = {who: sum(math.isnan(t) for t in times) for who, times in (("lovia", lovia), ("raw", raw))}
+        kept = [(lt, rt) for lt, rt in zip(lovia, raw, strict=True) if not (math.isnan(lt) or math.isnan(rt))]
+        note = "".join(f", {who} failed {n} of {len(lovia)}" for who, n in failed.items() if n)
+        if not kept:
+            row += [f"none measured{note}", ""]
+            continue
+        lovia, raw = [lt for lt, _ in kept], [rt for _, rt in kept]
+        row += [f"{per_second(appends, lovia)} vs {per_second(appends, raw)}{note}", ratios(lovia, raw).times()]
+    cpu = {who: [c for c in s[f"{who} {WRITERS} cpu"] if not math.isnan(c)] for who in ("lovia", "raw")}
+    row += [f"{ms(Figure.of(cpu['lovia']))} vs {ms(Figure.of(cpu['raw']))}" if cpu["lovia"] and cpu["raw"] else ""]
     row += [f"{ms(Figure.of(loads['lovia load']))} vs {ms(Figure.of(loads['raw load']))}",
             ratios(loads["lovia load"], loads["raw load"]).times()]
     if loads.get("page end"):
@@ -713,7 +733,8 @@ def main() -> None:
         databases = PostgresDatabases(server) if server is not None else None
         writers = Writers.start()
         stack.callback(writers.close)
-        stores, failure = measure_stores(writers, databases, args.appends, args.repeat, args.loads)
+        failures: list[str] = []
+        stores, failure = measure_stores(writers, databases, args.appends, args.repeat, args.loads, failures)
     print(f"The stores side by side: {args.appends} appends by 1 writer, and by {WRITERS} writer processes "
           f"({args.appends // WRITERS} each, to a session of their own); baselines: raw sqlite3 and raw psycopg "
           "(synchronous, one connection) running lovia's SQL; the SQLite files' load and page are the first "
@@ -725,6 +746,9 @@ def main() -> None:
     print_table(store_header(entries), [
         store_row(store, samples, first[store == "sqlite wal"] if store in SQLITE_STORES else None, args.appends)
         for store, samples in stores.items()])
+    for line in failures:
+        print(f"\nfailed: {line}", end="")
+    print()
 
 
 if __name__ == "__main__":
