@@ -148,14 +148,16 @@ def _sql_words_functions(icu: bool) -> list[str]:
     """
     combining, letters = _character_classes()
     lower = 'lower(t COLLATE "und-x-icu")' if icu else "lower(t)"
-    # ASCII text (as most code and tool output is) has no diacritics: lower case is all its folding.
+    # ASCII text (most code and tool output) has no diacritics: lower case is all its folding.
     return [
         f"""CREATE FUNCTION lovia_fold(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
             AS $$ SELECT CASE WHEN octet_length(t) = char_length(t)
                                   THEN translate(t, '{string.ascii_uppercase}', '{string.ascii_lowercase}')
                               ELSE regexp_replace(normalize({lower}, NFD), '{combining}+', '', 'g') END $$""",
+        # Separators to one space, then split: faster than regexp_split_to_array (measured).
         f"""CREATE FUNCTION lovia_words(t TEXT) RETURNS TEXT[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-            AS $$ SELECT array_remove(regexp_split_to_array(lovia_fold(t), '[^{letters[1:]}+'), '') $$""",
+            AS $$ SELECT array_remove(string_to_array(
+                      regexp_replace(lovia_fold(t), '[^{letters[1:]}+', ' ', 'g'), ' '), '') $$""",
     ]
 
 
@@ -723,7 +725,7 @@ class PostgresSessionExtras(_PostgresSessionCore):
     async def fork(self, session_id: str, *, keep_entries: int, new_session_id: str) -> int:
         """Copy the first ``keep_entries`` entries into ``new_session_id``; see :class:`~lovia.session.ForkableSession`.
 
-        One transaction, under the new session's lock. Whole runs are copied row to row (their
+        One transaction, under both sessions' locks. Whole runs are copied row to row (their
         stored JSON and meta as they are, fields a newer lovia wrote included); only the run the
         cut lands inside is decoded, truncated as ``rewind`` truncates it, and only the first
         copied run's meta is rewritten (to add the :class:`~lovia.session.ForkOrigin`).
@@ -731,7 +733,10 @@ class PostgresSessionExtras(_PostgresSessionCore):
         check_fork(keep_entries, session_id, new_session_id)
 
         async def write(conn: Connection) -> int:
-            await lock_session(conn, new_session_id)
+            # Both sessions' locks, in one order for every fork (two forks never wait on each other):
+            # the source's runs cannot change between reading them and copying their rows.
+            for locked in sorted({session_id, new_session_id}):
+                await lock_session(conn, locked)
             if await _row(conn, "SELECT 1 FROM lovia_session_info WHERE session_id = %s "
                                 "UNION ALL SELECT 1 FROM lovia_segments WHERE session_id = %s LIMIT 1",
                           (new_session_id, new_session_id)):
