@@ -327,3 +327,13 @@ def test_a_database_from_a_newer_lovia_is_refused_by_the_app_and_named_by_doctor
         assert conn.execute("SELECT store, version FROM lovia_schema ORDER BY store").fetchall() == [
             ("checkpoint", CHECKPOINT_SCHEMA.version), ("session", 99)]
         assert conn.execute("SELECT count(*) FROM lovia_segments").fetchone() == (4,)
+
+
+def test_export_and_doctor_use_the_config_files_db_when_no_db_is_given(tmp_path, postgres_url):
+    write_sessions(postgres_url)
+    (tmp_path / "config.toml").write_text(f'db = "{postgres_url}"\n')
+    done = lovia("export", "s-pg-trip", tmp_path=tmp_path)
+    assert done.returncode == 0 and "## Run 2" in done.stdout, done.stderr
+    done = lovia("doctor", tmp_path=tmp_path)
+    assert done.returncode == 0 and "every stored run has its entries (4 runs)" in done.stdout, done.stderr
+    assert "lovia-test-password" not in done.stdout  # the config file's URL holds it; the report names none
