@@ -70,10 +70,11 @@ search uses. With WAL it runs a read on a second, read-only connection on the ca
 so the event loop is held for the read's own CPU time (a search over 10,000 sessions: 0.1-2 ms;
 one that walks the whole index, 10 ms here) but never waits on a lock: WAL readers do not wait
 for writers, the connection has no busy timeout, and a busy answer sends the read to the worker.
-Measured 2026-12-03 (``bench/search.py``'s file, interleaved, the machine shared and busy): the
-round trip of an empty call to the worker took 230-260 us at the median, more than the search's
-own statements for most queries, and a search through the worker 1.2-1.9 ms against 0.1-1.5 ms
-in place. In rollback-journal mode a read waits for a commit under way, so it stays on the worker.
+Measured 2026-12-03 (``bench/search.py``'s file, 300 interleaved repetitions, the machine shared
+and busy, medians): the round trip of an empty read on the worker took 40-130 us (230-260 us in
+another run), and a search through the worker 0.13, 1.22 and 2.03 ms (a rare word, a common
+word, a phrase) against 0.08, 0.96 and 1.48 ms in place. In rollback-journal mode a read waits
+for a commit under way, so it stays on the worker.
 
 For a fresh run the runner makes no more commits than the spec asks for, and no read before
 its claim (see :mod:`lovia.runtime.runner`): it is claimed without being loaded first, and its
