@@ -28,14 +28,16 @@ pair of files and a fresh pair of databases per repetition:
   store. The processes are started once for the whole run and wait at a barrier after opening
   their store, so neither start-up nor connecting is timed; the time is from the first writer's
   start to the last one's finish. Baselines: raw sqlite3 as above; for PostgreSQL raw psycopg
-  (synchronous, one connection, no pool, no event loop) running the statements
-  ``PostgresSession.append`` runs, one transaction per run, so the ratio is lovia's own
-  overhead (its pool, the event loop, its encoder and checks). With the writers, the CPU time
+  (its ``AsyncConnection``, the driver lovia uses, one connection, no pool) running the
+  statements ``PostgresSession.append`` runs to store a run and tell others of it, one explicit
+  transaction per run, so the ratio is lovia's own overhead (its pool, its checks and encoder,
+  any statement beyond those). With 1 writer, the same statements through synchronous psycopg
+  are timed too, to show what the async driver itself costs. With the writers, the CPU time
   the writer processes spent per append (the clients', not the server's): on a machine with
   fewer cores than writers, that is what the throughput ends up bounded by.
 - PostgreSQL load of the 10,000-entry session: ``PostgresSession.load`` against raw psycopg
-  selecting the same rows of lovia's table (``REPEATABLE READ READ ONLY``, as lovia reads) and
-  decoding them with ``json.loads``; and ``read_page`` of the last 200 entries against the same
+  (async) selecting the same rows of lovia's table (``REPEATABLE READ READ ONLY``, as lovia
+  reads) and decoding them with ``json.loads``; and ``read_page`` of the last 200 entries against the same
   page of a 200-entry session. (The SQLite files' load and page are the first table's.)
 
 The PostgreSQL server: the one of ``LOVIA_BENCH_POSTGRES_URL`` (a role that may create and drop
@@ -288,10 +290,12 @@ async def lovia_snapshots(path: Path, wal: bool, base: int, saves: int) -> float
 
 # -- PostgreSQL ----------------------------------------------------------------------------
 #
-# The raw baseline is synchronous psycopg on one connection, no pool and no event loop,
-# running the statements PostgresSession.append runs (the same SQL, the same parameters, the
-# entries encoded as lovia encodes them), one transaction per run: the ratio is what lovia
-# itself adds (its pool, the event loop, its error handling and its encoder).
+# The raw baseline is psycopg's AsyncConnection (the driver lovia uses, as lovia must be async)
+# on one connection, no pool, running the statements PostgresSession.append runs (the same SQL,
+# the same parameters, the entries encoded as lovia encodes them), one explicit transaction per
+# run as lovia's are: the ratio is what lovia itself adds (its pool, its checks, its encoder,
+# the statements beyond these). The same with synchronous psycopg is measured once beside it, to
+# show what the async driver itself costs.
 
 PG_SESSION_LOCK_CLASS = 0x6C6F7669  # lovia.stores._postgres_session.SESSION_LOCK_CLASS
 PG_APPEND_SQL = (
@@ -307,22 +311,45 @@ PG_APPEND_SQL = (
 PG_LOAD_SQL = "SELECT entries FROM lovia_segments WHERE session_id = %s ORDER BY start, seq"
 
 
-def raw_pg_appends(url: str, runs: list, session_id: str = "s", ready: Ready = None) -> float:
-    """PostgresSession.append's statements through plain synchronous psycopg, one transaction per run."""
+def pg_append_params(session_id: str, i: int, entries: list) -> dict[str, Any]:
+    return {"lock": PG_SESSION_LOCK_CLASS, "sid": session_id, "run": f"{session_id}-r{i}", "count": len(entries),
+            "meta": "{}", "now": time.time(), "kinds": " ".join(e.type for e in entries),
+            "entries": json_array(entries)}
+
+
+async def raw_pg_appends(url: str, runs: list, session_id: str = "s", ready: Ready = None) -> float:
+    """PostgresSession.append's statements through a plain psycopg AsyncConnection, one transaction per run."""
     import psycopg
 
-    with psycopg.connect(url) as conn:
-        conn.execute("SELECT 1")  # connected and warm before the clock starts
-        conn.commit()
+    lock, insert, *rest = PG_APPEND_SQL
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("SELECT 1")  # connected and warm before the clock starts
         start = clock_starts(ready)
         for i, entries in enumerate(runs):
-            params = {"lock": PG_SESSION_LOCK_CLASS, "sid": session_id, "run": f"{session_id}-r{i}",
-                      "count": len(entries), "meta": "{}", "now": time.time(),
-                      "kinds": " ".join(e.type for e in entries), "entries": json_array(entries)}
-            lock, insert, *rest = PG_APPEND_SQL
+            params = pg_append_params(session_id, i, entries)
+            await conn.execute("BEGIN")
+            await conn.execute(lock, params)
+            if await (await conn.execute(insert, params)).fetchone() is not None:  # not a replay
+                for statement in rest:
+                    await conn.execute(statement, params)
+            await conn.execute("COMMIT")
+        return time.monotonic() - start
+
+
+def sync_pg_appends(url: str, runs: list, session_id: str = "s") -> float:
+    """The same through synchronous psycopg: what the driver costs without an event loop."""
+    import psycopg
+
+    lock, insert, *rest = PG_APPEND_SQL
+    with psycopg.connect(url) as conn:
+        conn.execute("SELECT 1")
+        conn.commit()
+        start = time.monotonic()
+        for i, entries in enumerate(runs):
+            params = pg_append_params(session_id, i, entries)
             with conn.cursor() as cursor:
                 cursor.execute(lock, params)
-                if cursor.execute(insert, params).fetchone() is not None:  # not a replay
+                if cursor.execute(insert, params).fetchone() is not None:
                     for statement in rest:
                         cursor.execute(statement, params)
             conn.commit()
@@ -340,11 +367,12 @@ async def lovia_pg_appends(url: str, runs: list, session_id: str = "s", ready: R
         return time.monotonic() - start
 
 
-def raw_pg_load(conn: Any, session_id: str) -> tuple[float, int]:
-    """The session's rows as lovia reads them, decoded by ``json.loads``: on ``conn``, a read-only snapshot."""
+async def raw_pg_load(conn: Any, session_id: str) -> tuple[float, int]:
+    """The session's rows as lovia reads them (in a read-only snapshot), decoded by ``json.loads``."""
     start = time.perf_counter()
-    rows = conn.execute(PG_LOAD_SQL, (session_id,)).fetchall()
-    conn.commit()
+    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    rows = await (await conn.execute(PG_LOAD_SQL, (session_id,))).fetchall()
+    await conn.execute("COMMIT")
     decoded = [item for (text,) in rows for item in json.loads(text)]
     return time.perf_counter() - start, len(decoded)
 
@@ -359,28 +387,25 @@ async def paired_pg_loads(url: str, pairs: int,
     lovia_times: list[float] = []
     raw_times: list[float] = []
     pages: dict[str, list[float]] = {"end": [], "short": []}
-    with psycopg.connect(url) as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        async with PostgresSession(url) as session:
-            await session.load("warm-up")
-            for pair in range(pairs):
-                for who in (("raw", "lovia") if pair % 2 else ("lovia", "raw")):
-                    if who == "raw":
-                        elapsed, n = raw_pg_load(conn, "s")
-                        raw_times.append(elapsed)
-                    else:
-                        start = time.perf_counter()
-                        n = len(await session.load("s"))
-                        lovia_times.append(time.perf_counter() - start)
-                    assert n == expected, (who, n)
-            if hasattr(session, "read_page"):
-                for _ in range(pairs):
-                    for name, sid in (("end", "s"), ("short", "short")):
-                        start = time.perf_counter()
-                        page = await session.read_page(sid, limit=PAGE)
-                        pages[name].append(time.perf_counter() - start)
-                        assert len(page.entries) == PAGE
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn, PostgresSession(url) as session:
+        await session.load("warm-up")
+        for pair in range(pairs):
+            for who in (("raw", "lovia") if pair % 2 else ("lovia", "raw")):
+                if who == "raw":
+                    elapsed, n = await raw_pg_load(conn, "s")
+                    raw_times.append(elapsed)
+                else:
+                    start = time.perf_counter()
+                    n = len(await session.load("s"))
+                    lovia_times.append(time.perf_counter() - start)
+                assert n == expected, (who, n)
+        if hasattr(session, "read_page"):
+            for _ in range(pairs):
+                for name, sid in (("end", "s"), ("short", "short")):
+                    start = time.perf_counter()
+                    page = await session.read_page(sid, limit=PAGE)
+                    pages[name].append(time.perf_counter() - start)
+                    assert len(page.entries) == PAGE
     return lovia_times, raw_times, pages
 
 
@@ -468,9 +493,8 @@ def _at_barrier() -> None:
 def append_runs(store: str, who: str, target: str, runs: list, session_id: str = "s", ready: Ready = None) -> float:
     """Seconds for ``who`` ("lovia" or "raw") to append ``runs`` to ``session_id`` of ``store`` at ``target``."""
     if store == "postgres":
-        if who == "raw":
-            return raw_pg_appends(target, runs, session_id, ready)
-        return asyncio.run(lovia_pg_appends(target, runs, session_id, ready))
+        appends = raw_pg_appends if who == "raw" else lovia_pg_appends
+        return asyncio.run(appends(target, runs, session_id, ready))
     wal = store == "sqlite wal"
     if who == "raw":
         return raw_appends(Path(target), wal, runs, session_id, ready)
@@ -645,6 +669,8 @@ def store_repetition(writers: Writers, databases: PostgresDatabases | None, stor
             targets = {"raw": str(raw_path), "lovia": str(Path(tmp) / "lovia.db")}
         for who in order:
             got.setdefault(f"{who} 1", []).append(append_runs(store, who, targets[who], runs))
+        if store == "postgres":
+            got.setdefault("sync 1", []).append(sync_pg_appends(targets["raw"], runs, "sync"))
         for who in order:
             try:
                 seconds, cpu = writers.appends(store, who, targets[who], len(runs))
@@ -737,8 +763,8 @@ def main() -> None:
         stores, failure = measure_stores(writers, databases, args.appends, args.repeat, args.loads, failures)
     print(f"The stores side by side: {args.appends} appends by 1 writer, and by {WRITERS} writer processes "
           f"({args.appends // WRITERS} each, to a session of their own); baselines: raw sqlite3 and raw psycopg "
-          "(synchronous, one connection) running lovia's SQL; the SQLite files' load and page are the first "
-          "table's.")
+          "(AsyncConnection, one connection, no pool) running lovia's SQL; the SQLite files' load and page are "
+          "the first table's.")
     print(f"PostgreSQL: {where}." if server is not None else f"No PostgreSQL rows: {where}.")
     if failure:
         print(f"No PostgreSQL rows: {failure}.")
@@ -746,6 +772,11 @@ def main() -> None:
     print_table(store_header(entries), [
         store_row(store, samples, first[store == "sqlite wal"] if store in SQLITE_STORES else None, args.appends)
         for store, samples in stores.items()])
+    if "postgres" in stores:
+        pg = stores["postgres"]
+        print(f"\nPostgreSQL, 1 writer, the raw baseline through synchronous psycopg instead: "
+              f"{per_second(args.appends, pg['sync 1'])} appends/s; the async baseline's time against it: "
+              f"{ratios(pg['raw 1'], pg['sync 1']).times()}, lovia's: {ratios(pg['lovia 1'], pg['sync 1']).times()}")
     for line in failures:
         print(f"\nfailed: {line}", end="")
     print()
