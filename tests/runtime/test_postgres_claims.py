@@ -339,6 +339,29 @@ async def test_a_delete_racing_a_save_leaves_no_entry_of_the_run_behind(postgres
         assert (await saver.load("r1")).entries == fresh.entries
 
 
+async def test_a_damaged_head_or_entry_is_refused_naming_the_run_and_the_database_never_its_text(postgres_url):
+    from urllib.parse import urlsplit
+
+    from lovia.errors import DamagedEntryError, DatabaseFileError
+
+    password = urlsplit(postgres_url).password
+    async with PostgresCheckpointer(postgres_url) as checkpointer, \
+            await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as raw:
+        await checkpointer.save(RunSnapshot("r1", RunHead(agent="a"), [UserMessage(text="go")]))
+        await raw.execute("UPDATE lovia_run_entries SET data = '{\"type\": \"user\", \"text\": \"secret' "
+                          "WHERE run_id = 'r1'")
+        with pytest.raises(DamagedEntryError) as entry:
+            await checkpointer.load("r1")
+        await raw.execute("UPDATE lovia_runs SET head = '[\"secret\"]' WHERE run_id = 'r1'")
+        with pytest.raises(DatabaseFileError) as head:
+            await checkpointer.list_runs()
+        for refused in (entry.value, head.value):
+            message = str(refused)
+            assert "'r1'" in message and checkpointer.where in message
+            assert "secret" not in message and password not in message
+        assert "head of run 'r1'" in str(head.value) and "Delete the run" in str(head.value)
+
+
 async def test_a_journalled_text_holding_a_nul_character_is_kept_whole(postgres_url):
     """PostgreSQL's text cannot hold NUL; a model may stream one, and the journal keeps it."""
     async with PostgresCheckpointer(postgres_url) as checkpointer:
