@@ -103,7 +103,7 @@ async def open_stores(where: DbLocation) -> tuple[Session, Checkpointer]:
 async def open_postgres_stores(where: PostgresLocation) -> tuple[Session, Checkpointer]:
     """The PostgreSQL stores on ``where``, checked now: a server that is down, a wrong password, a database
     that does not exist or a newer schema raise a :class:`LoviaError` (naming the server without the
-    password) before the UI, and nothing is written.
+    password) before the UI, and nothing is written to the database.
 
     Both stores are opened here (which connects, and creates or migrates their tables under an
     advisory lock) and closed again; fresh, unopened stores on the same URL are returned. A
