@@ -4,7 +4,8 @@
 take either: a text starting ``postgresql://`` or ``postgres://`` names a PostgreSQL database
 (any libpq URL: ``postgresql://user@host:5432/dbname?sslmode=require``), anything else without a
 ``scheme://`` is a file path. Another scheme (``mysql://``, ``sqlite://``...) is refused, naming
-the two kinds lovia knows.
+the two kinds lovia knows, and so is a libpq ``key=value`` string (``host=db dbname=lovia``),
+which would otherwise name a new SQLite file.
 
 Promise: nothing here ever puts a URL's password into a message. A
 :class:`PostgresLocation` prints and reprs as :attr:`PostgresLocation.where` (the URL without
@@ -31,6 +32,9 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_EXTRA_HINT = "pip install 'lovia[postgres]'"
 """What installs the PostgreSQL driver lovia's PostgreSQL stores need."""
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_CONNINFO = re.compile(r"^(host|hostaddr|port|dbname|user|password|passfile|service|sslmode|options)\s*=",
+                       re.IGNORECASE)
+"""The start of a libpq ``key=value`` connection string, which ``--db`` does not take (it would be a file's name)."""
 
 
 def redacted_url(url: str) -> str:
@@ -91,6 +95,9 @@ def parse_db_location(text: str, *, source: str = "--db", relative_to: Path | No
             return PostgresLocation(text)
         raise UserError(f"{source} names a database of an unknown kind ({name}://): give a SQLite file's path "
                         "(e.g. ./team.db) or a PostgreSQL URL (postgresql://user@host/dbname)")
+    if _CONNINFO.match(text):
+        raise UserError(f"{source} looks like a libpq connection string (key=value ...), which lovia would take for "
+                        "a file's name: give it as a URL, postgresql://user@host:port/dbname?sslmode=...")
     path = Path(text).expanduser()
     if relative_to is not None and not path.is_absolute():
         path = relative_to / path

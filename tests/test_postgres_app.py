@@ -96,6 +96,13 @@ def test_an_unknown_scheme_is_refused_naming_the_scheme_only(tmp_path, where):
         parse_db_location(url)
 
 
+def test_a_libpq_key_value_string_is_refused_not_taken_for_a_file(tmp_path):
+    done = lovia("--db", f"host=db.internal dbname=lovia password={SECRET}", tmp_path=tmp_path)
+    assert done.returncode == 2 and "give it as a URL" in done.stderr and SECRET not in done.stderr
+    assert list(Path(tmp_path).glob("host=*")) == [] and list(Path.cwd().glob("host=*")) == []
+    assert parse_db_location("./host=1.db") == Path("host=1.db")  # a path that only holds "=" is a path
+
+
 def test_export_and_doctor_refuse_an_unknown_scheme_too(tmp_path):
     for args in (("export", "s-1", "--db", f"sqlite://{SECRET}"), ("doctor", "--db", f"redis://:{SECRET}@h")):
         done = lovia(*args, tmp_path=tmp_path)
