@@ -201,11 +201,14 @@ class PostgresCheckpointer:
                 have = check_save(run_id, claim, total, (row[0], row[1]) if row else None,
                                   lambda: _decode_head(row[2] if row else "", run_id, self.where))
                 await _write_head(conn, run_id, head_row, total)
-            # Bounded by ``total``: the runner may append more while this waits on the database.
-            await _insert_entries(conn, run_id, have, entries[have:total])
+            # The rest needs no answer before the next statement: one round trip for all of it.
+            async with conn.pipeline():
+                # Bounded by ``total``: the runner may append more while this waits on the database.
+                await _insert_entries(conn, run_id, have, entries[have:total])
+                await self._db.notify_change(conn)
+                cleared = await conn.execute(_CLEAR_PARTIAL, (run_id, claim, turn)) if journalled is not None else None
             counts.remember(run_id, total)  # a guess until the commit: a failed one only costs the full check
-            await self._db.notify_change(conn)
-            return journalled is not None and (await conn.execute(_CLEAR_PARTIAL, (run_id, claim, turn))).rowcount > 0
+            return cleared is not None and cleared.rowcount > 0
 
         async with self._queue.turn(run_id):
             journalled = self._journalled.to_clear(run_id)
