@@ -6,6 +6,7 @@ index, kept by triggers; both must find the same hits.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 from pathlib import Path
@@ -212,6 +213,23 @@ async def test_a_wal_search_answers_during_another_connections_write_and_then_se
         assert [hit.kind for hit in await session.search("two")] == ["title"]
         await session.append("s", [UserMessage(text="cafe three")])  # this store's own write, seen at once
         assert [hit.position for hit in await session.search("three")] == [1]
+
+
+async def test_a_rollback_journal_search_waits_for_a_writers_commit_then_answers(tmp_path):
+    # Without WAL a read waits for another connection's commit under way, on the store's thread:
+    # the loop goes on meanwhile, and it is the loop that ends the writer's transaction here.
+    path = tmp_path / "journal.db"
+    async with SQLiteSession(path) as session:
+        await session.append("s", [UserMessage(text="cafe one")])
+        assert [hit.title for hit in await session.search("cafe")] == ["cafe one"]  # all opened
+        writer = sqlite3.connect(path, isolation_level=None)
+        try:
+            writer.execute("BEGIN EXCLUSIVE")
+            asyncio.get_running_loop().call_later(0.2, writer.execute, "COMMIT")
+            assert [hit.title for hit in await session.search("cafe")] == ["cafe one"]
+            assert not writer.in_transaction
+        finally:
+            writer.close()
 
 
 async def test_a_version_2_file_is_indexed_when_it_is_migrated(tmp_path):
