@@ -39,6 +39,13 @@ and :data:`~lovia.stores._search.MARK_CLOSE` around what it marks and ``…`` wh
 SQLite store's ``snippet``. ``ts_headline`` marks the tokens of PostgreSQL's parser, so it is
 given, as its query, every token of the text that holds a word the query looks for: ``libfoo``
 marks ``libfoo.so`` whole, ``zurich`` marks ``Zürich``.
+
+What it costs (2-core machine shared with other work, medians with the spread). Appends of runs of
+10 entries (4.3 kB of text, some accented) from one writer: 0.42x (0.21-0.72) the appends/s with
+the index's trigger disabled, 11 runs side by side; the words are made in SQL at about 0.3 ms an
+entry of that size. Searches over 10,000 entries (1,000 runs of varied words), 7 each: a common
+word 10 ms (8-18), a rare one 12 ms, a word found nowhere 2.7 ms, a phrase of common words 45 ms,
+a prefix 38 ms; the snippets are most of it (``ts_parse`` and ``ts_headline`` for each hit shown).
 """
 
 from __future__ import annotations
