@@ -583,9 +583,9 @@ class SQLiteDatabase:
         thread and back is most of their cost. With WAL, ``fn`` runs in a read transaction on a
         second, read-only connection, on the calling thread, after this store's operations queued
         before it (so it sees their writes). WAL readers never wait for writers, and this
-        connection has no busy timeout: should SQLite still answer busy (another process
-        recovering the WAL after a crash, or holding the file exclusively), nothing is waited
-        for and the read runs on the worker, as every read does in rollback-journal mode (where
+        connection has no busy timeout: should SQLite still answer busy (another connection
+        rebuilding the WAL index after a crash, say), nothing is waited for and the read runs
+        on the worker, as every read does in rollback-journal mode (where
         a read waits for a commit under way, up to the busy timeout) and for a ``:memory:`` file.
 
         The price: the event loop is held for the read's own CPU time, which the worker would
@@ -602,7 +602,7 @@ class SQLiteDatabase:
             assert worker is not None and conn is not None
             if self._reader is None and self._reader_possible:
                 # Opened on the worker (opening touches the disk); used from the caller's thread.
-                self._reader = await worker.run(self._open_reader_sync)
+                await worker.run(self._open_reader_sync)
             if self._reader is not None:
                 try:
                     return self._read_sync(self._reader, fn, action)
@@ -610,23 +610,27 @@ class SQLiteDatabase:
                     pass
             return await worker.run(lambda: self._transaction_sync(conn, fn, "BEGIN", action))
 
-    def _open_reader_sync(self) -> sqlite3.Connection | None:
-        """A read-only connection to the file for :meth:`read_here`; ``None`` when there can be none."""
+    def _open_reader_sync(self) -> None:
+        """Open the read-only connection :meth:`read_here` uses, when there can be one.
+
+        It records the connection itself, so one opened for a caller cancelled meanwhile is
+        still closed by :meth:`close`.
+        """
         try:
             reader = sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None,
                                      timeout=0, check_same_thread=False)
         except sqlite3.Error:
-            return None  # tried again by the next read_here; reads take the worker meanwhile
+            return  # tried again by the next read_here; reads take the worker meanwhile
         try:
             mode = str(reader.execute("PRAGMA journal_mode").fetchone()[0]).lower()
         except sqlite3.Error:
             reader.close()
-            return None
+            return
         if mode != "wal":
             self._reader_possible = False  # a rollback-journal read may wait for a writer: never here
             reader.close()
-            return None
-        return reader
+            return
+        self._reader = reader
 
     def _read_sync(self, reader: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], action: str) -> T:
         try:
