@@ -29,6 +29,27 @@ class StoreFactory:
     def persistent(self) -> bool:
         return self.kind != "memory"
 
+    def query(self, sql: str) -> list[tuple]:
+        """Rows of ``sql`` read straight from the database (a SQLite file or the PostgreSQL one), bypassing lovia."""
+        assert self.persistent, "an in-memory store has no database to read"
+        if self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.url) as conn:
+                return conn.execute(sql).fetchall()
+        import sqlite3
+
+        with sqlite3.connect(self.path) as conn:
+            return conn.execute(sql).fetchall()
+
+    def table_names(self) -> set[str]:
+        """The names of the tables lovia made in the database."""
+        if self.kind == "postgres":
+            sql = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        else:
+            sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        return {name for (name,) in self.query(sql)}
+
     def session(self):
         if self.kind == "memory":
             return self._memory_session

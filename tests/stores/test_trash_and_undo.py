@@ -5,7 +5,6 @@ SQLite ones on a real file, reopened where it matters, so what is kept survives 
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 import pytest
@@ -120,8 +119,8 @@ async def test_purge_forgets_for_good_by_item_or_age(stores, session):
     with pytest.raises(UserError):
         await session.restore_session(b.trash_id)
     if stores.persistent:
-        with sqlite3.connect(stores.path) as conn:  # nothing of a purged item is left in the file
-            assert conn.execute("SELECT COUNT(*) FROM lovia_trash_runs").fetchone() == (1,)
+        # nothing of a purged item is left in the database
+        assert stores.query("SELECT COUNT(*) FROM lovia_trash_runs") == [(1,)]
 
 
 async def test_clear_keeps_the_spec_meaning_gone_with_its_trashed_copies(session):
