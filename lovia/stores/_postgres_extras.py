@@ -414,11 +414,13 @@ def _snippet_lateral(body: str) -> str:
     ``ts_headline`` is given the tokens of ``body`` (PostgreSQL's parser) that hold a word the query
     looks for, as one ``|`` query of their lexemes (``'simple'`` lexemes are the tokens in lower case).
     Each distinct token is split into words once, and an ASCII token (whose words are its lower case)
-    only when it holds one of the words as text (``%(within)s``).
+    only when it holds one of the words as text (``%(within)s``). A token longer than a ``tsquery``
+    lexeme may be (a signed URL, a long path) is left out, as casting it would fail the search: a
+    word found only inside one is not marked, and the snippet is then the text's start.
     """
     marks = (f"(SELECT string_agg('''' || replace(replace(lower(p.token), '\\', '\\\\'), '''', '''''') "
              f"|| '''', ' | ')::tsquery FROM (SELECT DISTINCT token FROM ts_parse('default', {body}) "
-             "WHERE tokid <> 12) AS p "
+             f"WHERE tokid <> 12 AND octet_length(lower(token)) <= {_LONGEST_WORD}) AS p "
              "WHERE (octet_length(p.token) <> char_length(p.token) OR lower(p.token) LIKE ANY (%(within)s)) "
              "AND EXISTS (SELECT 1 FROM unnest(lovia_words(p.token)) AS w(word) "
              "WHERE w.word LIKE ANY (%(patterns)s)))")

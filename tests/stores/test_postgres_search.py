@@ -201,3 +201,16 @@ async def test_words_too_long_to_index(postgres_url, query):
         await session.append("s", [UserMessage(text="cafe " + "x" * 3000)])
         hits = await session.search(query)
         assert found(hits) == ([] if query.startswith("x") else [("s", 0, "user")])
+
+
+async def test_a_word_inside_a_token_too_long_for_a_tsquery_is_found_and_the_search_answers(postgres_url):
+    """A signed URL or a long path is one token of PostgreSQL's parser, past the 2,047 bytes a ``tsquery``
+    lexeme may have: the snippet's query must leave it out rather than fail the whole search."""
+    signed = "https://example.com/download?sig=" + "ab12" * 700
+    async with PostgresSession(postgres_url) as session:
+        await session.append("s", [ToolResult(call_id="c", output=f"fetched {signed} ok")])
+        await session.append("t", [UserMessage(text="download it again")])
+        hits = await session.search("download")
+        assert found(hits) == [("t", 0, "user"), ("s", 0, "tool_result")]
+        assert highlighted(hits[0]) == ["download"]
+        assert hits[1].snippet.startswith("fetched https://example.com")  # no token left to mark: the text's start
