@@ -441,6 +441,9 @@ class SQLiteDatabase:
         # A read-only second connection, used on the caller's thread by read_here (WAL only).
         self._reader: sqlite3.Connection | None = None
         self._reader_possible = wal and self.path.name != ":memory:"  # another connection sees the same data
+        # The file as the store's connection opened it: a relative path resolved against the working
+        # directory of that moment (as SQLite resolves it), for read_here's connection to find it again.
+        self._opened_path: Path | None = None
 
     def _serialised(self) -> asyncio.Lock:
         """The lock that queues this store's operations in the running event loop.
@@ -472,6 +475,7 @@ class SQLiteDatabase:
         # is still closed by close().
         existed = _inspect_path(self.path)
         timeout = WAL_BUSY_TIMEOUT_SECONDS if self.wal else BUSY_TIMEOUT_SECONDS
+        self._opened_path = self.path.absolute()
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
         except sqlite3.Error as exc:
@@ -614,10 +618,20 @@ class SQLiteDatabase:
         """Open the read-only connection :meth:`read_here` uses, when there can be one.
 
         It records the connection itself, so one opened for a caller cancelled meanwhile is
-        still closed by :meth:`close`.
+        still closed by :meth:`close`. It must open the store's own file: the one the store's
+        connection validated, migrated and writes to. A path that names another file now (the
+        file was replaced or moved, since the store opened it) gets none: that file was never
+        checked, and SQLite would pair it with the ``-wal`` and ``-shm`` files of the store's.
+        Reads then stay on the worker, on the store's connection.
         """
+        opened = self._opened_path
+        if opened is None:
+            return
+        if self._file_key is None or _file_key(opened) != self._file_key:  # not even opened then
+            self._reader_possible = False
+            return
         try:
-            reader = sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+            reader = sqlite3.connect(opened.as_uri() + "?mode=ro", uri=True, isolation_level=None,
                                      timeout=0, check_same_thread=False)
         except sqlite3.Error:
             return  # tried again by the next read_here; reads take the worker meanwhile
@@ -628,6 +642,11 @@ class SQLiteDatabase:
             return
         if mode != "wal":
             self._reader_possible = False  # a rollback-journal read may wait for a writer: never here
+            reader.close()
+            return
+        # Looked at again once the reader has the file open: the path still named the store's file.
+        if self._file_key is None or _file_key(opened) != self._file_key:
+            self._reader_possible = False
             reader.close()
             return
         self._reader = reader
