@@ -444,10 +444,18 @@ _SEARCH_TITLES = f"""
     {_snippet_lateral("x.body")}
     ORDER BY x.doc DESC"""
 
+# When a hit's run finished: its timing's ``finished_at`` when that is a number, else when it was
+# stored. A meta is any JSON lovia was given, and PostgreSQL's JSON functions refuse one holding
+# a "\u0000" (a carried summary may), failing the whole search: such a run's time is when it was
+# stored. (The CASE tests it first, and evaluates a branch only once its condition held.)
+_FINISHED_AT = """CASE WHEN strpos(g.meta, '\\u0000') > 0 THEN g.appended_at
+    WHEN json_typeof(g.meta::json #> '{timing,finished_at}') = 'number'
+    THEN (g.meta::json #>> '{timing,finished_at}')::DOUBLE PRECISION ELSE g.appended_at END"""
+
 _SEARCH_ENTRIES = f"""
     SELECT x.session_id, x.kind, x.position, x.run_id, x.at, {_SNIPPET}
     FROM (SELECT g.session_id, s.kind, g.start + s.item AS position, g.run_id, s.body, s.segment_seq, s.item,
-                 COALESCE((g.meta::jsonb #>> '{{timing,finished_at}}')::DOUBLE PRECISION, g.appended_at) AS at
+                 {_FINISHED_AT} AS at
           FROM lovia_search AS s JOIN lovia_segments AS g ON g.seq = s.segment_seq
           WHERE s.words @@ %(query)s::tsquery /*scope*/
           ORDER BY s.segment_seq DESC, s.item DESC LIMIT %(limit)s) AS x
