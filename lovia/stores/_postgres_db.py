@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Hashable
@@ -64,6 +65,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from lovia._async import shielded
 from lovia.errors import SchemaError, StoreError
 
 T = TypeVar("T")
@@ -77,6 +79,8 @@ RETRIED_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, dead
 RETRIES = 5
 POOL_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
+"""How long a connection attempt may take, unless the URL (or ``PGCONNECT_TIMEOUT``) says: libpq's
+default is to wait forever for a host that drops packets."""
 
 _WRITE = "BEGIN"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -113,6 +117,17 @@ def redacted_url(url: str) -> str:
     return f"postgresql://{netloc}/{dbname or ''}"
 
 
+def _connect_options(url: str) -> dict[str, Any]:
+    """Options lovia adds to ``url``'s own: a connect timeout, where neither it nor the environment sets one."""
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        given = {}
+    if "connect_timeout" in given or os.environ.get("PGCONNECT_TIMEOUT"):
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+
+
 class PostgresDatabase:
     """One PostgreSQL database for one store object: a pool opened on first use, and its schema.
 
@@ -126,6 +141,7 @@ class PostgresDatabase:
         self._min_size = min_size
         self._max_size = max_size
         self._where = redacted_url(url)
+        self._connect_options = _connect_options(url)
         self._id = uuid.uuid4().hex  # the payload of this object's notifications
         self._checked = False  # the schema was checked (and migrated) once: enough for this object
         self._closed = False
@@ -135,6 +151,7 @@ class PostgresDatabase:
         self._lock_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._listener_conn: psycopg.AsyncConnection[Any] | None = None
+        self._guard: asyncio.Task[None] | None = None  # closes the pool when its loop ends
         self._outside_changes = 0
 
     @property
@@ -192,14 +209,38 @@ class PostgresDatabase:
             self._url,
             min_size=self._min_size,
             max_size=self._max_size,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            kwargs={"autocommit": True, **self._connect_options},
             timeout=POOL_TIMEOUT_SECONDS,
             name=f"lovia {self.schema.store}",
             open=False,
         )
-        await pool.open()
+        try:
+            await pool.open(wait=True, timeout=POOL_TIMEOUT_SECONDS)
+        except BaseException as exc:
+            await pool.close()  # its tasks would outlive the loop otherwise (see _close_with_loop)
+            if isinstance(exc, PoolTimeout):
+                raise self._no_connection(f"opening the {self.schema.store} store") from None
+            raise
         self._pool, self._pool_loop = pool, weakref.ref(loop)
+        self._guard = loop.create_task(self._close_with_loop(pool), name=f"lovia {self.schema.store} pool closer")
         return pool
+
+    async def _close_with_loop(self, pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]]) -> None:
+        """Wait until cancelled (:meth:`close`, or the event loop ending: ``asyncio.run`` cancels every
+        task), then close ``pool`` and this loop's ``LISTEN`` connection.
+
+        psycopg_pool's background tasks survive a cancellation (a connection attempt cancelled is
+        retried), so a pool left open would keep ``asyncio.run`` from ever returning, and a store
+        nobody closed would hang its program's exit.
+        """
+        try:
+            await asyncio.get_running_loop().create_future()
+        finally:
+            if self._pool is pool:
+                self._pool, self._pool_loop = None, None
+            if self._listener is not None and self._listener.get_loop() is asyncio.get_running_loop():
+                await self._stop_listening()
+            await pool.close()
 
     def _forget_pool(self) -> None:
         pool, self._pool, self._pool_loop = self._pool, None, None
@@ -213,9 +254,7 @@ class PostgresDatabase:
     async def _connect(self, action: str) -> psycopg.AsyncConnection[Any]:
         """A connection of its own (not pooled), errors translated."""
         try:
-            return await psycopg.AsyncConnection.connect(
-                self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
-            )
+            return await psycopg.AsyncConnection.connect(self._url, autocommit=True, **self._connect_options)
         except psycopg.Error as exc:
             raise self._translate(exc, action) from None
 
@@ -297,11 +336,7 @@ class PostgresDatabase:
         try:
             conn = await pool.getconn()
         except PoolTimeout:
-            raise StoreError(
-                f"no connection to {self._where} could be had within {POOL_TIMEOUT_SECONDS:g} s while {action}: "
-                "the server is down or unreachable, or every connection is busy; nothing was written. "
-                "Check that the server runs, then retry."
-            ) from None
+            raise self._no_connection(action) from None
         idle = False  # whether the connection is known to be back to idle, outside a transaction
         try:
             try:
@@ -324,7 +359,8 @@ class PostgresDatabase:
                 # Never back to the pool mid-transaction: closing ends the transaction on the server
                 # (rolled back) and the pool replaces a closed connection.
                 await conn.close()
-            await pool.putconn(conn)
+            # Handed back even if cancelled again meanwhile: a connection never returned is lost to the pool.
+            await shielded(pool.putconn(conn))
 
     # -- changes by others ---------------------------------------------------------------
 
@@ -397,16 +433,22 @@ class PostgresDatabase:
         """
         self._closed = True
         await self._stop_listening()
-        pool, loop_ref = self._pool, self._pool_loop
-        if pool is None:
-            return
-        if loop_ref is not None and loop_ref() is asyncio.get_running_loop():
-            self._pool, self._pool_loop = None, None
-            await pool.close()
-        else:
+        guard, self._guard = self._guard, None
+        if guard is not None and not guard.done() and guard.get_loop() is asyncio.get_running_loop():
+            guard.cancel()  # it closes the pool
+            with contextlib.suppress(asyncio.CancelledError):
+                await guard
+        if self._pool is not None:  # made in a loop that is not this one
             self._forget_pool()
 
     # -- errors --------------------------------------------------------------------------
+
+    def _no_connection(self, action: str) -> StoreError:
+        return StoreError(
+            f"no connection to {self._where} could be had within {POOL_TIMEOUT_SECONDS:g} s while {action}: "
+            "the server is down or unreachable, or every connection is busy; nothing was written. "
+            "Check that the server runs, then retry."
+        )
 
     def _translate(self, exc: psycopg.Error, action: str) -> StoreError:
         return translate_error(exc, self._where, action)
