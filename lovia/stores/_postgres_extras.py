@@ -445,12 +445,14 @@ _SEARCH_TITLES = f"""
     ORDER BY x.doc DESC"""
 
 # When a hit's run finished: its timing's ``finished_at`` when that is a number, else when it was
-# stored. A meta is any JSON lovia was given, and PostgreSQL's JSON functions refuse one holding
-# a "\u0000" (a carried summary may), failing the whole search: such a run's time is when it was
-# stored. (The CASE tests it first, and evaluates a branch only once its condition held.)
-_FINISHED_AT = """CASE WHEN strpos(g.meta, '\\u0000') > 0 THEN g.appended_at
-    WHEN json_typeof(g.meta::json #> '{timing,finished_at}') = 'number'
-    THEN (g.meta::json #>> '{timing,finished_at}')::DOUBLE PRECISION ELSE g.appended_at END"""
+# stored. A meta is any JSON lovia was given, and PostgreSQL's JSON functions refuse a "\u0000"
+# anywhere in it (a carried summary may hold one), which failed the whole search: it is read with
+# each "\u0000" as "\ufffd", an escape of the same shape, so the text stays valid JSON whatever
+# precedes it (an escaped backslash included).
+_FINISHED_AT = """CASE
+    WHEN json_typeof(replace(g.meta, '\\u0000', '\\ufffd')::json #> '{timing,finished_at}') = 'number'
+    THEN (replace(g.meta, '\\u0000', '\\ufffd')::json #>> '{timing,finished_at}')::DOUBLE PRECISION
+    ELSE g.appended_at END"""
 
 _SEARCH_ENTRIES = f"""
     SELECT x.session_id, x.kind, x.position, x.run_id, x.at, {_SNIPPET}

@@ -218,12 +218,14 @@ async def test_a_word_inside_a_token_too_long_for_a_tsquery_is_found_and_the_sea
 
 async def test_a_run_whose_meta_holds_a_nul_character_or_an_odd_timing_is_found(postgres_url):
     """A run's meta is any JSON lovia was given (a carried summary may hold a NUL character, which
-    ``jsonb`` refuses); a hit's time is read from it without failing the search, as the listing does."""
+    PostgreSQL's JSON functions refuse): a hit's time is read from it without failing the search.
+    A literal backslash before "u0000" in the text stays as it is."""
     async with PostgresSession(postgres_url) as session:
-        await session.append("s", [UserMessage(text="a kestrel")], meta={"summary": "cut\x00here"})
+        await session.append("s", [UserMessage(text="a kestrel")],
+                             meta={"summary": "cut\x00here \\u0000", "timing": {"finished_at": 7.0}})
         await session.append("t", [UserMessage(text="a kestrel again")], meta={"timing": {"finished_at": "soon"}})
         await session.append("u", [UserMessage(text="one more kestrel")],
                              meta={"timing": {"started_at": 1.0, "finished_at": 2.5}})
         hits = await session.search("kestrel")
         assert found(hits) == [("u", 0, "user"), ("t", 0, "user"), ("s", 0, "user")]
-        assert hits[0].at == 2.5 and all(isinstance(hit.at, float) for hit in hits)
+        assert (hits[0].at, hits[2].at) == (2.5, 7.0) and isinstance(hits[1].at, float)
