@@ -518,23 +518,33 @@ async def touch(conn: Connection, session_id: str, now: float, *, bump: bool = T
     )
 
 
+
+def without_nul(column: str) -> str:
+    """SQL: the JSON text ``column`` as ``json`` that PostgreSQL's operators can read.
+
+    They refuse a ``\\u0000`` escape anywhere in the value (text cannot hold NUL), which lovia's
+    JSON writes for a NUL character in a message or a meta; it is read as a space. Any ``\\u0000``
+    in valid JSON is an escape or follows an escaped backslash, so the text stays valid JSON.
+    """
+    return f"replace({column}, '\\u0000', '\\u0020')::json"
+
+
 # The seconds a run executed, from its meta (as Segment.run_seconds reads it): ``active_seconds``
-# when it is a number, else its timing's duration, never below 0. ``json`` rather than ``jsonb``:
-# the meta is checked for being JSON only, so a "\u0000" that jsonb refuses cannot fail a listing.
-_RUN_SECONDS = """CASE
-    WHEN json_typeof(g.meta::json -> 'active_seconds') = 'number' THEN (g.meta::json ->> 'active_seconds')::float8
-    WHEN json_typeof(g.meta::json #> '{timing,finished_at}') = 'number'
-         AND json_typeof(g.meta::json #> '{timing,started_at}') = 'number'
-        THEN GREATEST(0, (g.meta::json #>> '{timing,finished_at}')::float8
-                         - (g.meta::json #>> '{timing,started_at}')::float8)
+# when it is a number, else its timing's duration, never below 0.
+_META = "gm.meta"  # g.meta read once per row (see session_infos)
+_RUN_SECONDS = f"""CASE
+    WHEN json_typeof({_META} -> 'active_seconds') = 'number' THEN ({_META} ->> 'active_seconds')::float8
+    WHEN json_typeof({_META} #> '{{timing,finished_at}}') = 'number'
+         AND json_typeof({_META} #> '{{timing,started_at}}') = 'number'
+        THEN GREATEST(0, ({_META} #>> '{{timing,finished_at}}')::float8
+                         - ({_META} #>> '{{timing,started_at}}')::float8)
     END"""
 
-# The text of a session's first user message, as JSON (decoded in Python: a "\u0000" in it stays
-# a character, where PostgreSQL's text cannot hold it): found in the first run whose kinds name
-# one, so only that run's array is parsed.
+# The text of a session's first user message (a NUL in it read as a space: see without_nul): found
+# in the first run whose kinds name one, so only that run's array is parsed.
 FIRST_USER_TEXT = f"""(
     SELECT item -> 'text' FROM json_array_elements((
-        SELECT f.entries::json FROM lovia_segments AS f
+        SELECT {without_nul("f.entries")} FROM lovia_segments AS f
         WHERE f.session_id = s.session_id AND ' ' || f.kinds || ' ' LIKE '%% {UserMessage.type} %%'
         ORDER BY f.start, f.seq LIMIT 1
     )) WITH ORDINALITY AS a(item, n)
@@ -554,6 +564,7 @@ async def session_infos(conn: Connection, only: str | None, limit: int | None = 
                        COALESCE(SUM(g.entry_count), 0) AS entry_count, COUNT(g.seq) AS run_count,
                        COALESCE(SUM({_RUN_SECONDS}), 0) AS seconds
                 FROM {sessions} AS i LEFT JOIN lovia_segments AS g USING (session_id)
+                LEFT JOIN LATERAL (SELECT {without_nul("g.meta")} AS meta) AS gm ON true
                 {where}
                 GROUP BY i.session_id, i.title, i.created_at, i.last_activity
             )

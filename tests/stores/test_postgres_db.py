@@ -179,3 +179,16 @@ def test_a_store_opened_in_one_event_loop_works_in_the_next(postgres_url):
     asyncio.run(session.close())
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(session.load("s"))
+
+
+async def test_a_nul_character_in_a_message_or_a_meta_does_not_fail_the_listing(postgres_url):
+    # PostgreSQL's JSON operators refuse the \u0000 escape lovia's JSON writes for it.
+    async with PostgresSession(postgres_url) as session:
+        await session.append("s", [UserMessage(text="before\x00after")], run_id="r1",
+                             meta={"note": "a\x00b", "active_seconds": 2.5})
+        info = await session.session_info("s")
+        assert info is not None
+        assert (info.title, info.total_run_seconds) == ("before after", 2.5)
+        assert [i.session_id for i in await session.list_sessions()] == ["s"]
+        assert (await session.load("s"))[0].text == "before\x00after"
+        assert (await session.segments("s"))[0].meta["note"] == "a\x00b"

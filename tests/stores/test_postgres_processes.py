@@ -54,8 +54,9 @@ def test_appends_of_one_run_from_several_processes_store_it_once_in_order(postgr
         async with PostgresSession(postgres_url) as session:
             segments = await session.segments("shared")
             run_ids = [s.run_id for s in segments]
-            assert sorted(run_ids) == sorted([f"same-{i}" for i in range(postgres_child.RUNS)]
-                                             + [f"w{w}-{i}" for w in range(workers) for i in range(postgres_child.RUNS)])
+            runs = range(postgres_child.RUNS)
+            expected = [f"same-{i}" for i in runs] + [f"w{w}-{i}" for w in range(workers) for i in runs]
+            assert sorted(run_ids) == sorted(expected)
             # Each worker's runs, and the shared ones, kept the order they were appended in.
             for prefix in ["same-", *(f"w{w}-" for w in range(workers))]:
                 mine = [r for r in run_ids if r.startswith(prefix)]
