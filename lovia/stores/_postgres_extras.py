@@ -208,8 +208,10 @@ BEGIN
     BEGIN
         items := entries::jsonb;
     EXCEPTION WHEN data_exception THEN
-        BEGIN  -- jsonb cannot hold a NUL character: index the run with a space for each
-            items := replace(entries, '\\u0000', ' ')::jsonb;
+        BEGIN  -- jsonb cannot hold a NUL character: index the run with a space for each, written as
+               -- an escape of the same shape, so the text stays JSON (after an escaped backslash too,
+               -- where the text "\\u0000" a message wrote is then indexed as "\\u0020": a rare loss)
+            items := replace(entries, '\\u0000', '\\u0020')::jsonb;
         EXCEPTION WHEN data_exception THEN
             RETURN;
         END;

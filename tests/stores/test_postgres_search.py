@@ -229,3 +229,13 @@ async def test_a_run_whose_meta_holds_a_nul_character_or_an_odd_timing_is_found(
         hits = await session.search("kestrel")
         assert found(hits) == [("u", 0, "user"), ("t", 0, "user"), ("s", 0, "user")]
         assert (hits[0].at, hits[2].at) == (2.5, 7.0) and isinstance(hits[1].at, float)
+
+
+async def test_a_run_holding_a_nul_character_and_the_text_of_its_escape_is_indexed(postgres_url):
+    """A NUL character is indexed as a space; the six characters ``\\u0000`` written in a message (code
+    about escapes) are text like any other, and must not keep the run out of the index."""
+    async with PostgresSession(postgres_url) as session:
+        await session.append("s", [UserMessage(text=r"a heron wrote \u0000 in JSON"),
+                                   ToolResult(call_id="c", output="binary\x00output")])
+        assert found(await session.search("heron")) == [("s", 0, "user")]
+        assert found(await session.search('"binary output"')) == [("s", 1, "tool_result")]
