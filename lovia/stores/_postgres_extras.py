@@ -450,16 +450,16 @@ _SEARCH_TITLES = f"""
 # stored. A meta is any JSON lovia was given, and PostgreSQL's JSON functions refuse a "\u0000"
 # anywhere in it (a carried summary may hold one), which failed the whole search: it is read with
 # each "\u0000" as "\ufffd", an escape of the same shape, so the text stays valid JSON whatever
-# precedes it (an escaped backslash included).
+# precedes it (an escaped backslash included). Read for the hits returned only (after the LIMIT).
 _FINISHED_AT = """CASE
-    WHEN json_typeof(replace(g.meta, '\\u0000', '\\ufffd')::json #> '{timing,finished_at}') = 'number'
-    THEN (replace(g.meta, '\\u0000', '\\ufffd')::json #>> '{timing,finished_at}')::DOUBLE PRECISION
-    ELSE g.appended_at END"""
+    WHEN json_typeof(replace(x.meta, '\\u0000', '\\ufffd')::json #> '{timing,finished_at}') = 'number'
+    THEN (replace(x.meta, '\\u0000', '\\ufffd')::json #>> '{timing,finished_at}')::DOUBLE PRECISION
+    ELSE x.appended_at END"""
 
 _SEARCH_ENTRIES = f"""
-    SELECT x.session_id, x.kind, x.position, x.run_id, x.at, {_SNIPPET}
+    SELECT x.session_id, x.kind, x.position, x.run_id, {_FINISHED_AT}, {_SNIPPET}
     FROM (SELECT g.session_id, s.kind, g.start + s.item AS position, g.run_id, s.body, s.segment_seq, s.item,
-                 {_FINISHED_AT} AS at
+                 g.meta, g.appended_at
           FROM lovia_search AS s JOIN lovia_segments AS g ON g.seq = s.segment_seq
           WHERE s.words @@ %(query)s::tsquery /*scope*/
           ORDER BY s.segment_seq DESC, s.item DESC LIMIT %(limit)s) AS x
