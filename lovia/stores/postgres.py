@@ -25,7 +25,8 @@ from lovia.stores._postgres_session import _PostgresSessionCore, session_v1
 __all__ = ["CHECKPOINT_SCHEMA", "SESSION_SCHEMA", "PostgresCheckpointer", "PostgresSession"]
 
 SESSION_SCHEMA = PostgresSchema("session", (session_v1, session_v2))
-"""The session store's schema: version 1 the core tables (:func:`~lovia.stores._postgres_session.session_v1`)."""
+"""The session store's schema: version 1 the core tables (:func:`~lovia.stores._postgres_session.session_v1`),
+version 2 the extras' (:func:`~lovia.stores._postgres_extras.session_v2`: search index, trash, rewind undo)."""
 
 
 class PostgresSession(PostgresSessionExtras, _PostgresSessionCore):
@@ -34,8 +35,10 @@ class PostgresSession(PostgresSessionExtras, _PostgresSessionCore):
     Besides the protocol it offers ``rewind``, ``trim_tool_results`` with its preview, the
     listing used by the terminal UI (``list_sessions``, ``session_info``, ``rename_session``),
     ``read_page`` (:class:`~lovia.session.PagedSession`) and ``outside_change_token``, which tells
-    of other processes' writes (PostgreSQL ``LISTEN``/``NOTIFY``). Appends of one run id are
-    idempotent, and concurrent writers of a session never interleave positions.
+    of other processes' writes (PostgreSQL ``LISTEN``/``NOTIFY``); and, from
+    :class:`~lovia.stores._postgres_extras.PostgresSessionExtras`, full-text ``search``, the trash,
+    ``fork`` and the undo of the last rewind. Appends of one run id are idempotent, and concurrent
+    writers of a session never interleave positions.
     """
 
     _schema = SESSION_SCHEMA
