@@ -26,6 +26,9 @@ always known:
 - A serialization failure or a deadlock (SQLSTATE 40001, 40P01), which PostgreSQL resolves by
   failing one of the transactions, is retried a few times from the start: an operation's
   function must therefore do nothing but statements on its connection.
+- A pooled connection that died while idle (the server restarted, a proxy's idle timeout) fails
+  at ``BEGIN``, before anything of the operation was sent: it is discarded and the operation
+  runs on another connection.
 
 Schema: a table ``lovia_schema (store, version)``, as in the SQLite stores, one row per store
 (``session``, ``checkpoint``). Opening looks at the store's version first; a newer one than this
@@ -316,15 +319,24 @@ class PostgresDatabase:
 
     async def _run(self, fn: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], begin: str, action: str) -> T:
         pool = await self._ensure_pool()
-        for attempt in range(RETRIES + 1):
+        stale = 0
+        attempt = 0
+        while True:
             try:
                 return await self._once(pool, fn, begin, action)
+            except _StaleConnection as found:
+                # A pooled connection the server or the network had ended while it sat idle (a
+                # restart, an idle timeout): nothing of the transaction was sent. Another one is
+                # tried, as many times as the pool may hold connections, then a fresh one.
+                stale += 1
+                if stale > self._max_size:
+                    raise self._translate(found.error, action) from None
             except psycopg.Error as exc:
                 if exc.sqlstate in RETRIED_SQLSTATES and attempt < RETRIES:
                     await asyncio.sleep(0.005 * 2**attempt)
+                    attempt += 1
                     continue
                 raise self._translate(exc, action) from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _once(
         self,
@@ -340,7 +352,12 @@ class PostgresDatabase:
         idle = False  # whether the connection is known to be back to idle, outside a transaction
         try:
             try:
-                await conn.execute(begin)
+                try:
+                    await conn.execute(begin)
+                except psycopg.OperationalError as exc:
+                    if conn.closed or conn.broken:
+                        raise _StaleConnection(exc) from None
+                    raise
                 result = await fn(conn)
                 await conn.execute("COMMIT")
                 idle = True
@@ -452,6 +469,14 @@ class PostgresDatabase:
 
     def _translate(self, exc: psycopg.Error, action: str) -> StoreError:
         return translate_error(exc, self._where, action)
+
+
+class _StaleConnection(Exception):
+    """A pooled connection found dead at ``BEGIN``: the operation may be tried on another one."""
+
+    def __init__(self, error: psycopg.OperationalError) -> None:
+        super().__init__("stale pooled connection")
+        self.error = error
 
 
 async def _schema_version(conn: psycopg.AsyncConnection[Any], store: str) -> int:

@@ -192,3 +192,14 @@ async def test_a_nul_character_in_a_message_or_a_meta_does_not_fail_the_listing(
         assert [i.session_id for i in await session.list_sessions()] == ["s"]
         assert (await session.load("s"))[0].text == "before\x00after"
         assert (await session.segments("s"))[0].meta["note"] == "a\x00b"
+
+
+async def test_pooled_connections_the_server_ended_while_idle_are_replaced(postgres_url):
+    async with PostgresSession(postgres_url, min_size=2, max_size=2) as session:
+        await asyncio.gather(*(session.append(f"s{i}", [UserMessage(text="before")]) for i in range(4)))
+        with psycopg.connect(postgres_url, autocommit=True) as admin:  # as a server restart would
+            ended = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE datname = current_database() AND pid != pg_backend_pid()").fetchall()
+        assert ended and all(ok for (ok,) in ended)
+        await session.append("s0", [UserMessage(text="after")])
+        assert [e.text for e in await session.load("s0")] == ["before", "after"]
