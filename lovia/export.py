@@ -408,8 +408,32 @@ def _session_store(db: DbLocation) -> AbstractAsyncContextManager[Session]:
     return cast("AbstractAsyncContextManager[Session]", SQLiteSession(db, wal=False))
 
 
+async def _check_postgres_holds_sessions(where: PostgresLocation) -> None:
+    """Refuse a PostgreSQL database holding no lovia sessions, as a missing SQLite file is refused.
+
+    Looked at on a connection of its own, before the store opens: opening it would create lovia's
+    tables in whatever database the URL names, and an export only reads.
+    """
+    import psycopg
+
+    from lovia.stores._postgres_db import _schema_version, translate_error
+
+    try:
+        async with await psycopg.AsyncConnection.connect(where.url, autocommit=True, connect_timeout=10) as conn:
+            version = await _schema_version(conn, "session")
+    except psycopg.Error as exc:
+        raise translate_error(exc, where.where, "looking for its sessions") from None
+    if version == 0:
+        raise UserError(f"no lovia sessions in {where} (no lovia session tables there): give lovia's database "
+                        "with --db")
+
+
 async def _command(args: argparse.Namespace) -> int:
-    async with _session_store(chosen_db(args.db)) as session:
+    db = chosen_db(args.db)
+    if isinstance(db, PostgresLocation):
+        postgres_store_classes()  # says to install the extra when the driver is missing
+        await _check_postgres_holds_sessions(db)
+    async with _session_store(db) as session:
         session_id = await resolve_session_id(session, args.session_id)
         if args.output is None:
             await export_session(session, session_id, sys.stdout, fmt=args.format or "md")

@@ -344,3 +344,12 @@ def test_export_and_doctor_use_the_config_files_db_when_no_db_is_given(tmp_path,
     done = lovia("doctor", tmp_path=tmp_path)
     assert done.returncode == 0 and "every stored run has its entries (4 runs)" in done.stdout, done.stderr
     assert "lovia-test-password" not in done.stdout  # the config file's URL holds it; the report names none
+
+
+def test_export_of_a_database_without_lovia_tables_is_refused_and_creates_none(tmp_path, postgres_url):
+    # ``lovia export`` only reads: a URL naming a database lovia never used (the server's
+    # ``postgres`` database, a typo'd name that happens to exist) is refused as a missing SQLite
+    # file is, not given lovia's tables.
+    done = lovia("export", "s-any", "--db", postgres_url, tmp_path=tmp_path)
+    assert done.returncode == 2 and "no lovia sessions" in done.stderr, done.stderr
+    assert tables_of(postgres_url) == []
