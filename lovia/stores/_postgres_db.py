@@ -68,7 +68,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from lovia._async import shielded
+from lovia._async import shielded, wait_out
 from lovia.errors import SchemaError, StoreError
 
 T = TypeVar("T")
@@ -431,8 +431,7 @@ class PostgresDatabase:
         listener, conn, self._listener, self._listener_conn = self._listener, self._listener_conn, None, None
         if listener is not None and not listener.done() and listener.get_loop() is asyncio.get_running_loop():
             listener.cancel()
-            with contextlib.suppress(BaseException):
-                await listener
+            await wait_out(listener)  # a cancellation of our caller meanwhile is raised after
         if conn is not None:
             if listener is None or listener.get_loop() is asyncio.get_running_loop():
                 with contextlib.suppress(Exception):
