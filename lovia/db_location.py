@@ -40,6 +40,12 @@ _CONNINFO = re.compile(r"^(host|hostaddr|port|dbname|user|password|passfile|serv
 def redacted_url(url: str) -> str:
     """``url`` without its password, and without query parameters that name a password (``password``,
     ``sslpassword``): what a message may show of it."""
+    scheme, _, rest = url.partition("://")
+    host_end = re.search(r"[/?#]", rest)
+    if host_end is not None and "@" in rest[host_end.start():]:
+        # An '@' after the host: the user info held a '/', '?' or '#' not percent-encoded, so the URL
+        # splits elsewhere than meant and any part shown could be the password's.
+        return f"{scheme}://… (an '@' after its host: a '/', '?' or '#' in a password must be written %2F %3F %23)"
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""

@@ -353,3 +353,18 @@ def test_export_of_a_database_without_lovia_tables_is_refused_and_creates_none(t
     done = lovia("export", "s-any", "--db", postgres_url, tmp_path=tmp_path)
     assert done.returncode == 2 and "no lovia sessions" in done.stderr, done.stderr
     assert tables_of(postgres_url) == []
+
+
+# A password holding '/', '?', '#' or '@' not percent-encoded (common in generated passwords) makes
+# the URL split elsewhere than its writer meant: the password must still never be shown.
+UNENCODED_PASSWORDS = ["4821/Kx9z", "4821?Kx9z", "4821#Kx9z", "Kx9z@4821/w0rd", "Kx9z@4821"]
+
+
+@pytest.mark.parametrize("password", UNENCODED_PASSWORDS)
+def test_a_password_with_an_unencoded_delimiter_is_never_shown(password):
+    url = f"postgresql://bob:{password}@db.internal/lovia"
+    where = PostgresLocation(url)
+    for shown in (where.where, str(where), repr(where), redacted_url(url)):
+        for part in ("4821", "Kx9z", "w0rd"):
+            assert part not in shown, shown
+    assert where.where.startswith("postgresql://")
