@@ -381,6 +381,12 @@ class PostgresDatabase:
 
     # -- changes by others ---------------------------------------------------------------
 
+    @property
+    def notification(self) -> tuple[str, str]:
+        """``(channel, payload)`` as :meth:`notify_change` sends them, for a statement that calls
+        ``pg_notify`` itself (saving a round trip)."""
+        return self.channel, self._id
+
     async def notify_change(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Inside a write transaction: tell other database objects of this store that it changed.
 

@@ -255,18 +255,22 @@ class _PostgresSessionCore:
 
         async def write(conn: Connection) -> None:
             await lock_session(conn, session_id)  # before the end is read: see the module docstring
+            # One statement stores the run, and only if it was not stored yet, records the session's
+            # activity and tells other store objects (at commit): one round trip instead of three.
             cur = await conn.execute(
-                "INSERT INTO lovia_segments "
+                "WITH run AS (INSERT INTO lovia_segments "
                 "(session_id, run_id, start, entry_count, meta, appended_at, kinds, entries) "
                 f"VALUES (%s, %s, COALESCE(({SESSION_END}), 0), %s, %s, %s, %s, %s) "
-                "ON CONFLICT (session_id, run_id) DO NOTHING RETURNING seq",
-                (session_id, run_id, session_id, len(entries), meta_json, now, kinds, text),
+                "ON CONFLICT (session_id, run_id) DO NOTHING RETURNING seq), "
+                "info AS (INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) "
+                f"SELECT %s, NULL, %s, %s FROM run {_BUMP_ACTIVITY}) "
+                "SELECT pg_notify(%s, %s) FROM run",
+                (session_id, run_id, session_id, len(entries), meta_json, now, kinds, text,
+                 session_id, now, now, *self._db.notification),
             )
             if await cur.fetchone() is None:
                 return  # idempotent by run id: a replayed run never duplicates entries
-            await touch(conn, session_id, now)
             await self._after_append(conn, session_id, run_id)
-            await self._db.notify_change(conn)
 
         await self._db.transaction(write, f"appending to session {session_id!r}")
         return run_id
@@ -508,12 +512,14 @@ def json_array(items: list[Any]) -> str:
     return json.dumps(items, ensure_ascii=False, separators=(",", ":"))
 
 
+_BUMP_ACTIVITY = "ON CONFLICT (session_id) DO UPDATE SET last_activity = excluded.last_activity"
+
+
 async def touch(conn: Connection, session_id: str, now: float, *, bump: bool = True) -> None:
     """Record the session in ``lovia_session_info`` (made ``now`` if new); ``bump`` moves its last activity."""
     await conn.execute(
         "INSERT INTO lovia_session_info (session_id, title, created_at, last_activity) VALUES (%s, NULL, %s, %s) "
-        + ("ON CONFLICT (session_id) DO UPDATE SET last_activity = excluded.last_activity" if bump
-           else "ON CONFLICT (session_id) DO NOTHING"),
+        + (_BUMP_ACTIVITY if bump else "ON CONFLICT (session_id) DO NOTHING"),
         (session_id, now, now),
     )
 
