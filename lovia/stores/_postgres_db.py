@@ -2,9 +2,12 @@
 
 The driver is psycopg 3 (its ``AsyncConnection``) with ``psycopg_pool.AsyncConnectionPool``,
 rather than asyncpg. It is the better-trodden path for this workload: pipeline mode batches a
-transaction's statements into one round trip when that pays; it works behind pgbouncer in
-transaction pooling mode (no named server-side prepared statements unless asked for, where
-asyncpg prepares every statement and needs them turned off); it takes any libpq connection string
+transaction's statements into one round trip when that pays; its prepared statements can be
+turned off per connection (``prepare_threshold=None``) where asyncpg prepares every statement, so
+it can work behind pgbouncer in transaction pooling mode (as lovia uses it, with psycopg's default
+of preparing a statement run 5 times on one connection, pgbouncer needs ``max_prepared_statements``,
+version 1.21 or later; preparing is left on: turned off, appends measured about 35% slower in the
+review of issue 11); it takes any libpq connection string
 (URLs, ``key=value`` strings, ``PGHOST``/``PGPASSWORD`` and the other ``PG*`` variables, a
 ``.pgpass`` file, service files), so the URL a user gives lovia means what it means to ``psql``;
 and its pool is maintained by the same project, with explicit check-out and return so that a
@@ -104,8 +107,17 @@ class PostgresSchema:
 def redacted_url(url: str) -> str:
     """``url`` (a URL or ``key=value`` connection string) as ``postgresql://user@host:port/dbname``.
 
-    Never the password; parts the string leaves to libpq's defaults are left out.
+    Never the password; parts the string leaves to libpq's defaults are left out. A URL's password
+    is cut out as its writer meant it, up to the last ``@`` of the URL, before the rest is parsed:
+    generated passwords often hold a ``/``, ``?``, ``#`` or ``@`` that is not percent-encoded, which
+    libpq would read as the end of the password and take what follows for the host, port or
+    database name.
     """
+    scheme, sep, rest = url.strip().partition("://")
+    if sep and scheme.lower() in ("postgresql", "postgres") and "@" in rest:
+        userinfo, _, hosts = rest.rpartition("@")
+        name = userinfo.partition(":")[0]
+        url = f"{scheme}://{name}@{hosts}" if name else f"{scheme}://{hosts}"
     try:
         params = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error:
@@ -194,17 +206,25 @@ class PostgresDatabase:
         async with self._opening_lock():
             return await self._open_pool_locked(loop)
 
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store on {self._where} is closed; create a new one")
+
     async def _open_pool_locked(
         self, loop: asyncio.AbstractEventLoop
     ) -> AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
-        """:meth:`_ensure_pool`'s work, under the opening lock."""
-        if self._closed:
-            raise StoreError(f"the store on {self._where} is closed; create a new one")
+        """:meth:`_ensure_pool`'s work, under the opening lock.
+
+        :meth:`close` may be called while it waits: it then keeps nothing it made and raises
+        :class:`StoreError`, and ``close`` returns once it has.
+        """
+        self._refuse_if_closed()
         if self._pool is not None and self._pool_loop is not None and self._pool_loop() is loop:
             return self._pool
         if not self._checked:
             await self._check_schema()
             self._checked = True
+            self._refuse_if_closed()  # closed meanwhile: no pool is made
         if self._pool is not None:
             # Made in an earlier event loop, which owns its tasks and sockets: let it go.
             self._forget_pool()
@@ -224,6 +244,9 @@ class PostgresDatabase:
             if isinstance(exc, PoolTimeout):
                 raise self._no_connection(f"opening the {self.schema.store} store") from None
             raise
+        if self._closed:  # closed while the pool connected: it is not kept
+            await pool.close()
+            self._refuse_if_closed()
         self._pool, self._pool_loop = pool, weakref.ref(loop)
         self._guard = loop.create_task(self._close_with_loop(pool), name=f"lovia {self.schema.store} pool closer")
         return pool
@@ -410,8 +433,7 @@ class PostgresDatabase:
             listener = self._listener
             if listener is not None and not listener.done() and listener.get_loop() is loop:
                 return self._outside_changes
-            if self._closed:
-                raise StoreError(f"the store on {self._where} is closed; create a new one")
+            self._refuse_if_closed()
             if listener is not None:
                 await self._stop_listening()
                 self._outside_changes += 1  # what happened while nobody listened is unknown
@@ -419,9 +441,12 @@ class PostgresDatabase:
             conn = await self._connect(f"listening for changes to the {self.schema.store} store")
             try:
                 await conn.execute(f'LISTEN "{self.channel}"')
-            except psycopg.Error as exc:
+                self._refuse_if_closed()  # closed while it connected: the connection is not kept
+            except BaseException as exc:
                 await conn.close()
-                raise self._translate(exc, f"listening for changes to the {self.schema.store} store") from None
+                if isinstance(exc, psycopg.Error):
+                    raise self._translate(exc, f"listening for changes to the {self.schema.store} store") from None
+                raise
             self._listener_conn = conn
             self._listener = loop.create_task(self._count_notifications(conn), name=f"lovia listen {self.channel}")
             return self._outside_changes
@@ -454,6 +479,8 @@ class PostgresDatabase:
         Idempotent.
         """
         self._closed = True
+        async with self._opening_lock():
+            pass  # an open or a first change check under way ends first, keeping nothing (see _open_pool_locked)
         await self._stop_listening()
         guard, self._guard = self._guard, None
         if guard is not None and not guard.done() and guard.get_loop() is asyncio.get_running_loop():
