@@ -452,7 +452,7 @@ def postgres() -> Iterator[tuple[Any, str]]:
     try:
         from lovia.stores.postgres import PostgresSession  # noqa: F401
     except ImportError as error:
-        yield None, f"lovia's PostgreSQL store cannot be imported ({error}; pip install 'lovia[postgres]')"
+        yield None, f"lovia's PostgreSQL store cannot be imported ({error}; pip install -e '.[postgres]')"
         return
     if url:
         yield postgres_server.PostgresServer(url), "the server of LOVIA_BENCH_POSTGRES_URL"

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lovia {__version__}")
     parser.add_argument("--db", type=db_argument, metavar="PATH|URL",
                         help="where sessions and checkpoints live: a SQLite file, or a PostgreSQL database as "
-                             "postgresql://user@host/dbname (needs pip install 'lovia[postgres]'); default: the "
+                             "postgresql://user@host/dbname (needs the postgres extra: pip install -e '.[postgres]'); "
+                             "default: the "
                              "config file's db, else lovia.db in your user data directory")
     parser.add_argument("--agent", metavar="MODULE:ATTR", help="drive your own Agent, e.g. myproject.agents:support")
     parser.add_argument("--model", help="demo, openai:NAME or ollama:NAME (default: LOVIA_MODEL, the config file, "

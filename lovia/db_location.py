@@ -23,14 +23,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from lovia.errors import UserError
+from lovia.stores import POSTGRES_EXTRA_HINT
 
 __all__ = ["POSTGRES_SCHEMES", "DbLocation", "PostgresLocation", "chosen_db", "db_argument", "parse_db_location",
            "postgres_store_classes", "redacted_url"]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 """The URL schemes that name a PostgreSQL database (libpq accepts both)."""
-POSTGRES_EXTRA_HINT = "pip install 'lovia[postgres]'"
-"""What installs the PostgreSQL driver lovia's PostgreSQL stores need."""
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CONNINFO = re.compile(r"^(host|hostaddr|port|dbname|user|password|passfile|service|sslmode|options)\s*=",
                        re.IGNORECASE)

@@ -135,7 +135,7 @@ def test_without_the_driver_a_url_says_to_install_the_extra(tmp_path, command):
     done = lovia(*command, "--db", f"postgresql://bob:{SECRET}@127.0.0.1:1/lovia", tmp_path=tmp_path,
                  code=BLOCK_PSYCOPG)
     assert done.returncode == 2, done.stderr
-    assert "pip install 'lovia[postgres]'" in done.stderr and SECRET not in done.stderr
+    assert "pip install 'psycopg[binary]>=3.2.1' 'psycopg-pool>=3.2'" in done.stderr and SECRET not in done.stderr
     assert "Traceback" not in done.stderr
 
 

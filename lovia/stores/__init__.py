@@ -14,12 +14,16 @@ __all__ = ["InMemoryCheckpointer", "InMemorySession", "SQLiteCheckpointer", "SQL
 POSTGRES_STORES = ("PostgresCheckpointer", "PostgresSession")
 """What :mod:`lovia.stores.postgres` offers here, imported when first asked for."""
 POSTGRES_DRIVER = ("psycopg", "psycopg_pool", "psycopg_binary", "psycopg_c")
+# The driver by its own names: a package named lovia on PyPI is another project, so
+# "pip install 'lovia[postgres]'" would install that one.
+POSTGRES_EXTRA_HINT = ("pip install 'psycopg[binary]>=3.2.1' 'psycopg-pool>=3.2' "
+                       "(lovia's postgres extra: pip install -e '.[postgres]' in lovia's checkout)")
 
 
 def postgres_store(name: str) -> Any:
     """``PostgresSession`` or ``PostgresCheckpointer``, importing the PostgreSQL driver now.
 
-    Without the driver: an :class:`ImportError` saying to ``pip install 'lovia[postgres]'``.
+    Without the driver: an :class:`ImportError` saying what to install (:data:`POSTGRES_EXTRA_HINT`).
     """
     try:
         from lovia.stores import postgres
@@ -29,7 +33,7 @@ def postgres_store(name: str) -> Any:
             raise
         raise ImportError(
             f"lovia's {name} needs the PostgreSQL driver, which is not installed ({missing}): "
-            "pip install 'lovia[postgres]'",
+            f"{POSTGRES_EXTRA_HINT}",
             name=exc.name,
         ) from None
     return getattr(postgres, name)

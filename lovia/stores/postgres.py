@@ -2,7 +2,8 @@
 
 Both take a connection URL (any libpq connection string: ``postgresql://bob@db:5432/lovia``,
 ``?sslmode=require``, ``PG*`` environment variables and ``.pgpass`` apply) and keep a small pool of
-connections (``min_size``, ``max_size``). Installing them: ``pip install 'lovia[postgres]'``
+connections (``min_size``, ``max_size``). Installing them: lovia's ``postgres`` extra
+(``pip install -e '.[postgres]'`` in the checkout)
 (psycopg 3 and psycopg_pool; :mod:`lovia.stores._postgres_db` says why that driver, and how
 connecting, migrating, transactions and cancellation work). Importing :mod:`lovia` does not import
 psycopg; this module does.
