@@ -87,6 +87,8 @@ POOL_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
 """How long a connection attempt may take, unless the URL (or ``PGCONNECT_TIMEOUT``) says: libpq's
 default is to wait forever for a host that drops packets."""
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+"""libpq's TCP keepalive settings for lovia's connections, unless the URL gives its own (:func:`_connect_options`)."""
 
 _WRITE = "BEGIN"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -133,14 +135,23 @@ def redacted_url(url: str) -> str:
 
 
 def _connect_options(url: str) -> dict[str, Any]:
-    """Options lovia adds to ``url``'s own: a connect timeout, where neither it nor the environment sets one."""
+    """Options lovia adds to ``url``'s own, each only where neither it nor the environment sets it.
+
+    A connect timeout; and TCP keepalives probing an idle connection after 30 s: the ``LISTEN``
+    connection idles for as long as nobody writes, and a NAT or firewall that drops it silently
+    would otherwise leave the UI blind to other processes' changes for the system's default
+    (about two hours) before the connection is known lost and listening starts again.
+    """
     try:
         given = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error:
         given = {}
-    if "connect_timeout" in given or os.environ.get("PGCONNECT_TIMEOUT"):
-        return {}
-    return {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+    options: dict[str, Any] = {}
+    if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
+        options["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+    if not any(name.startswith("keepalives") for name in given):
+        options.update(KEEPALIVES)
+    return options
 
 
 class PostgresDatabase:

@@ -203,3 +203,19 @@ async def test_pooled_connections_the_server_ended_while_idle_are_replaced(postg
         assert ended and all(ok for (ok,) in ended)
         await session.append("s0", [UserMessage(text="after")])
         assert [e.text for e in await session.load("s0")] == ["before", "after"]
+
+
+async def test_the_listening_connection_probes_an_idle_link_unless_the_url_says_otherwise(postgres_url):
+    # The LISTEN connection idles while nobody writes; a NAT dropping it silently must be noticed
+    # in about a minute, not the system's two hours (the UI would stop seeing others' changes).
+    async with PostgresSession(postgres_url) as session:
+        await session.outside_change_token()
+        conn = session._db._listener_conn
+        assert conn is not None
+        options = {item.keyword.decode(): (item.val or b"").decode() for item in conn.pgconn.info}
+        assert options["keepalives_idle"] == "30" and options["keepalives_count"] == "3"
+    own = postgres_url + ("&" if "?" in postgres_url else "?") + "keepalives_idle=120"
+    async with PostgresSession(own) as session:
+        await session.outside_change_token()
+        options = {item.keyword.decode(): (item.val or b"").decode() for item in session._db._listener_conn.pgconn.info}
+        assert options["keepalives_idle"] == "120" and options["keepalives_count"] == ""
