@@ -13,7 +13,7 @@ from lovia.tui.screens.search import SearchScreen
 from lovia.tui.widgets.transcript import Transcript
 
 from .conftest import make_app, settle, wait_for
-from .test_search import LONG, WORD, cursor_on_screen, fill, search
+from .test_search import LONG, WORD, cursor_shown, fill, search
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
@@ -35,10 +35,12 @@ async def test_search_on_postgres_opens_a_hit_far_up_and_steps_with_n(postgres_u
         await settle(pilot)
         transcript = app.screen.query_one(Transcript)
         assert app.screen.chat.session_id == LONG and transcript.selected_position == 6
-        assert transcript.has_focus and cursor_on_screen(transcript)
+        assert transcript.has_focus
+        await cursor_shown(pilot, transcript)
         await pilot.press("n")
         await settle(pilot)
-        assert transcript.selected_position == 1001 and cursor_on_screen(transcript)
+        assert transcript.selected_position == 1001
+        await cursor_shown(pilot, transcript)
         await pilot.press("N")
         await settle(pilot)
         assert transcript.selected_position == 6
