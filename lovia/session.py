@@ -87,8 +87,9 @@ class Segment:
 
 def _timing(meta: dict[str, Any], key: str) -> float | None:
     timing = meta.get("timing")
-    if isinstance(timing, dict) and isinstance(timing.get(key), (int, float)):
-        return float(timing[key])
+    value = timing.get(key) if isinstance(timing, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):  # JSON's true is no time
+        return float(value)
     return None
 
 

@@ -1113,6 +1113,13 @@ _FIRST_USER_TEXT = f"""
     WHERE {_ENTRY_TYPE} = '{UserMessage.type}' ORDER BY item.key LIMIT 1"""
 
 
+def _json_number(column: str, path: str) -> str:
+    """SQL for the number at ``path`` in the JSON ``column``, else NULL: a run's meta is its
+    writer's, and a time there that is not a number (a string, ``true``) is not taken for one,
+    as :class:`~lovia.session.SegmentInfo` does not take it."""
+    return f"IIF(json_type({column}, '{path}') IN ('integer', 'real'), json_extract({column}, '{path}'), NULL)"
+
+
 def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None = None) -> list[SessionInfo]:
     """``only`` that session, or the ``limit`` most recently active (all when ``None``), newest first."""
     where, args = ("WHERE i.session_id = ?", (only,)) if only is not None else ("", ())
@@ -1125,8 +1132,8 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
                    COALESCE(SUM(CASE json_type(g.meta, '$.active_seconds')
                        WHEN 'real' THEN json_extract(g.meta, '$.active_seconds')
                        WHEN 'integer' THEN json_extract(g.meta, '$.active_seconds')
-                       ELSE MAX(0, json_extract(g.meta, '$.timing.finished_at')
-                                   - json_extract(g.meta, '$.timing.started_at')) END), 0)
+                       ELSE MAX(0, {_json_number('g.meta', '$.timing.finished_at')}
+                                   - {_json_number('g.meta', '$.timing.started_at')}) END), 0)
             FROM {sessions} AS i LEFT JOIN lovia_segments AS g USING (session_id)
             {where}
             GROUP BY i.session_id ORDER BY i.last_activity DESC""",
@@ -1144,7 +1151,7 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
 _SNIPPET = f"snippet(lovia_search, 0, '{MARK_OPEN}', '{MARK_CLOSE}', '{ELLIPSIS}', {SNIPPET_WORDS})"
 _SEARCH = f"""
     SELECT COALESCE(g.session_id, t.session_id), s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id,
-           COALESCE(json_extract(g.meta, '$.timing.finished_at'), g.appended_at)
+           COALESCE({_json_number('g.meta', '$.timing.finished_at')}, g.appended_at)
     FROM lovia_search AS s
     LEFT JOIN lovia_segments AS g ON s.rowid < {_TITLE_DOCS} AND g.seq = s.rowid / {_RUN_DOCS}
     LEFT JOIN lovia_search_titles AS t ON s.rowid >= {_TITLE_DOCS} AND t.doc = s.rowid - {_TITLE_DOCS}
@@ -1152,7 +1159,7 @@ _SEARCH = f"""
 # One session's entries: the range of its runs' rowids, then its runs.
 _SEARCH_SESSION = f"""
     SELECT g.session_id, s.kind, {_SNIPPET}, g.start + s.rowid % {_RUN_DOCS}, g.run_id,
-           COALESCE(json_extract(g.meta, '$.timing.finished_at'), g.appended_at)
+           COALESCE({_json_number('g.meta', '$.timing.finished_at')}, g.appended_at)
     FROM lovia_search AS s JOIN lovia_segments AS g ON g.seq = s.rowid / {_RUN_DOCS}
     WHERE lovia_search MATCH ? AND s.rowid >= ? AND s.rowid < ? AND g.session_id = ?
     ORDER BY s.rowid DESC LIMIT ?"""

@@ -302,3 +302,16 @@ async def test_a_damaged_run_does_not_stop_a_version_4_file_from_moving_to_the_i
             "s-damaged": "half legible", "s-fine": "perfectly legible words"}
         with pytest.raises(DamagedEntryError):
             await session.load("s-damaged")
+
+
+@pytest.mark.parametrize("finished_at", ["yesterday", True, [1.0], {"at": 1.0}])
+async def test_a_hits_time_is_a_number_whatever_a_runs_meta_holds(session, finished_at):
+    # ``meta`` is the caller's: a finish time that is not a number is not one, and the hit
+    # says when the run was stored instead, as every store's SegmentInfo.finished_at does.
+    await session.append("s-odd", [UserMessage(text="an odd walrus")],
+                         meta={"timing": {"started_at": 1.0, "finished_at": finished_at}})
+    await session.append("s-fine", [UserMessage(text="a fine walrus")],
+                         meta={"timing": {"started_at": 1.0, "finished_at": 2.5}})
+    hits = {hit.session_id: hit.at for hit in await session.search("walrus")}
+    assert hits["s-fine"] == 2.5
+    assert type(hits["s-odd"]) is float and hits["s-odd"] > 1_000_000_000  # when it was stored

@@ -343,9 +343,12 @@ async def test_a_sessions_total_run_time_counts_the_time_its_runs_were_active(se
                          meta={"timing": {"started_at": 100.0, "finished_at": 200.0}, "active_seconds": 4})
     await session.append("u1", [user("two")], run_id="r2", meta={"timing": {"started_at": 300.0, "finished_at": 301.5}})
     await session.append("u1", [user("three")], run_id="r3", meta={"active_seconds": True})  # not a number
+    # Times that are not numbers (meta is the caller's) count for nothing.
+    await session.append("u1", [user("four")], run_id="r4", meta={"timing": {"started_at": "noon", "finished_at": 9.0}})
+    await session.append("u1", [user("five")], run_id="r5", meta={"timing": {"started_at": 1.0, "finished_at": True}})
     [info] = await session.list_sessions()
     assert info.total_run_seconds == pytest.approx(5.5)
-    assert [s.run_seconds for s in await session.segments("u1")] == [4.0, 1.5, None]
+    assert [s.run_seconds for s in await session.segments("u1")] == [4.0, 1.5, None, None, None]
 
 
 async def test_list_sessions_filters_and_renames(session):
