@@ -1104,20 +1104,28 @@ def _touch(conn: sqlite3.Connection, session_id: str, now: float, *, bump: bool 
 
 
 # The text of a session's first user message: found in the first run whose kinds name one,
-# so only that run's array is parsed.
+# so only that run's array is parsed. A damaged array (not JSON) gives no text, not a failed
+# statement: one damaged run must not stop every session from being listed.
 _FIRST_USER_TEXT = f"""
     SELECT json_extract(item.value, '$.text') FROM json_each((
-        SELECT e.entries {_RUNS_WITH_ENTRIES} AND instr(' ' || e.kinds || ' ', ' {UserMessage.type} ')
+        SELECT IIF(json_valid(e.entries), e.entries, '[]')
+        {_RUNS_WITH_ENTRIES} AND instr(' ' || e.kinds || ' ', ' {UserMessage.type} ')
         {_IN_ORDER} LIMIT 1
     )) AS item
     WHERE {_ENTRY_TYPE} = '{UserMessage.type}' ORDER BY item.key LIMIT 1"""
 
 
 def _json_number(column: str, path: str) -> str:
-    """SQL for the number at ``path`` in the JSON ``column``, else NULL: a run's meta is its
-    writer's, and a time there that is not a number (a string, ``true``) is not taken for one,
-    as :class:`~lovia.session.SegmentInfo` does not take it."""
-    return f"IIF(json_type({column}, '{path}') IN ('integer', 'real'), json_extract({column}, '{path}'), NULL)"
+    """SQL for the number at ``path`` in the JSON ``column``, else NULL.
+
+    A run's meta is its writer's: a time there that is not a number (a string, ``true``) is not
+    taken for one, as :class:`~lovia.session.SegmentInfo` does not take it; and a meta that is not
+    JSON at all (a damaged row) gives NULL rather than failing the whole statement, so one damaged
+    run does not stop every session from being listed or searched (reading that run says it is
+    damaged).
+    """
+    return (f"CASE WHEN json_valid({column}) AND json_type({column}, '{path}') IN ('integer', 'real') "
+            f"THEN json_extract({column}, '{path}') END")
 
 
 def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None = None) -> list[SessionInfo]:
@@ -1129,11 +1137,9 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
     rows = conn.execute(
         f"""SELECT i.session_id, i.title, i.created_at, i.last_activity,
                    COALESCE(SUM(g.entry_count), 0), COUNT(g.seq),
-                   COALESCE(SUM(CASE json_type(g.meta, '$.active_seconds')
-                       WHEN 'real' THEN json_extract(g.meta, '$.active_seconds')
-                       WHEN 'integer' THEN json_extract(g.meta, '$.active_seconds')
-                       ELSE MAX(0, {_json_number('g.meta', '$.timing.finished_at')}
-                                   - {_json_number('g.meta', '$.timing.started_at')}) END), 0)
+                   COALESCE(SUM(COALESCE({_json_number('g.meta', '$.active_seconds')},
+                                         MAX(0, {_json_number('g.meta', '$.timing.finished_at')}
+                                                - {_json_number('g.meta', '$.timing.started_at')}))), 0)
             FROM {sessions} AS i LEFT JOIN lovia_segments AS g USING (session_id)
             {where}
             GROUP BY i.session_id ORDER BY i.last_activity DESC""",

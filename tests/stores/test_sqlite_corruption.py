@@ -219,6 +219,32 @@ def test_a_damaged_row_is_a_clear_error_quoting_nothing(tmp_path, pristine, case
     assert "damaged" in str(caught.value) or "corrupt" in str(caught.value)
 
 
+# Damage to one run of one session (its row of entries or its meta).
+RUN_ROW_DAMAGES = sorted(case for case, sql in ROW_DAMAGES.items() if "lovia_segment" in sql)
+
+
+@pytest.mark.parametrize("case", RUN_ROW_DAMAGES)
+def test_one_damaged_run_leaves_every_session_listed_and_searchable(tmp_path, pristine, case):
+    # The app lists sessions at start and searches all of them: one damaged run refused the
+    # whole listing (a statement parsing its JSON failed), so no session could be opened.
+    path = tmp_path / "lovia.db"
+    path.write_bytes(pristine)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(ROW_DAMAGES[case], (SECRET,)).rowcount >= 1
+
+    async def use() -> None:
+        async with SQLiteSession(path, wal=True) as session:
+            assert sorted(info.session_id for info in await session.list_sessions()) == ["s0", "s1", "s2"]
+            assert (await session.session_info("s0")) is not None
+            hits = await session.search("question", limit=100)
+            assert {hit.session_id for hit in hits} >= {"s1", "s2"}
+            assert all(type(hit.at) is float for hit in hits)
+            # An undamaged session still reads whole.
+            assert len(await session.load("s2")) == 48
+
+    asyncio.run(use())
+
+
 def test_a_file_failing_integrity_check_is_refused_before_any_write(tmp_path, pristine):
     path = tmp_path / "lovia.db"
     path.write_bytes(pristine)
