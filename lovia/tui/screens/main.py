@@ -362,19 +362,26 @@ class MainScreen(Screen):
         scrolled_up = scrolled_up or not transcript.at_end  # an earlier page of a long session is shown
         return scrolled_up or (transcript.has_focus and transcript.selected >= 0 and not transcript.at_last_message)
 
-    async def open_session(self, session_id: str | None, *, sessions: Sequence[SessionInfo] | None = None) -> None:
+    async def open_session(self, session_id: str | None, *, sessions: Sequence[SessionInfo] | None = None) -> bool:
         """Show ``session_id`` in the chat; the inspector shows its newest in-flight run, if any.
 
         The runs are listed again (one query); the sessions list only moves its marker to the
-        open session, from what it holds, unless ``sessions`` are given to show.
+        open session, from what it holds, unless ``sessions`` are given to show. False when the
+        session could not be read (the chat said why and shows what it showed).
         """
-        await self.chat.open_session(session_id)
+        if not await self.chat.open_session(session_id):
+            if self.chat.session_id is None:  # nothing was open (the app is starting): a new session is
+                await self.chat.open_session(None)
+            if sessions is not None:  # the lists of the first load are shown all the same
+                with told_on(self, "reload the lists"):
+                    self._show_lists(sessions, await self.backend.unstored_runs())
+            return False
         self._welcome_if_empty()
         unstored: list[RunSummary] | None = None
         with told_on(self, "reload the lists"):
             unstored = await self.backend.unstored_runs()
         if unstored is None:
-            return
+            return True
         in_flight = [r for r in self.backend.listed_runs(unstored) if r.head.session_id == session_id] \
             if session_id else []
         self.inspected = in_flight[0].run_id if in_flight else None
@@ -383,6 +390,7 @@ class MainScreen(Screen):
             sessions = pane.listed
         self._show_lists(sessions, unstored)
         await self.inspect(self.inspected)
+        return True
 
     @property
     def chat(self) -> ChatPanel:
@@ -663,7 +671,8 @@ class MainScreen(Screen):
                 self.notify("A run is still going: stop it (escape) before opening another session.",
                             severity="warning")
                 return
-            await self.open_session(session_id)
+            if not await self.open_session(session_id):
+                return
         transcript = chat.transcript
         transcript.focus()
         if position is not None and not await transcript.show_entry(position):

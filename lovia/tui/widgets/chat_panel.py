@@ -123,17 +123,31 @@ class ChatPanel(Vertical):
 
     # -- opening sessions ------------------------------------------------------------------
 
-    async def open_session(self, session_id: str | None) -> None:
-        """Show ``session_id`` (``None``: a fresh session that exists once it has a run)."""
+    async def open_session(self, session_id: str | None) -> bool:
+        """Show ``session_id`` (``None``: a fresh session that exists once it has a run).
+
+        False, with a notice, when it could not be read (a damaged run, the file gone): what
+        was shown stays, and the app goes on.
+        """
         if self.running:
             self.notify("A run is still going: stop it (escape) before switching sessions.", severity="warning")
-            return
+            return False
         self._end_edit()
-        self.session_id = session_id or self.backend.new_session_id()
-        data = await self.backend.transcript(self.session_id, page=self.transcript.page_size) if session_id else None
+        # Set before the read: a reload of the open session under way (an outside change) reads
+        # the session it finds open when it starts, so this one, opened later, stays open.
+        shown, self.session_id = self.session_id, session_id or self.backend.new_session_id()
+        data = None
+        if session_id:
+            with told_on(self, "open that session"):
+                data = await self.backend.transcript(session_id, page=self.transcript.page_size)
+            if data is None:
+                if self.session_id == session_id:
+                    self.session_id = shown
+                return False
         await self.transcript.show(data)
         await self.refresh_title()
         self.refresh_bindings()  # what the footer offers depends on what the session holds
+        return True
 
     async def refresh_title(self) -> None:
         """Show the session's current title (a new session gets one with its first run).
@@ -242,7 +256,9 @@ class ChatPanel(Vertical):
     async def _show_session(self) -> None:
         """Show the open session again, as stored now."""
         if self.session_id is not None:
-            await self.transcript.show(await self.backend.transcript(self.session_id, page=self.transcript.page_size))
+            with told_on(self, "show the session again"):
+                await self.transcript.show(await self.backend.transcript(self.session_id,
+                                                                         page=self.transcript.page_size))
             await self.refresh_title()
 
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:

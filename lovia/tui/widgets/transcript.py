@@ -39,6 +39,7 @@ from lovia.tui.backend import (
     TranscriptPages,
     TranscriptRun,
 )
+from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
@@ -311,8 +312,14 @@ class Transcript(VerticalScroll, can_focus=True):
         if self._pages is None or start >= end:
             return None
         shown = self._shown
-        page = await self._pages.read(start, end - start)
-        return page if page.end > page.start and shown == self._shown else None
+        page = await self._read_or_tell(self._pages, start, end - start)
+        return page if page is not None and page.end > page.start and shown == self._shown else None
+
+    async def _read_or_tell(self, pages: TranscriptPages, start: int, count: int) -> TranscriptPage | None:
+        """``pages.read``; ``None``, with a notice, when the store cannot give the page (a damaged run)."""
+        with told_on(self, "read that part of the session"):
+            return await pages.read(start, count)
+        return None
 
     def _tail(self) -> list[Widget]:
         """The live part: what follows the stored pages (in-flight runs, what a live run adds)."""
@@ -808,7 +815,9 @@ class Transcript(VerticalScroll, can_focus=True):
 
     async def _report_whole_run(self, run: TranscriptRun, span: tuple[int, int], pages: TranscriptPages) -> None:
         start, count = span
-        page = await pages.read(start, max(1, count))
+        page = await self._read_or_tell(pages, start, max(1, count))
+        if page is None:
+            return
         whole = next((part.run for part in page.runs if part.run.run_id == run.run_id), run)
         if self._selected_run == whole.run_id:
             self.post_message(self.RunSelected(whole))
@@ -942,8 +951,8 @@ class Transcript(VerticalScroll, can_focus=True):
         found = next((view for view in views if self._item_of[view].position == position), None)
         if found is None and self._pages is not None:
             # Not shown on its own: a result, shown inside its call (which may be on an earlier page).
-            page = await self._pages.read(position, 1)
-            entry = page.runs[0].run.entries[0] if page.runs and page.runs[0].run.entries else None
+            page = await self._read_or_tell(self._pages, position, 1)
+            entry = page.runs[0].run.entries[0] if page and page.runs and page.runs[0].run.entries else None
             if isinstance(entry, ToolResult):
                 found = next((view for view in views if isinstance(view, ToolCallView)
                               and view.call.call_id == entry.call_id), None)

@@ -1,0 +1,100 @@
+"""A session with a damaged run, in the app: opening it says so, and the app goes on.
+
+A real SQLite file whose run's meta (or entries) was overwritten with text that is not JSON,
+through SQLite itself; the real app through its pilot, at 80x24 and 160x45. Before, opening
+such a session (picked in the list, at start-up as the newest, or reached by paging up) raised
+out of the app and ended it with a traceback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lovia import AssistantMessage, SQLiteSession, UserMessage
+from lovia.tui.widgets.sessions_pane import SessionsPane
+from lovia.tui.widgets.transcript import Transcript
+
+from .conftest import make_app, settle, wait_for
+
+SIZES = [(80, 24), (160, 45)]
+SECRET = "quokka-marmalade"
+
+
+async def build(path: Path, *, damaged_is_newest: bool, runs: int = 1) -> None:
+    async with SQLiteSession(path, wal=True) as session:
+        order = ["s-fine", "s-damaged"] if damaged_is_newest else ["s-damaged", "s-fine"]
+        for session_id in order:
+            for r in range(runs):
+                await session.append(session_id, [UserMessage(text=f"{SECRET} {session_id} question {r}"),
+                                                  AssistantMessage(text=f"answer {r}", agent="assistant")])
+    with sqlite3.connect(path) as conn:  # the damaged session's first run
+        conn.execute("UPDATE lovia_segments SET meta = '{\"cut' || ? WHERE seq = (SELECT MIN(seq) FROM "
+                     "lovia_segments WHERE session_id = 's-damaged')", (SECRET,))
+
+
+def told(app, words: str) -> bool:
+    return any(words in n.message and SECRET not in n.message for n in app._notifications)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_opening_a_session_with_a_damaged_run_says_so_and_keeps_the_open_one(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await build(db, damaged_is_newest=False)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        assert chat.session_id == "s-fine"
+        if size == (80, 24):
+            await pilot.press("ctrl+b")
+        sessions = app.screen.query_one("#session-list")
+        sessions.focus()
+        await wait_for(pilot, lambda: sessions.highlighted == 0)
+        await pilot.press("down", "enter")  # the older one: s-damaged
+        await settle(pilot)
+        assert app.is_running
+        assert told(app, "Could not open that session") and told(app, "damaged")
+        assert chat.session_id == "s-fine"  # what was open stays open, as it was
+        assert "s-fine question 0" in chat.transcript.views[0].copy_text()
+        # The app goes on: a message to the open session is answered and stored.
+        await pilot.press("escape")
+        chat.composer.focus()
+        await pilot.press(*"hello again", "enter")
+        await settle(pilot)
+        async with SQLiteSession(db) as session:
+            assert len(await session.load("s-fine")) > 2
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_newest_session_damaged_at_start_up_opens_a_new_session_instead(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await build(db, damaged_is_newest=True)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert app.is_running
+        assert told(app, "Could not open that session")
+        chat = app.screen.chat
+        assert chat.session_id not in (None, "s-damaged", "s-fine")  # a new session, ready to send
+        # Every session is listed still, the damaged one too (its other runs may be read).
+        assert {info.session_id for info in app.screen.query_one(SessionsPane).listed} >= {"s-fine", "s-damaged"}
+
+
+async def test_paging_up_into_a_damaged_run_says_so_and_keeps_what_is_shown(tmp_path):
+    db = tmp_path / "lovia.db"
+    await build(db, damaged_is_newest=True, runs=40)  # the damaged run is the first of 40: pages away from the end
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-damaged")
+        await settle(pilot)
+        transcript = app.screen.chat.query_one(Transcript)
+        assert app.screen.chat.session_id == "s-damaged" and transcript.older_hidden > 0
+        transcript.focus()
+        await pilot.press("home")
+        await settle(pilot)
+        assert app.is_running
+        assert told(app, "Could not read that part of the session")
