@@ -51,11 +51,19 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   may wait for the GIL), 20-29 us from its end until the loop wakes, then 20-35 us until the
   caller resumed: ``call_soon_threadsafe`` had woken the loop through its socket pair while the
   worker was still in ``send``, and the loop's reads of it waited for the worker. Two changes
-  were kept, each measured interleaved with the code before it: the results come back through
-  :class:`_Waker`'s pipe (that last part 10 us; a tool-call turn 3.6-6.4% faster with WAL,
-  three runs of 30 pairs, 2-5% in rollback-journal mode), and the checkpointer's claim check
-  is folded into its head write (those statements 14.9 against 7.5 us, 3,000 pairs; a save
-  1.5-2.5% faster). Looked at and left: encoding (the head and only the new entries, with
+  were measured interleaved with the code before it: results handed back through a pipe of
+  lovia's own that the loop watched (that last part 10 us; a tool-call turn 3.6-6.4% faster with
+  WAL, three runs of 30 pairs, 2-5% in rollback-journal mode; taken out again, see below), and
+  the checkpointer's claim check folded into its head write (those statements 14.9 against
+  7.5 us, 3,000 pairs; a save 1.5-2.5% faster; kept). The pipe was taken out: a loop's
+  registration of a descriptor number is only as good as every other user of that loop. When
+  other code closes a descriptor the loop still watches (a library closing a socket under its
+  transport), the loop keeps the number in its map while the kernel forgets it; a pipe opened
+  next gets that number, and registering it then changes only the map, so the kernel never
+  wakes the loop for it: a store call never came back, and, as a cancelled call waits for its
+  end, no timeout ended it (CI hung once so; ``test_sqlite_waker.py`` makes it happen). Results
+  now come back through ``loop.call_soon_threadsafe``, whose wake-up channel the loop opens
+  before any other. Looked at and left: encoding (the head and only the new entries, with
   msgspec: 3.5 and 4 us a save); the worker woken through an ``eventfd`` instead of its queue
   (within 4 us, below the noise); the lease renewal (it does not touch the store per turn: a
   20-turn run makes 42 saves, the spec's count). The whole process pinned to one CPU measured
@@ -109,7 +117,6 @@ was doing, SQLite's error code and what to do.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import os
@@ -160,85 +167,14 @@ class _Call(Generic[T]):
     ``future`` carries the outcome to the caller. A cancelled caller's future is cancelled,
     so the worker also signals ``ended`` and sets ``waiter``, the future such a caller awaits
     instead until the call has really run. Those three are touched on the loop's thread only;
-    the worker hands the outcome to ``waker`` (or, for a loop without one, to the loop itself).
+    the worker hands the outcome to the loop with ``call_soon_threadsafe``.
     """
 
     fn: Callable[[], T]
     future: asyncio.Future[T]
-    loop: asyncio.AbstractEventLoop  # also keeps the loop, and so its waker's pipe, alive until handed back
-    waker: _Waker | None
+    loop: asyncio.AbstractEventLoop
     ended: bool = False
     waiter: asyncio.Future[None] | None = None
-
-
-class _Waker:
-    """How worker threads hand finished calls back to one event loop: a queue and a pipe it reads.
-
-    The worker appends the call's outcome and writes a byte; the loop's reader on the pipe settles
-    every finished call it finds. One per loop, shared by every store used in it. It replaces
-    ``loop.call_soon_threadsafe``, which wakes the loop through its own socket pair (a lock, a
-    handle, and two ``recv`` calls to read it empty, the second raising; measured, the loop's
-    reads waited for the worker still in its ``send``): a round trip for a 200 us call took
-    325-333 us this way against 345-354 us (1,500 interleaved calls each, two runs), 23 against
-    29 us for an empty one.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._finished: collections.deque[tuple[_Call[Any], Any, BaseException | None]] = collections.deque()
-        self._read_fd, self._write_fd = os.pipe()
-        try:
-            os.set_blocking(self._read_fd, False)
-            os.set_blocking(self._write_fd, False)  # a full pipe holds wake-ups enough: never block the worker
-            loop.add_reader(self._read_fd, self._settle_finished)
-        except BaseException:
-            _close_pipe(self._read_fd, self._write_fd)
-            raise
-        # Closed with the loop: a call in flight holds its loop, so no worker writes to it after.
-        weakref.finalize(loop, _close_pipe, self._read_fd, self._write_fd)
-
-    def hand_back(self, call: _Call[Any], result: Any, error: BaseException | None) -> None:
-        """On a worker thread: queue the outcome, then wake the loop."""
-        self._finished.append((call, result, error))
-        with contextlib.suppress(BlockingIOError):  # unread wake-ups are pending: the loop will come
-            os.write(self._write_fd, b"\0")
-
-    def _settle_finished(self) -> None:
-        # The pipe is read before the queue: a call queued after this read writes a fresh wake-up.
-        with contextlib.suppress(BlockingIOError):
-            os.read(self._read_fd, 4096)
-        finished = self._finished
-        while finished:
-            call, result, error = finished.popleft()
-            try:
-                _settle(call, result, error)
-            except Exception as exc:  # one call's trouble must not strand the calls queued after it
-                call.loop.call_exception_handler({"message": "a store call's outcome could not be handed back",
-                                                  "exception": exc})
-
-
-def _close_pipe(*fds: int) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-_wakers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waker | None] = weakref.WeakKeyDictionary()
-_wakers_lock = threading.Lock()
-
-
-def _waker_for(loop: asyncio.AbstractEventLoop) -> _Waker | None:
-    """The running ``loop``'s waker; ``None`` for a loop that cannot watch a pipe (Windows' proactor)."""
-    with _wakers_lock:  # loops of several threads may ask at once
-        try:
-            return _wakers[loop]
-        except KeyError:
-            pass
-        try:
-            waker: _Waker | None = _Waker(loop)
-        except NotImplementedError:
-            waker = None
-        _wakers[loop] = waker
-        return waker
 
 
 class _Worker:
@@ -252,7 +188,6 @@ class _Worker:
 
     def __init__(self, name: str) -> None:
         self._calls: queue.SimpleQueue[_Call[Any] | None] = queue.SimpleQueue()
-        self._waker: tuple[weakref.ref[asyncio.AbstractEventLoop], _Waker | None] | None = None
         thread = threading.Thread(target=_serve, args=(self._calls,), name=name, daemon=True)
         thread.start()
 
@@ -265,10 +200,7 @@ class _Worker:
         :func:`lovia._async.shielded` without its extra future and loop turn per call.
         """
         loop = asyncio.get_running_loop()
-        cached = self._waker  # read once: a store used from loops in two threads may swap it meanwhile
-        if cached is None or cached[0]() is not loop:  # looked up once per loop
-            cached = self._waker = (weakref.ref(loop), _waker_for(loop))
-        call: _Call[T] = _Call(fn, loop.create_future(), loop, cached[1])
+        call: _Call[T] = _Call(fn, loop.create_future(), loop)
         self._calls.put(call)
         try:
             return await call.future
@@ -291,11 +223,8 @@ def _serve(calls: queue.SimpleQueue[_Call[Any] | None]) -> None:
             outcome: tuple[Any, BaseException | None] = (call.fn(), None)
         except BaseException as exc:  # handed to the caller, whatever it is
             outcome = (None, exc)
-        if call.waker is not None:
-            call.waker.hand_back(call, *outcome)
-        else:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to tell
-                call.loop.call_soon_threadsafe(_settle, call, *outcome)
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to tell
+            call.loop.call_soon_threadsafe(_settle, call, *outcome)
         del call, outcome
 
 
