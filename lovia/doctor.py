@@ -221,14 +221,27 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
         return
     lost = conn.execute("SELECT g.session_id, g.run_id FROM lovia_segments AS g LEFT JOIN lovia_segment_entries AS e "
                         "ON e.segment_seq = g.seq WHERE e.segment_seq IS NULL ORDER BY g.session_id, g.seq").fetchall()
-    if not lost:
+    # Rows SQLite keeps intact whose JSON is not what lovia wrote: the store refuses to read the run.
+    unreadable = conn.execute(
+        "SELECT g.session_id, g.run_id FROM lovia_segments AS g JOIN lovia_segment_entries AS e "
+        "ON e.segment_seq = g.seq WHERE NOT json_valid(g.meta) OR json_type(g.meta) IS NOT 'object' "
+        "OR NOT json_valid(e.entries) OR json_type(e.entries) IS NOT 'array' ORDER BY g.session_id, g.seq"
+    ).fetchall()
+    if not lost and not unreadable:
         report.add("sessions", "ok", "every stored run has its entries")
         return
-    sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
-    report.add("sessions", "problem",
-               f"{len(lost)} stored runs have lost their entries (the file is damaged), in sessions {_ids(sessions)}: "
-               "lovia cannot open those sessions, nor move them to the trash",
-               "restore the file from a backup; the other sessions read as they are")
+    if lost:
+        sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
+        report.add("sessions", "problem",
+                   f"{len(lost)} stored runs have lost their entries (the file is damaged), in sessions "
+                   f"{_ids(sessions)}: lovia cannot open those sessions, nor move them to the trash",
+                   "restore the file from a backup; the other sessions read as they are")
+    if unreadable:
+        sessions = list(dict.fromkeys(session_id for session_id, _ in unreadable))
+        report.add("sessions", "problem",
+                   f"{len(unreadable)} stored runs hold entries or run details that are not the JSON lovia wrote "
+                   f"(the file is damaged), in sessions {_ids(sessions)}: lovia cannot open those sessions",
+                   "restore the file from a backup; the other sessions read as they are")
 
 
 def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:

@@ -308,6 +308,26 @@ def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
     assert "after-the-deletion" in asyncio.run(runs())
 
 
+@pytest.mark.parametrize("damage", [
+    "UPDATE lovia_segments SET meta = '{\"cut' WHERE run_id = 'r1-2'",
+    "UPDATE lovia_segments SET meta = '[1]' WHERE run_id = 'r1-2'",
+    "UPDATE lovia_segment_entries SET entries = '[{\"type\": \"user\"' WHERE segment_seq = "
+    "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
+])
+def test_a_run_whose_json_is_damaged_is_a_problem(capsys, healthy, damage):
+    # SQLite finds nothing wrong, the sessions list and search still work, and opening that session
+    # says it is damaged and to restore the file: the doctor must name it, not say all is well.
+    with sqlite3.connect(healthy) as conn:
+        assert conn.execute(damage).rowcount == 1
+    conn.close()
+    before = digest(healthy)
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert "1 stored runs hold entries or run details that are not the JSON lovia wrote" in text
+    assert "in sessions s1" in text
+    assert digest(healthy) == before
+
+
 def test_a_run_that_lost_its_entries_is_a_problem(capsys, healthy):
     # SQLite's own check finds nothing wrong; lovia refuses to read or trash that session, and says
     # to run the doctor, which must then name it.
