@@ -422,7 +422,12 @@ class ListableCheckpointer(Checkpointer, Protocol):
     async def list_runs(
         self, *, statuses: Sequence[RunStatus] | None = None, limit: int | None = None
     ) -> list[RunSummary]:
-        """Runs with one of ``statuses`` (all when ``None``), most recently updated first."""
+        """Runs with one of ``statuses`` (all when ``None``), most recently updated first.
+
+        A run whose stored head is damaged is left out (loading it raises
+        :class:`~lovia.errors.DatabaseFileError`, and ``lovia doctor`` names it): one damaged
+        checkpoint must not hide every other run, nor stop sessions from opening.
+        """
         ...
 
 

@@ -224,8 +224,8 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
     # Rows SQLite keeps intact whose JSON is not what lovia wrote: the store refuses to read the run.
     unreadable = conn.execute(
         "SELECT g.session_id, g.run_id FROM lovia_segments AS g JOIN lovia_segment_entries AS e "
-        "ON e.segment_seq = g.seq WHERE NOT json_valid(g.meta) OR json_type(g.meta) IS NOT 'object' "
-        "OR NOT json_valid(e.entries) OR json_type(e.entries) IS NOT 'array' ORDER BY g.session_id, g.seq"
+        "ON e.segment_seq = g.seq WHERE CASE WHEN json_valid(g.meta) THEN json_type(g.meta) END IS NOT 'object' "
+        "OR CASE WHEN json_valid(e.entries) THEN json_type(e.entries) END IS NOT 'array' ORDER BY g.session_id, g.seq"
     ).fetchall()
     if not lost and not unreadable:
         report.add("sessions", "ok", "every stored run has its entries")

@@ -346,9 +346,14 @@ class PostgresCheckpointer:
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        return [RunSummary(run_id, with_partial(_decode_head(head, run_id, self.where), _journal_row(text, step)),
-                           count)
-                for run_id, head, count, text, step in rows]
+        summaries = []
+        for run_id, head, count, text, step in rows:
+            try:
+                decoded = _decode_head(head, run_id, self.where)
+            except DatabaseFileError:
+                continue  # left out, not listed as something it may not be (see ListableCheckpointer)
+            summaries.append(RunSummary(run_id, with_partial(decoded, _journal_row(text, step)), count))
+        return summaries
 
 
 _HeadRow = tuple[str, str | None, float, str | None, int, str]

@@ -7,7 +7,7 @@ transaction: once queued, it runs to ``COMMIT`` or ``ROLLBACK``, and the caller 
 outcome (however often it is cancelled meanwhile) before its cancellation propagates.
 
 The worker is a small class of our own over the standard library (a daemon thread, a queue
-of calls, results handed back through a pipe the event loop watches) rather than aiosqlite:
+of calls, results handed back with ``loop.call_soon_threadsafe``) rather than aiosqlite:
 lovia needs exactly "run this function on the connection's thread", which aiosqlite offers
 only through private names (``Connection._execute``, ``_connection``, ``_thread``), and
 aiosqlite's thread is not a daemon, so a store left open kept the interpreter from exiting
@@ -30,10 +30,11 @@ project's 2-core VM, shared with other jobs (medians, lowest-highest in brackets
   (35-317) with the machine busy, 49 us (33-102) against 95 us (38-108) with it idle, 34.5
   against 41.3 us with the process pinned to one CPU. Now the caller awaits the call's own
   future, and only a cancelled caller waits on a second one (``_Call.waiter``) until the call
-  has ended. What remains per call is about three futex wake-ups, two epoll waits and a
-  pipe write (see the second pass below); the spread is this VM waking an idle CPU (pinned to one CPU the round trip
-  is 30-40 us; across two, on an idle machine, other runs measured up to 190 us), which shows
-  next to a 0.2-0.3 ms WAL commit and not next to a 1-2 ms rollback-journal one.
+  has ended. What remains per call is about three futex wake-ups, two epoll waits and a write to
+  the loop's wake-up socket (see the second pass below); the spread is this VM waking an idle
+  CPU (pinned to one CPU the round trip is 30-40 us; across two, on an idle machine, other runs
+  measured up to 190 us), which shows next to a 0.2-0.3 ms WAL commit and not next to a 1-2 ms
+  rollback-journal one.
 - And the hop is not all of what is left: the same run loop with raw ``sqlite3`` commits made
   inline in place of the checkpointer (lovia's JSON encoding, no hop, no claim check) measured
   1.47x and 1.60x its WAL floor, so the loop's own work between commits weighs about as much

@@ -1124,8 +1124,9 @@ def _json_number(column: str, path: str) -> str:
     run does not stop every session from being listed or searched (reading that run says it is
     damaged).
     """
-    return (f"CASE WHEN json_valid({column}) AND json_type({column}, '{path}') IN ('integer', 'real') "
-            f"THEN json_extract({column}, '{path}') END")
+    # Nested CASEs: SQLite does not promise to stop an AND before a json_type that would fail.
+    return (f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}, '{path}') IN ('integer', 'real') "
+            f"THEN json_extract({column}, '{path}') END END")
 
 
 def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None = None) -> list[SessionInfo]:
@@ -1137,9 +1138,9 @@ def _session_infos(conn: sqlite3.Connection, only: str | None, limit: int | None
     rows = conn.execute(
         f"""SELECT i.session_id, i.title, i.created_at, i.last_activity,
                    COALESCE(SUM(g.entry_count), 0), COUNT(g.seq),
-                   COALESCE(SUM(COALESCE({_json_number('g.meta', '$.active_seconds')},
-                                         MAX(0, {_json_number('g.meta', '$.timing.finished_at')}
-                                                - {_json_number('g.meta', '$.timing.started_at')}))), 0)
+                   TOTAL(COALESCE({_json_number('g.meta', '$.active_seconds')},
+                                  MAX(0, {_json_number('g.meta', '$.timing.finished_at')}
+                                         - {_json_number('g.meta', '$.timing.started_at')})))
             FROM {sessions} AS i LEFT JOIN lovia_segments AS g USING (session_id)
             {where}
             GROUP BY i.session_id ORDER BY i.last_activity DESC""",
@@ -1360,9 +1361,14 @@ class SQLiteCheckpointer(_SQLiteStore):
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        return [RunSummary(run_id, with_partial(_decode_head(head, run_id, self.path), _partial_answer(text, step)),
-                           count)
-                for run_id, head, count, text, step in rows]
+        summaries = []
+        for run_id, head, count, text, step in rows:
+            try:
+                decoded = _decode_head(head, run_id, self.path)
+            except DatabaseFileError:
+                continue  # left out, not listed as something it may not be (see ListableCheckpointer)
+            summaries.append(RunSummary(run_id, with_partial(decoded, _partial_answer(text, step)), count))
+        return summaries
 
 
 _HeadRow = tuple[str, str | None, float, str]

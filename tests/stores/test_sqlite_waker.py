@@ -77,7 +77,7 @@ def test_stores_used_from_loops_in_several_threads_at_once_each_get_their_result
 
 
 async def test_many_calls_in_flight_at_once_all_come_back(tmp_path):
-    """Results finished while the loop is busy are all settled by its next read of the pipe."""
+    """Results finished while the loop is busy all come back."""
     async with SQLiteSession(tmp_path / "s.db") as session:
         await asyncio.gather(*(session.append(f"s{i % 7}", [UserMessage(text=str(i))]) for i in range(300)))
         counts = [len(await session.load(f"s{i}")) for i in range(7)]

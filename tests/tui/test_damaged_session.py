@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lovia import AssistantMessage, SQLiteSession, UserMessage
+from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
+from lovia.tui.widgets.runs_pane import RunsPane
 from lovia.tui.widgets.sessions_pane import SessionsPane
 from lovia.tui.widgets.transcript import Transcript
 
@@ -79,6 +80,7 @@ async def test_the_newest_session_damaged_at_start_up_opens_a_new_session_instea
         assert told(app, "Could not open that session")
         chat = app.screen.chat
         assert chat.session_id not in (None, "s-damaged", "s-fine")  # a new session, ready to send
+        assert app.screen.has_class("-empty")  # the welcome of an empty session, as on any start
         # Every session is listed still, the damaged one too (its other runs may be read).
         assert {info.session_id for info in app.screen.query_one(SessionsPane).listed} >= {"s-fine", "s-damaged"}
 
@@ -93,8 +95,34 @@ async def test_paging_up_into_a_damaged_run_says_so_and_keeps_what_is_shown(tmp_
         await settle(pilot)
         transcript = app.screen.chat.query_one(Transcript)
         assert app.screen.chat.session_id == "s-damaged" and transcript.older_hidden > 0
+        # Its title is its own (read before its damaged first run was asked where it was forked from).
+        assert "s-damaged question 0" in str(app.screen.chat.query_one("#chat-title").render())
         transcript.focus()
         await pilot.press("home")
         await settle(pilot)
+        told_before = sum("Could not read that part of the session" in n.message for n in app._notifications)
+        assert told_before >= 1
+        for _ in range(4):
+            await pilot.press("pagedown", "pageup", "home")
+            await settle(pilot)
         assert app.is_running
-        assert told(app, "Could not read that part of the session")
+        # Said once for the session shown, not again at every page the reader comes near.
+        assert sum("Could not read that part of the session" in n.message for n in app._notifications) == told_before
+
+
+async def test_a_damaged_checkpoint_leaves_the_sessions_listed_and_opening_at_start_up(tmp_path):
+    db = tmp_path / "lovia.db"
+    await build(db, damaged_is_newest=False)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await checkpointer.save(RunSnapshot("r-live", RunHead(agent="assistant", session_id="s-fine"),
+                                            [UserMessage(text="go")]))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE lovia_runs SET head = ? || '}' WHERE run_id = 'r-live'", (SECRET,))
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        assert app.is_running
+        # The damaged run is left out of the runs (the doctor names it); the rest opens as ever.
+        assert [run.run_id for run in app.screen.query_one(RunsPane).runs] == []
+        assert app.screen.chat.session_id == "s-fine"
+        assert {info.session_id for info in app.screen.query_one(SessionsPane).listed} == {"s-fine", "s-damaged"}

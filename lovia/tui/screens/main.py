@@ -369,19 +369,15 @@ class MainScreen(Screen):
         open session, from what it holds, unless ``sessions`` are given to show. False when the
         session could not be read (the chat said why and shows what it showed).
         """
-        if not await self.chat.open_session(session_id):
-            if self.chat.session_id is None:  # nothing was open (the app is starting): a new session is
-                await self.chat.open_session(None)
-            if sessions is not None:  # the lists of the first load are shown all the same
-                with told_on(self, "reload the lists"):
-                    self._show_lists(sessions, await self.backend.unstored_runs())
-            return False
+        opened = await self.chat.open_session(session_id)
+        if not opened:
+            if self.chat.session_id is not None:
+                return False  # what was open stays open, as it was
+            # Nothing was open (the app is starting): a new session, and the lists as they load.
+            session_id = None
+            await self.chat.open_session(None)
         self._welcome_if_empty()
-        unstored: list[RunSummary] | None = None
-        with told_on(self, "reload the lists"):
-            unstored = await self.backend.unstored_runs()
-        if unstored is None:
-            return True
+        unstored = await self._unstored_runs()
         in_flight = [r for r in self.backend.listed_runs(unstored) if r.head.session_id == session_id] \
             if session_id else []
         self.inspected = in_flight[0].run_id if in_flight else None
@@ -390,7 +386,14 @@ class MainScreen(Screen):
             sessions = pane.listed
         self._show_lists(sessions, unstored)
         await self.inspect(self.inspected)
-        return True
+        return opened
+
+    async def _unstored_runs(self) -> list[RunSummary]:
+        """The runs not stored yet; those last read, with a notice, when they cannot be read now (a
+        damaged checkpoint): the sessions are listed all the same."""
+        with told_on(self, "list the runs"):
+            return await self.backend.unstored_runs()
+        return self._unstored or []
 
     @property
     def chat(self) -> ChatPanel:
@@ -398,8 +401,8 @@ class MainScreen(Screen):
 
     async def refresh_lists(self) -> None:
         """Reload the sessions and runs panes (and the inspected run) from the stores: every session is listed."""
+        unstored = await self._unstored_runs()
         with told_on(self, "reload the lists"):
-            unstored = await self.backend.unstored_runs()
             sessions = await self.backend.sessions()  # all: the pane filters by what it shows
             self._show_lists(sessions, unstored)
         await self.inspect(self.inspected)

@@ -7,6 +7,7 @@ edit-and-resend, trim and copy. Changes that other panes care about go up as
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, Literal
 
@@ -101,6 +102,7 @@ class ChatPanel(Vertical):
         self._editing: EditTarget | None = None  # the message being edited
         self._draft = ""  # what the composer held when the edit began: it comes back when the edit ends
         self._starting = False  # a run is being started (runs settled first, maybe a question asked)
+        self._shown_session: str | None = None  # the session the transcript shows (session_id leads it while one opens)
 
     def compose(self) -> ComposeResult:
         yield Static("New session", id="chat-title")
@@ -132,19 +134,20 @@ class ChatPanel(Vertical):
         if self.running:
             self.notify("A run is still going: stop it (escape) before switching sessions.", severity="warning")
             return False
-        self._end_edit()
         # Set before the read: a reload of the open session under way (an outside change) reads
         # the session it finds open when it starts, so this one, opened later, stays open.
-        shown, self.session_id = self.session_id, session_id or self.backend.new_session_id()
+        self.session_id = session_id or self.backend.new_session_id()
         data = None
         if session_id:
             with told_on(self, "open that session"):
                 data = await self.backend.transcript(session_id, page=self.transcript.page_size)
             if data is None:
                 if self.session_id == session_id:
-                    self.session_id = shown
+                    self.session_id = self._shown_session  # the one the transcript shows, as it shows it
                 return False
+        self._end_edit()  # an edit goes on while the session it edits stays shown
         await self.transcript.show(data)
+        self._shown_session = self.session_id
         await self.refresh_title()
         self.refresh_bindings()  # what the footer offers depends on what the session holds
         return True
@@ -162,7 +165,12 @@ class ChatPanel(Vertical):
                 unstored = await self.backend.runs(session_id=self.session_id)  # newest first
                 title = unstored[-1].head.first_input if unstored else None
             shown = format.one_line(title, 80) if title else "New session"
-            origin = await self.backend.fork_origin(self.session_id) if info is not None and self.session_id else None
+            self.query_one("#chat-title", Static).update(shown)  # now: its fork origin may be unreadable
+            origin = None
+            if info is not None and self.session_id:
+                # A damaged first run (said when its page is read) tells no origin: not forked, then.
+                with contextlib.suppress(LoviaError):
+                    origin = await self.backend.fork_origin(self.session_id)
             if origin is not None:
                 mark = "" if shown.startswith(FORK_MARK) else f"{FORK_MARK} "
                 shown += (f"  ·  {mark}forked from “{format.one_line(origin.title or origin.session_id, 40)}” "
@@ -189,7 +197,7 @@ class ChatPanel(Vertical):
             self.notify("Wait for the answer, or stop it with escape.", severity="warning")
             return
         if self.session_id is None:
-            self.session_id = self.backend.new_session_id()
+            self.session_id = self._shown_session = self.backend.new_session_id()
         session_id, text, editing = self.session_id, event.text, self._editing
         if editing is not None:
             self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text,
@@ -374,8 +382,12 @@ class ChatPanel(Vertical):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             return
-        if session_id != self.session_id:
-            await self.open_session(session_id)
+        if session_id != self.session_id and not await self.open_session(session_id):
+            # Its stored part could not be read (said): the run is shown on its own, in its session.
+            self._end_edit()
+            self.session_id = self._shown_session = session_id
+            await self.transcript.show(None)
+            await self.refresh_title()
         self._drive(stream, resumed=True)
 
     def action_regenerate(self) -> None:

@@ -31,6 +31,7 @@ from textual.widget import Widget
 from textual.worker import Worker
 
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
+from lovia.errors import LoviaError
 from lovia.tui.backend import (
     CUT_OFF,
     RunState,
@@ -39,7 +40,6 @@ from lovia.tui.backend import (
     TranscriptPages,
     TranscriptRun,
 )
-from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
@@ -197,6 +197,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._tail_shown = True  # the in-flight runs and live widgets after the last page
         self._paging = asyncio.Lock()
         self._shown = 0  # counts show() calls: a page read for what was shown before is dropped
+        self._told_unreadable: str | None = None  # the session whose unreadable page was told: told once
         self._edge_load: Worker[None] | None = None  # the page being read because the view neared an edge
         self._first_load: Worker[None] | None = None  # the first page, read after a session opened
         self._item_of: dict[Widget, _Item] = {}  # what each mounted stored widget shows (the rest: the live part)
@@ -316,10 +317,16 @@ class Transcript(VerticalScroll, can_focus=True):
         return page if page is not None and page.end > page.start and shown == self._shown else None
 
     async def _read_or_tell(self, pages: TranscriptPages, start: int, count: int) -> TranscriptPage | None:
-        """``pages.read``; ``None``, with a notice, when the store cannot give the page (a damaged run)."""
-        with told_on(self, "read that part of the session"):
+        """``pages.read``; ``None`` when the store cannot give the page (a damaged run), said once for
+        the session (the pages next to it are asked for again as the reader scrolls, and the
+        session is shown again as it changes)."""
+        try:
             return await pages.read(start, count)
-        return None
+        except LoviaError as exc:
+            if self._told_unreadable != pages.session_id:
+                self._told_unreadable = pages.session_id
+                self.notify(f"Could not read that part of the session: {exc}", severity="error")
+            return None
 
     def _tail(self) -> list[Widget]:
         """The live part: what follows the stored pages (in-flight runs, what a live run adds)."""
