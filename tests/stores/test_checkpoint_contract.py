@@ -16,6 +16,7 @@ from lovia import (
     AssistantMessage,
     Checkpointer,
     ClaimingCheckpointer,
+    DatabaseFileError,
     InMemoryCheckpointer,
     ListableCheckpointer,
     RunClaimedError,
@@ -129,6 +130,22 @@ async def test_list_runs_by_status_newest_first(checkpointer):
     assert [r.run_id for r in await checkpointer.list_runs(limit=2)] == ["e", "d"]
     assert await checkpointer.list_runs(statuses=[]) == []
     assert resumable[0].head.first_input == "hello" and resumable[0].head.session_id == "u1"
+
+
+@pytest.mark.parametrize("damage", ["'{\"cut'", "'[1, 2]'"])
+async def test_a_run_whose_head_is_damaged_is_left_out_of_the_list_and_refused_when_loaded(stores, damage):
+    # One damaged checkpoint made every listing fail, and with it opening any session in the app.
+    if not stores.persistent:
+        pytest.skip("an in-memory store holds no stored text to damage")
+    checkpointer = stores.checkpointer()
+    for run_id, updated in [("a", 1.0), ("b", 2.0), ("c", 3.0)]:
+        await checkpointer.save(RunSnapshot(run_id, head(status="interrupted", updated_at=updated),
+                                            [UserMessage(text=run_id)]))
+    assert stores.query(f"UPDATE lovia_runs SET head = {damage} WHERE run_id = 'b' RETURNING run_id") == [("b",)]
+    assert [r.run_id for r in await checkpointer.list_runs()] == ["c", "a"]
+    assert [r.run_id for r in await checkpointer.list_runs(statuses=["interrupted"])] == ["c", "a"]
+    with pytest.raises(DatabaseFileError):
+        await checkpointer.load("b")
 
 
 async def test_a_run_left_running_by_a_dead_process_shows_as_crashed(checkpointer):

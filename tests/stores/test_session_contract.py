@@ -351,6 +351,14 @@ async def test_a_sessions_total_run_time_counts_the_time_its_runs_were_active(se
     assert [s.run_seconds for s in await session.segments("u1")] == [4.0, 1.5, None, None, None]
 
 
+async def test_huge_recorded_run_times_do_not_stop_the_listing(session):
+    # meta is the caller's: two huge integers once overflowed SQLite's SUM and failed every listing.
+    for run_id in ("r1", "r2"):
+        await session.append("u1", [user("one")], run_id=run_id, meta={"active_seconds": 2 ** 62})
+    [info] = await session.list_sessions()
+    assert info.total_run_seconds == pytest.approx(2.0 ** 63)
+
+
 async def test_list_sessions_filters_and_renames(session):
     await session.append("u1", [user("Atlas launch")])
     await session.append("u2", [user("Groceries")])
