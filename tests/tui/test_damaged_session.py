@@ -126,3 +126,29 @@ async def test_a_damaged_checkpoint_leaves_the_sessions_listed_and_opening_at_st
         assert [run.run_id for run in app.screen.query_one(RunsPane).runs] == []
         assert app.screen.chat.session_id == "s-fine"
         assert {info.session_id for info in app.screen.query_one(SessionsPane).listed} == {"s-fine", "s-damaged"}
+
+
+async def test_resuming_a_run_of_a_session_that_cannot_be_read_streams_it_into_its_own_session(tmp_path):
+    db = tmp_path / "lovia.db"
+    await build(db, damaged_is_newest=False)  # s-fine opens at start; s-damaged cannot be read
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", turn=0, session_id="s-damaged",
+                       first_input="what time is it", updated_at=0.0)
+        await checkpointer.save(RunSnapshot("r-resume", head, [UserMessage(text="what time is it")]))
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        assert chat.session_id == "s-fine"
+        await chat.resume("r-resume")
+        await settle(pilot)
+        assert app.is_running and told(app, "Could not open that session")
+        # The run went on in its own session, shown on its own (and failed there, saying why: the
+        # runner reads the session's runs too); the one shown before is untouched.
+        assert chat.session_id == "s-damaged"
+        assert not any("s-fine question" in view.copy_text() for view in chat.transcript.views)
+    async with SQLiteSession(db) as session:
+        assert len(await session.load("s-fine")) == 2
+    async with SQLiteCheckpointer(db) as checkpointer:
+        stored = (await checkpointer.load("r-resume")).head
+        assert stored.status == "failed" and "is damaged" in stored.error and SECRET not in stored.error
