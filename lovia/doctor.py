@@ -230,18 +230,16 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
     if not lost and not unreadable:
         report.add("sessions", "ok", "every stored run has its entries")
         return
-    if lost:
-        sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
-        report.add("sessions", "problem",
-                   f"{len(lost)} stored runs have lost their entries (the file is damaged), in sessions "
-                   f"{_ids(sessions)}: lovia cannot open those sessions, nor move them to the trash",
-                   "restore the file from a backup; the other sessions read as they are")
-    if unreadable:
-        sessions = list(dict.fromkeys(session_id for session_id, _ in unreadable))
-        report.add("sessions", "problem",
-                   f"{len(unreadable)} stored runs hold entries or run details that are not the JSON lovia wrote "
-                   f"(the file is damaged), in sessions {_ids(sessions)}: lovia cannot open those sessions",
-                   "restore the file from a backup; the other sessions read as they are")
+    for runs, what, cannot in [
+        (lost, "have lost their entries", "lovia cannot open those sessions, nor move them to the trash"),
+        (unreadable, "hold entries or run details that are not the JSON lovia wrote",
+         "lovia cannot open those sessions"),
+    ]:
+        if runs:
+            sessions = list(dict.fromkeys(session_id for session_id, _ in runs))
+            report.add("sessions", "problem",
+                       f"{len(runs)} stored runs {what} (the file is damaged), in sessions {_ids(sessions)}: {cannot}",
+                       "restore the file from a backup; the other sessions read as they are")
 
 
 def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from lovia.checkpoint import RunHead, RunSummary, with_partial
 from lovia.entries import Entry
-from lovia.errors import UserError
+from lovia.errors import DatabaseFileError, UserError
 from lovia.session import EntryPage, RunSpan, SessionInfo
 from lovia.transcript import locate_cut
 
@@ -137,3 +138,24 @@ def nothing_to_undo(session_id: str) -> UserError:
         f"nothing to undo in session {session_id!r}: no rewind since its last message (a message sent after a "
         "rewind, a plain rewind or a deletion forgets it)"
     )
+
+
+def readable_run_summaries(
+    rows: Iterable[tuple[str, Any, int, Any, Any]],
+    decode_head: Callable[[Any, str], RunHead],
+    partial: Callable[[Any, Any], Any],
+) -> list[RunSummary]:
+    """``list_runs``' summaries from rows of run id, stored head, entry count and journal (text, step).
+
+    A run whose head is damaged (``decode_head`` raises :class:`~lovia.errors.DatabaseFileError`)
+    is left out, not listed as something it may not be: see
+    :class:`~lovia.checkpoint.ListableCheckpointer`.
+    """
+    summaries = []
+    for run_id, head, count, text, step in rows:
+        try:
+            decoded = decode_head(head, run_id)
+        except DatabaseFileError:
+            continue
+        summaries.append(RunSummary(run_id, with_partial(decoded, partial(text, step)), count))
+    return summaries

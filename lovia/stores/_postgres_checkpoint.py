@@ -70,6 +70,7 @@ from lovia.checkpoint import (
 )
 from lovia.entries import entries_from_json
 from lovia.errors import DatabaseFileError
+from lovia.stores._common import readable_run_summaries
 from lovia.stores._postgres_db import PostgresDatabase, PostgresSchema
 from lovia.stores.sqlite import _encode, _encode_json, _JournalledRuns, _partial_answer, _StoredCounts
 from lovia.timing import ModelStep, step_to_dict
@@ -346,14 +347,7 @@ class PostgresCheckpointer:
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        summaries = []
-        for run_id, head, count, text, step in rows:
-            try:
-                decoded = _decode_head(head, run_id, self.where)
-            except DatabaseFileError:
-                continue  # left out, not listed as something it may not be (see ListableCheckpointer)
-            summaries.append(RunSummary(run_id, with_partial(decoded, _journal_row(text, step)), count))
-        return summaries
+        return readable_run_summaries(rows, lambda head, run_id: _decode_head(head, run_id, self.where), _journal_row)
 
 
 _HeadRow = tuple[str, str | None, float, str | None, int, str]

@@ -97,6 +97,7 @@ from lovia.stores._common import (
     nothing_to_undo,
     page_of,
     page_window,
+    readable_run_summaries,
     restore_refused,
     rewind_cut,
     title_from,
@@ -1361,14 +1362,7 @@ class SQLiteCheckpointer(_SQLiteStore):
         if statuses is not None and not statuses:
             return []
         rows = await self._db.read(read, "listing runs")
-        summaries = []
-        for run_id, head, count, text, step in rows:
-            try:
-                decoded = _decode_head(head, run_id, self.path)
-            except DatabaseFileError:
-                continue  # left out, not listed as something it may not be (see ListableCheckpointer)
-            summaries.append(RunSummary(run_id, with_partial(decoded, _partial_answer(text, step)), count))
-        return summaries
+        return readable_run_summaries(rows, lambda head, run_id: _decode_head(head, run_id, self.path), _partial_answer)
 
 
 _HeadRow = tuple[str, str | None, float, str]
