@@ -352,9 +352,12 @@ async def test_a_damaged_head_or_entry_is_refused_naming_the_run_and_the_databas
                           "WHERE run_id = 'r1'")
         with pytest.raises(DamagedEntryError) as entry:
             await checkpointer.load("r1")
+        await raw.execute("UPDATE lovia_run_entries SET data = '{\"type\": \"user\", \"text\": \"go\"}' "
+                          "WHERE run_id = 'r1'")  # the entry whole again: the head alone is damaged now
         await raw.execute("UPDATE lovia_runs SET head = '[\"secret\"]' WHERE run_id = 'r1'")
+        assert await checkpointer.list_runs() == []  # left out of the list (ListableCheckpointer), refused on load
         with pytest.raises(DatabaseFileError) as head:
-            await checkpointer.list_runs()
+            await checkpointer.load("r1")
         for refused in (entry.value, head.value):
             message = str(refused)
             assert "'r1'" in message and checkpointer.where in message

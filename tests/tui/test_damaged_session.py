@@ -102,9 +102,13 @@ async def test_paging_up_into_a_damaged_run_says_so_and_keeps_what_is_shown(tmp_
         await settle(pilot)
         told_before = sum("Could not read that part of the session" in n.message for n in app._notifications)
         assert told_before >= 1
+        # What was shown stays shown (home hid the window for a page it could not read: a blank transcript).
+        assert transcript.views and transcript.mounted_entries > 0
+        assert transcript.selected_view is not None and transcript.selected_view.display
         for _ in range(4):
             await pilot.press("pagedown", "pageup", "home")
             await settle(pilot)
+            assert transcript.views and transcript.mounted_entries > 0
         assert app.is_running
         # Said once for the session shown, not again at every page the reader comes near.
         assert sum("Could not read that part of the session" in n.message for n in app._notifications) == told_before

@@ -474,8 +474,8 @@ class Transcript(VerticalScroll, can_focus=True):
                     start, end = max(self._first.end if self._first else 0, self._total - self.page_size), self._total
                 shown = self._shown
                 page = await self._read(start, end)
-                if shown != self._shown:
-                    return
+                if page is None or shown != self._shown:
+                    return  # unreadable (said) or another session shown meanwhile: what is shown stays
             if kept is not None:
                 if to_first:
                     self._first = None
