@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.worker import WorkerCancelled
 
 from lovia import BUILTIN_TOOLS, Agent, SQLiteCheckpointer, SQLiteSession
@@ -29,6 +31,36 @@ def utc_and_no_clipboard(monkeypatch):
     monkeypatch.setattr(pyperclip, "copy", no_clipboard)
     yield
     time.tzset()
+
+
+@dataclass(frozen=True)
+class Told:
+    """One notification the app gave, as the user read it."""
+
+    message: str
+    title: str
+    severity: str
+
+
+@pytest.fixture(autouse=True)
+def every_notice(monkeypatch):
+    """Keep every notification an app gives, for ``told(app)``.
+
+    Textual drops a toast when its timeout passes, so a test that read the toasts still shown
+    missed a notice given more than a few seconds earlier on a slow machine.
+    """
+    shown = App.notify
+
+    def notify(self, message, *, title="", severity="information", timeout=None, markup=True):
+        told(self).append(Told(str(message), title, severity))
+        return shown(self, message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    monkeypatch.setattr(App, "notify", notify)
+
+
+def told(app: App) -> list[Told]:
+    """Every notification ``app`` gave since it was made (or since the list was last cleared)."""
+    return app.__dict__.setdefault("_told_in_tests", [])
 
 
 def make_app(db: Path, *, model=None, agent: Agent | None = None, session=None, state_dir: Path | None = None,

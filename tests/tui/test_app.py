@@ -29,7 +29,7 @@ from lovia.tui.widgets.run_header import RunHeader
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.transcript import MOUNTED_PAGES, PAGE
 from lovia.tui.widgets.user_message import UserMessageView
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 
 async def stored(db, session_id: str) -> list:
@@ -63,7 +63,7 @@ async def test_an_empty_message_is_not_sent(tmp_path):
         await pilot.press("space", "space", "enter")
         await settle(pilot)
         assert not app.screen.chat.transcript.children
-        assert any("empty message is not sent" in n.message for n in app._notifications)
+        assert any("empty message is not sent" in n.message for n in told(app))
 
 
 async def test_stop_then_resume(tmp_path):
@@ -188,7 +188,7 @@ async def test_trim_confirms_how_much_it_reclaims(tmp_path):
         assert "Trim 1 old tool output to 400 characters" in question and "4.6k chars" in question
         await pilot.press("y")
         await settle(pilot)
-        assert any("Trimmed 1 tool output." in n.message for n in app._notifications)
+        assert any("Trimmed 1 tool output." in n.message for n in told(app))
         result = next(e for e in await stored(tmp_path / "lovia.db", chat.session_id) if isinstance(e, ToolResult))
         assert result.trimmed_chars == 4600 and len(result.output) < 500
 
@@ -207,7 +207,7 @@ async def test_copy_falls_back_to_the_terminal_clipboard(tmp_path):
         await pilot.press("c")
         await pilot.pause()
         assert app.clipboard.startswith("Here:")
-        assert any("OSC 52" in n.message for n in app._notifications)
+        assert any("OSC 52" in n.message for n in told(app))
 
 
 async def test_expand_a_tool_call(tmp_path):

@@ -31,7 +31,7 @@ from lovia.tui.backend import ChatBackend
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from tests.stores.test_session_contract import _three_runs
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 
 class FourMethodSession:
@@ -164,7 +164,7 @@ async def test_a_session_that_trims_without_a_preview_asks_without_figures(tmp_p
         await settle(pilot)
         [result] = [e for e in await session.load(chat.session_id) if isinstance(e, ToolResult)]
         assert result.trimmed_chars > 0 and len(result.output) < 500
-        assert any("Trimmed 1 tool output." in n.message for n in app._notifications)
+        assert any("Trimmed 1 tool output." in n.message for n in told(app))
 
 
 # -- the backend's rewind, over the bundled stores ------------------------------------------

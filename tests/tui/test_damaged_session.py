@@ -18,7 +18,7 @@ from lovia.tui.widgets.runs_pane import RunsPane
 from lovia.tui.widgets.sessions_pane import SessionsPane
 from lovia.tui.widgets.transcript import Transcript
 
-from .conftest import make_app, settle, wait_for
+from .conftest import make_app, settle, told, wait_for
 
 SIZES = [(80, 24), (160, 45)]
 SECRET = "quokka-marmalade"
@@ -36,8 +36,8 @@ async def build(path: Path, *, damaged_is_newest: bool, runs: int = 1) -> None:
                      "lovia_segments WHERE session_id = 's-damaged')", (SECRET,))
 
 
-def told(app, words: str) -> bool:
-    return any(words in n.message and SECRET not in n.message for n in app._notifications)
+def was_told(app, words: str) -> bool:
+    return any(words in n.message and SECRET not in n.message for n in told(app))
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -57,7 +57,7 @@ async def test_opening_a_session_with_a_damaged_run_says_so_and_keeps_the_open_o
         await pilot.press("down", "enter")  # the older one: s-damaged
         await settle(pilot)
         assert app.is_running
-        assert told(app, "Could not open that session") and told(app, "damaged")
+        assert was_told(app, "Could not open that session") and was_told(app, "damaged")
         assert chat.session_id == "s-fine"  # what was open stays open, as it was
         assert "s-fine question 0" in chat.transcript.views[0].copy_text()
         # The app goes on: a message to the open session is answered and stored.
@@ -77,7 +77,7 @@ async def test_the_newest_session_damaged_at_start_up_opens_a_new_session_instea
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         assert app.is_running
-        assert told(app, "Could not open that session")
+        assert was_told(app, "Could not open that session")
         chat = app.screen.chat
         assert chat.session_id not in (None, "s-damaged", "s-fine")  # a new session, ready to send
         assert app.screen.has_class("-empty")  # the welcome of an empty session, as on any start
@@ -100,7 +100,7 @@ async def test_paging_up_into_a_damaged_run_says_so_and_keeps_what_is_shown(tmp_
         transcript.focus()
         await pilot.press("home")
         await settle(pilot)
-        told_before = sum("Could not read that part of the session" in n.message for n in app._notifications)
+        told_before = sum("Could not read that part of the session" in n.message for n in told(app))
         assert told_before >= 1
         # What was shown stays shown (home hid the window for a page it could not read: a blank transcript).
         assert transcript.views and transcript.mounted_entries > 0
@@ -111,7 +111,7 @@ async def test_paging_up_into_a_damaged_run_says_so_and_keeps_what_is_shown(tmp_
             assert transcript.views and transcript.mounted_entries > 0
         assert app.is_running
         # Said once for the session shown, not again at every page the reader comes near.
-        assert sum("Could not read that part of the session" in n.message for n in app._notifications) == told_before
+        assert sum("Could not read that part of the session" in n.message for n in told(app)) == told_before
 
 
 async def test_a_damaged_checkpoint_leaves_the_sessions_listed_and_opening_at_start_up(tmp_path):
@@ -146,7 +146,7 @@ async def test_resuming_a_run_of_a_session_that_cannot_be_read_streams_it_into_i
         assert chat.session_id == "s-fine"
         await chat.resume("r-resume")
         await settle(pilot)
-        assert app.is_running and told(app, "Could not open that session")
+        assert app.is_running and was_told(app, "Could not open that session")
         # The run went on in its own session, shown on its own (and failed there, saying why: the
         # runner reads the session's runs too); the one shown before is untouched.
         assert chat.session_id == "s-damaged"

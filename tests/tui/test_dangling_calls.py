@@ -20,7 +20,7 @@ from lovia.tui import format
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.inspector import DanglingCallList
 from screenshots.demo_data import BASE_TIME, build, build_stopped_runs
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 from tests.tui.test_crash_resume import crash_a_run
 
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
@@ -100,7 +100,7 @@ async def test_a_dangling_call_given_its_output_is_never_run_again(tmp_path, siz
         assert isinstance(entries[-1], ToolResult) and entries[-1].output == "waited 60 seconds before the crash"
         assert not calls.display and app.focused is app.screen.query_one("CheckpointInspector")
         assert "crashed between turns" in run_labels(app)["run-crashed"]
-        assert any("resuming will not run it again" in n.message for n in app._notifications)
+        assert any("resuming will not run it again" in n.message for n in told(app))
 
         app.screen.query_one("#run-list").focus()
         await pilot.pause()
@@ -187,7 +187,7 @@ async def test_a_call_decided_elsewhere_meanwhile_is_refused_with_the_run_id(tmp
         await pilot.press(*"decided here", "enter")
         await settle(pilot)
         assert any(f"tool call {call.call_id!r} of run 'run-crashed' has a result already" in n.message
-                   for n in app._notifications)
+                   for n in told(app))
     entries, _ = await stored(db)
     assert [e.output for e in entries if isinstance(e, ToolResult)] == ["decided there"]
 

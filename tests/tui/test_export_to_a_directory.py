@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lovia import AssistantMessage, SQLiteSession, UserMessage
 from lovia.tui.screens.prompt import PromptScreen
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 
 
 async def test_exporting_to_a_directory_is_refused_with_the_reason(tmp_path, monkeypatch):
@@ -23,6 +23,6 @@ async def test_exporting_to_a_directory_is_refused_with_the_reason(tmp_path, mon
         await pilot.press("ctrl+u", *"out", "enter")
         await settle(pilot)
         assert app.is_running and app.return_code is None
-        notices = [n.message for n in app._notifications]
+        notices = [n.message for n in told(app)]
         assert any("is a directory" in n for n in notices), notices
         assert list((work / "out").iterdir()) == []  # no temporary file left behind

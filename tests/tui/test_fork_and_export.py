@@ -10,7 +10,7 @@ from lovia import AssistantMessage, ForkOrigin, SQLiteSession, ToolCall, ToolRes
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.sessions_pane import SessionsPane
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 SIZES = [(80, 24), (160, 45)]
 
@@ -28,7 +28,7 @@ async def two_runs(db) -> None:
 
 
 def notices(app) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in told(app)]
 
 
 async def select(pilot, ups: int) -> None:

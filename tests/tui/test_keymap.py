@@ -30,7 +30,7 @@ from lovia.tui.keymap import (
 )
 from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(80, 24), (160, 45)]
@@ -291,7 +291,7 @@ async def test_a_clash_is_reported_when_the_app_starts(tmp_path):
     app = make_app(tmp_path / "lovia.db", keys={"app.help": ("ctrl+b",)})
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        warnings = [n for n in app._notifications if n.severity == "warning"]
+        warnings = [n for n in told(app) if n.severity == "warning"]
         assert len(warnings) == 1
         assert "ctrl+b is bound to app.help and main.toggle_sessions" in warnings[0].message
         assert "[keys]" in warnings[0].message and "[keys]" in warnings[0].title
@@ -304,7 +304,7 @@ async def test_no_notice_without_a_clash(tmp_path):
     app = make_app(tmp_path / "lovia.db", keys={"app.help": ("f12",)})
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert not [n for n in app._notifications if n.severity == "warning"]
+        assert not [n for n in told(app) if n.severity == "warning"]
 
 
 # -- lovia keys ----------------------------------------------------------------------------------

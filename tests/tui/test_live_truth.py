@@ -32,7 +32,7 @@ from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.run_header import RunHeader
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.usage import Usage
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 from tests.tui.test_app import _interrupted_run
 from tests.tui.test_running_elsewhere import plain, store_runs
 
@@ -279,11 +279,11 @@ async def test_actions_on_a_run_running_elsewhere_are_refused_at_once_and_focus_
         options.highlighted = ids.index("run-live")
         await pilot.pause()
         for key in ("x", "f"):
-            app._notifications.clear()
+            told(app).clear()
             await pilot.press(key)
             await settle(pilot)
             assert not isinstance(app.screen, ConfirmScreen)  # no question first
-            assert any("being executed by process 4242 on build-7" in n.message for n in app._notifications)
+            assert any("being executed by process 4242 on build-7" in n.message for n in told(app))
         await pilot.press("r")
         await settle(pilot)
         assert app.focused is options  # a refused resume leaves the reader in the list
@@ -330,7 +330,7 @@ async def test_the_inspector_wraps_entries_in_columns_without_markdown_and_copie
         app.screen.query_one("CheckpointInspector").focus()
         await pilot.press("c")
         await pilot.pause()
-        assert any("Copied the run id run-x" in n.message for n in app._notifications)
+        assert any("Copied the run id run-x" in n.message for n in told(app))
 
 
 async def test_trim_says_outputs_are_archived_and_a_trimmed_output_shows_whole_again(tmp_path):

@@ -23,7 +23,7 @@ from lovia.tui.widgets.transcript import KEPT_PAGES, MIN_PAGE, MOUNTED_PAGES, PA
 from lovia.tui.widgets.user_message import UserMessageView
 from screenshots.demo_data import LONG_SESSION, build
 
-from .conftest import make_app, settle, wait_for
+from .conftest import make_app, settle, told, wait_for
 
 ENTRIES = 3_000
 SIZES = [(80, 24), (160, 45)]
@@ -318,7 +318,7 @@ async def test_a_call_on_a_far_page_expands_copies_and_keeps_its_result(tmp_path
         assert not call.query_one("Collapsible").collapsed
         await pilot.press("c")
         await settle(pilot)
-        assert any("Copied the message" in n.message for n in app._notifications)
+        assert any("Copied the message" in n.message for n in told(app))
         # The next page's result is not shown again on its own.
         await pilot.press("end")
         await settle(pilot)

@@ -9,7 +9,7 @@ from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.timeline import TimelineScreen
 from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.sessions_pane import SessionsPane
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 
 MOVED = {
     "main.trash": ("f9",), "main.export": ("ctrl+e",), "transcript.fork": ("v",),
@@ -55,7 +55,7 @@ async def test_the_new_features_name_their_moved_keys(tmp_path):
         assert "f9 restores it" in app.screen.question and "f8" not in app.screen.question
         await pilot.press("y")
         await settle(pilot)
-        moved = [n.message for n in app._notifications if "trash" in n.message]
+        moved = [n.message for n in told(app) if "trash" in n.message]
         assert moved and all("f9 restores it" in m for m in moved), moved
 
         await pilot.press("f9")

@@ -8,7 +8,7 @@ from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQ
 from lovia.tui import format
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets import lists
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 from tests.tui.test_app import _interrupted_run
 from tests.tui.test_running_elsewhere import plain
 from tests.tui.test_several_windows import run_in_another_process, stored_session
@@ -154,7 +154,7 @@ async def test_the_open_session_deleted_in_another_window_is_said_and_the_welcom
             await other_window.clear("s-shared")
         await screen.check_other_windows()
         await settle(pilot)
-        assert any(n.message == "This session was deleted in another window." for n in app._notifications)
+        assert any(n.message == "This session was deleted in another window." for n in told(app))
         assert screen.chat.session_id != "s-shared" and screen.has_class("-empty")  # a new session, with the welcome
         assert app.focused is screen.query_one("#composer")
 

@@ -18,7 +18,7 @@ from lovia import (
 )
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.run_header import RunHeader
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 
 BUILD_HOST = RunOwner(host="build-7", pid=4242, started=99)
 
@@ -69,7 +69,7 @@ async def test_runs_pane_and_transcript_tell_running_elsewhere_from_crashed(tmp_
         assert "running elsewhere" in plain(app.screen.query_one("CheckpointInspector").shown)
         await pilot.press("r")
         await settle(pilot)
-        assert any("being executed by process 4242 on build-7" in n.message for n in app._notifications)
+        assert any("being executed by process 4242 on build-7" in n.message for n in told(app))
     async with SQLiteCheckpointer(db, wal=True) as checkpointer:
         live = (await checkpointer.load("run-live")).head
         assert (live.status, live.owner, live.claim) == ("running", BUILD_HOST, "token-run-live")
@@ -85,10 +85,10 @@ async def test_deleting_a_session_whose_run_executes_elsewhere_is_refused_before
         sessions.focus()
         sessions.highlighted = 0  # the only session, s-a
         await pilot.press("delete")
-        await wait_for(pilot, lambda: any("build-7" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: any("build-7" in n.message for n in told(app)))
         assert not isinstance(app.screen, ConfirmScreen)  # no question whose yes is then refused
         assert app.is_running and app.return_code is None
-        assert any("being executed by process 4242 on build-7" in n.message for n in app._notifications)
-        assert not any("lapsed job" in n.message or "live job" in n.message for n in app._notifications)
+        assert any("being executed by process 4242 on build-7" in n.message for n in told(app))
+        assert not any("lapsed job" in n.message or "live job" in n.message for n in told(app))
     async with SQLiteSession(db, wal=True) as session:
         assert [s.run_id for s in await session.segments("s-a")] == ["old"]  # nothing was deleted

@@ -9,7 +9,7 @@ import textwrap
 
 from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.tui.screens.main import MainScreen
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 OTHER_WINDOW = textwrap.dedent(
     """
@@ -142,7 +142,7 @@ async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up_or_holds_t
         assert transcript.run_ids == {"first"}  # not yanked from the message being read
         assert transcript.selected >= 0
         await pilot.pause()
-        assert any("changed in another window" in n.message for n in app._notifications)
+        assert any("changed in another window" in n.message for n in told(app))
 
         # Once the reader is back in the composer, the next check shows the new run.
         screen.query_one("#composer").focus()

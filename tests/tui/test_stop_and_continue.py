@@ -31,7 +31,7 @@ from lovia.models import DemoModel, ScriptedModel, ScriptedTurn, call
 from lovia.tui.backend import ChatBackend, RunsNeedDecision, SessionListing
 from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.widgets.run_header import RunHeader
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 
 def plain(renderable) -> str:
@@ -236,7 +236,7 @@ async def test_a_run_executing_in_another_process_refuses_sending_with_who_runs_
             assert app.screen.chat.session_id == "s-a"
             await type_and_send(pilot, "hurry up")
             assert any(f"being executed by process {process.pid}" in n.message and "wait for it to finish"
-                       in n.message for n in app._notifications)
+                       in n.message for n in told(app))
             assert app.screen.chat.composer.text == "hurry up"  # nothing was sent
             assert [s.run_id for s in await segments_of(db, "s-a")] == ["old"]
     finally:

@@ -9,7 +9,7 @@ from lovia.tui.backend import ChatBackend
 from lovia.tui.config import RememberedState
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.notice import NoticeView
-from tests.tui.conftest import make_app, settle, type_and_send
+from tests.tui.conftest import make_app, settle, told, type_and_send
 
 
 async def test_a_failing_store_during_a_refresh_is_told_and_the_app_stays_up(tmp_path):
@@ -28,7 +28,7 @@ async def test_a_failing_store_during_a_refresh_is_told_and_the_app_stays_up(tmp
         await chat.action_resume()
         await settle(pilot)
         assert app.is_running and app.return_code is None
-        notices = [n.message for n in app._notifications]
+        notices = [n.message for n in told(app)]
         assert any(m.startswith("Could not reload the lists:") and "closed" in m for m in notices)
         assert any(m.startswith("Could not read the session's title:") for m in notices)
         assert any(m.startswith("Could not list this session's runs:") for m in notices)

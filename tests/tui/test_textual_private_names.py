@@ -15,6 +15,7 @@ from textual.widgets import OptionList, TextArea
 
 from lovia.tui.widgets.composer import Composer
 from lovia.tui.widgets.sessions_pane import SessionList
+from tests.tui.conftest import Told, told
 
 
 @pytest.mark.parametrize(("ours", "textuals"), [(Composer, TextArea), (SessionList, OptionList)])
@@ -41,13 +42,16 @@ async def test_keys_the_composer_passes_on_are_typed():
         assert app.query_one(Composer).text == "hi x"
 
 
-async def test_the_apps_notifications_can_be_read():
-    # tests/tui read what the app told the user from App._notifications: Textual has no public reader.
+async def test_the_notices_tests_read_outlast_the_toasts():
+    # tests/tui read what the app told the user through conftest's wrapper of App.notify, not from
+    # App._notifications: Textual drops a toast when it times out, which on a slow machine came
+    # before the test looked (CI failed so).
     app = App[None]()
+    app.NOTIFICATION_TIMEOUT = 0.05
     async with app.run_test() as pilot:
-        app.notify("saved")
-        await pilot.pause()
-        assert [notification.message for notification in app._notifications] == ["saved"]
+        app.notify("saved", severity="warning")
+        await pilot.pause(0.3)
+        assert told(app) == [Told("saved", "", "warning")]
 
 
 def test_the_crash_report_we_replace_exists():

@@ -8,7 +8,7 @@ import asyncio
 from lovia import Agent, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.screens.timeline import FOLLOW_SECONDS, TimelineScreen
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 
 
 async def test_a_store_failing_while_the_timeline_follows_a_run_is_told_and_the_app_stays_up(tmp_path):
@@ -37,7 +37,7 @@ async def test_a_store_failing_while_the_timeline_follows_a_run_is_told_and_the_
         await pilot.pause(FOLLOW_SECONDS * 2.5)  # the follow reads it again meanwhile
         assert app.is_running and app.return_code is None
         assert app.screen is timeline  # what was drawn last stays
-        notices = [n.message for n in app._notifications]
+        notices = [n.message for n in told(app)]
         assert any(m.startswith("Could not follow the run's timeline:") for m in notices), notices
         await pilot.press("escape")
         release.set()

@@ -10,7 +10,7 @@ import pytest
 from lovia import SQLiteSession
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.trash import TrashScreen, purge_text
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 SIZES = [(80, 24), (160, 45)]
 
@@ -116,7 +116,7 @@ async def test_restore_refused_says_why_and_keeps_the_item(tmp_path):
         await pilot.press("r")
         await trash_settled(pilot)
         assert isinstance(app.screen, TrashScreen) and len(app.screen.items) == 1
-        assert any("exists again" in n.message for n in app._notifications)
+        assert any("exists again" in n.message for n in told(app))
         assert trash_rows(db) == 1
 
 
