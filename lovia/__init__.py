@@ -35,6 +35,7 @@ from lovia.errors import (
     StoreError,
     UserError,
 )
+from lovia.mcp import MCPServer, MCPServerError
 from lovia.models import DemoModel, Model, ScriptedModel, ScriptedTurn, resolve_model
 from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import (
@@ -78,7 +79,7 @@ from lovia.session import (
     UndoableRewindSession,
 )
 from lovia.stores import InMemoryCheckpointer, InMemorySession, SQLiteCheckpointer, SQLiteSession
-from lovia.tools import RunContext, Tool, ToolContext, tool
+from lovia.tools import RunContext, Tool, ToolContext, ToolError, tool
 from lovia.transcript import drop_dangling_tool_calls
 from lovia.usage import Usage
 
@@ -124,6 +125,8 @@ __all__ = [
     "ListableCheckpointer",
     "ListableSession",
     "LoviaError",
+    "MCPServer",
+    "MCPServerError",
     "MaxTurnsExceeded",
     "MessageCompleted",
     "Model",
@@ -165,6 +168,7 @@ __all__ = [
     "ToolCall",
     "ToolCallStarted",
     "ToolContext",
+    "ToolError",
     "ToolResult",
     "ToolResultReceived",
     "TrashedSession",

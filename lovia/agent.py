@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -13,6 +14,7 @@ from lovia.tools import RunContext, Tool, ToolSpec
 
 if TYPE_CHECKING:
     from lovia.entries import ToolCall, ToolResult
+    from lovia.mcp import MCPServer
     from lovia.models.base import Model
     from lovia.runtime.result import RunResult
 
@@ -66,7 +68,8 @@ class Agent(Generic[DepsT]):
     pass control to; the model sees one ``transfer_to_<name>`` tool per target. ``model``
     is a :class:`~lovia.models.base.Model` or a model string; ``None`` uses the configured
     default (``LOVIA_MODEL``, else the offline demo). Names must be unique across the
-    handoff graph: resume finds agents by name.
+    handoff graph: resume finds agents by name. ``mcp_servers`` offer their tools beside the
+    agent's own (:mod:`lovia.mcp`); each starts at its first use, and whoever made it stops it.
     """
 
     name: str
@@ -78,12 +81,14 @@ class Agent(Generic[DepsT]):
     input_guardrails: Sequence[Guardrail] = ()
     output_guardrails: Sequence[Guardrail] = ()
     hooks: RunHooks | None = None
+    mcp_servers: Sequence[MCPServer] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
             raise ValueError("an agent needs a name")
         self.tools = list(self.tools)
         self.handoffs = list(self.handoffs)
+        self.mcp_servers = list(self.mcp_servers)
 
     async def render_instructions(self, ctx: RunContext[DepsT]) -> str:
         """The system prompt for this run, freshly rendered."""
@@ -94,18 +99,45 @@ class Agent(Generic[DepsT]):
             return str(value)
         return self.instructions
 
-    def tool_specs(self) -> list[ToolSpec]:
-        """Everything the model is offered: own tools, then one transfer tool per handoff."""
-        specs = [t.spec for t in self.tools]
+    async def mcp_tools(self) -> list[Tool]:
+        """The tools of this agent's MCP servers, each server started if it is not running.
+
+        A server that cannot start offers none (its ``state`` and ``error`` say why). A tool
+        whose name an own tool, a handoff or an earlier server already has is left out, and
+        named in that server's ``left_out``: a name means one tool, in a run and on its resume.
+        """
+        if not self.mcp_servers:
+            return []
+        from lovia.mcp import MCPServerError
+
+        async def tools_of(server: MCPServer) -> list[Tool]:
+            try:
+                return list(await server.start())
+            except MCPServerError:
+                return []
+
+        listed = await asyncio.gather(*(tools_of(server) for server in self.mcp_servers))
+        taken = {spec.name for spec in self.tool_specs()}
+        offered: list[Tool] = []
+        for server, tools in zip(self.mcp_servers, listed, strict=True):
+            server.left_out = [t.name for t in tools if t.name in taken]
+            fresh = [t for t in tools if t.name not in taken]
+            offered.extend(fresh)
+            taken.update(t.name for t in fresh)
+        return offered
+
+    def tool_specs(self, extra: Sequence[Tool] = ()) -> list[ToolSpec]:
+        """Everything the model is offered: own tools, ``extra`` (its MCP tools), then one transfer tool per handoff."""
+        specs = [t.spec for t in (*self.tools, *extra)]
         for target in self.handoffs:
             about = f": {target.handoff_description}" if target.handoff_description else "."
             specs.append(ToolSpec(handoff_tool_name(target.name), f"Hand the conversation to {target.name}{about}",
                                   {"type": "object", "properties": {}, "additionalProperties": False}))
         return specs
 
-    def find_tool(self, name: str) -> Tool | None:
-        """This agent's own tool called ``name``."""
-        return next((t for t in self.tools if t.name == name), None)
+    def find_tool(self, name: str, extra: Sequence[Tool] = ()) -> Tool | None:
+        """This agent's own tool called ``name``, else the one of ``extra`` (its MCP tools)."""
+        return next((t for t in (*self.tools, *extra) if t.name == name), None)
 
     def handoff_target(self, tool_name: str) -> Agent[DepsT] | None:
         """The agent a ``transfer_to_*`` tool of this agent hands to."""

@@ -73,7 +73,10 @@ class ModelStep:
 
 @dataclass(frozen=True, slots=True)
 class ToolStep:
-    """One tool call (or handoff), by its ``call_id`` and tool ``name``; ``error`` when its result is an error."""
+    """One tool call (or handoff), by its ``call_id`` and tool ``name``; ``error`` when its result is an error.
+
+    ``server`` names the MCP server the call went to; ``None`` for the agent's own tools.
+    """
 
     call_id: str
     name: str
@@ -81,6 +84,7 @@ class ToolStep:
     finished_at: float | None = None
     error: bool = False
     cut_off: bool = False
+    server: str | None = None
     kind: Literal["tool"] = "tool"
 
     @property
@@ -130,7 +134,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step | None:
             return ToolStep(
                 call_id=str(data["call_id"]), name=str(data["name"]), started_at=float(data["started_at"]),
                 finished_at=_float(data.get("finished_at")), error=bool(data.get("error", False)),
-                cut_off=bool(data.get("cut_off", False)),
+                cut_off=bool(data.get("cut_off", False)), server=_str(data.get("server")),
             )
     except (KeyError, TypeError, ValueError):
         pass
@@ -182,7 +186,7 @@ def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
 _FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
               "turn", "cut_off", "streamed_until"),
-    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off"),
+    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server"),
 }
 
 

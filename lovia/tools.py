@@ -25,7 +25,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args, get_origin, get_typ
 
 from lovia.usage import Usage
 
-__all__ = ["RunContext", "Tool", "ToolContext", "ToolSpec", "tool"]
+__all__ = ["RunContext", "Tool", "ToolContext", "ToolError", "ToolSpec", "tool"]
 
 DepsT = TypeVar("DepsT")
 T = TypeVar("T")
@@ -159,6 +159,14 @@ async def _call_in_own_thread(function: Callable[[], T], *, thread_name: str) ->
 
 class ToolArgumentsError(ValueError):
     """The model's arguments do not fit the tool's schema; reported back to the model."""
+
+
+class ToolError(Exception):
+    """Raise from a tool to give the model exactly this message as the call's error result.
+
+    Any other exception is reported as ``TypeName: message``; this one as its message alone,
+    for a tool that words its failure for the model (an MCP server's own error, say).
+    """
 
 
 def tool(

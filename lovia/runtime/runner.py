@@ -57,6 +57,7 @@ from lovia.errors import (
     StoreError,
     UserError,
 )
+from lovia.mcp import MCPTool
 from lovia.models import ModelRequest, resolve_model
 from lovia.models.base import FinishChunk, Model, TextChunk, ToolCallChunk, UsageChunk
 from lovia.runtime.events import (
@@ -77,7 +78,7 @@ from lovia.runtime.result import RunResult
 from lovia.session import Segment, Session
 from lovia.stores._common import clean_meta, new_run_id
 from lovia.timing import ModelStep, Step, ToolStep, steps_to_meta
-from lovia.tools import RunContext, Tool, ToolArgumentsError, ToolContext
+from lovia.tools import RunContext, Tool, ToolArgumentsError, ToolContext, ToolError
 from lovia.transcript import dangling_tool_calls
 from lovia.usage import Usage
 
@@ -235,6 +236,7 @@ class _Run:
         self._emit: Callable[[RunEvent], None] = lambda event: None
         self._token = new_run_id()  # names this execution in the run's claim
         self.warnings: list[str] = []  # for RunResult.warnings, each also issued with warnings.warn
+        self._told_servers: set[str] = set()  # MCP servers whose failure to start was warned of
         self._last_save = time.monotonic()
         self._renewal_error: BaseException | None = None
         self._completed: RunResult | None = None  # set once the checkpoint says completed
@@ -572,7 +574,7 @@ class _Run:
         agent = self.agent
         if agent.name not in self._instructions:  # rendered once per start or resume, per agent
             self._instructions[agent.name] = await agent.render_instructions(self._context())
-        specs = agent.tool_specs()
+        specs = agent.tool_specs(await self._mcp_tools(agent))
         recall = self._recall_tool()
         if recall is not None:
             specs.append(recall.spec)
@@ -632,8 +634,11 @@ class _Run:
 
         async def execute(call: ToolCall) -> None:
             self._emit(ToolCallStarted(call, rerun))
-            step = self._step_started(ToolStep(call_id=call.call_id, name=call.name, started_at=time.time()))
-            result = await self._tool_result(call)
+            started_at = time.time()
+            tool = await self._find_tool(call.name)  # starts the MCP server the call goes to, if need be
+            step = self._step_started(ToolStep(call_id=call.call_id, name=call.name, started_at=started_at,
+                                               server=tool.server if isinstance(tool, MCPTool) else None))
+            result = await self._tool_result(call, tool)
             self._step_finished(step, error=result.is_error)
             self.entries.append(result)
             await self._save()  # after every tool result
@@ -652,7 +657,23 @@ class _Run:
                     await shielded(task)
             raise
 
-    async def _tool_result(self, call: ToolCall) -> ToolResult:
+    async def _mcp_tools(self, agent: Agent[Any]) -> list[Tool]:
+        """The agent's MCP tools; a server that cannot start is told once a run (its tools are not offered)."""
+        tools = await agent.mcp_tools()
+        for server in agent.mcp_servers:
+            if server.state == "failed" and server.name not in self._told_servers:
+                self._told_servers.add(server.name)
+                self._warn(f"MCP server {server.name!r} is not offered to the model: {server.error}")
+        return tools
+
+    async def _find_tool(self, name: str) -> Tool | None:
+        """The agent's tool called ``name`` (its own, then its MCP servers'), or the recall tool."""
+        tool = self.agent.find_tool(name)
+        if tool is None and self.agent.mcp_servers and self.agent.handoff_target(name) is None:
+            tool = self.agent.find_tool(name, await self._mcp_tools(self.agent))
+        return tool or self._recall_tool(named=name)
+
+    async def _tool_result(self, call: ToolCall, tool: Tool | None) -> ToolResult:
         # Checked before any path (tool, handoff, recall, unknown): a call whose arguments do
         # not parse, typically one cut off by the token limit, is never acted on.
         try:
@@ -662,11 +683,13 @@ class _Run:
         target = self.agent.handoff_target(call.name)
         if target is not None:
             return self._handoff_result(call, target)
-        tool = self.agent.find_tool(call.name) or self._recall_tool(named=call.name)
         if tool is None:
-            available = ", ".join(spec.name for spec in self.agent.tool_specs()) or "none"
+            available = ", ".join(spec.name for spec in self.agent.tool_specs(await self._mcp_tools(self.agent)))
+            available = available or "none"
+            down = [f"{s.name!r} ({s.error})" for s in self.agent.mcp_servers if s.state == "failed"]
+            why = f"; MCP servers not running, whose tools are not offered: {', '.join(down)}" if down else ""
             return ToolResult(call_id=call.call_id, name=call.name, is_error=True,
-                              output=f"unknown tool {call.name!r}; available tools: {available}")
+                              output=f"unknown tool {call.name!r}; available tools: {available}{why}")
         ctx = self._tool_context(call)
         if self.agent.hooks:
             await self.agent.hooks.on_tool_start(ctx, call)
@@ -674,6 +697,8 @@ class _Run:
             output, is_error = await tool.invoke(ctx, call.arguments), False
         except ToolArgumentsError as exc:
             output, is_error = f"invalid arguments for {call.name}: {exc}", True
+        except ToolError as exc:  # worded for the model by the tool itself
+            output, is_error = str(exc), True
         except Exception as exc:  # the model sees the failure and can react to it
             output, is_error = f"{type(exc).__name__}: {exc}", True
         result = ToolResult(call_id=call.call_id, output=output, name=call.name, is_error=is_error)

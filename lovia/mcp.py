@@ -1,0 +1,348 @@
+"""Model Context Protocol servers as an agent's tools, on the official ``mcp`` SDK (extra ``mcp``).
+
+An :class:`MCPServer` is one server: a command lovia starts and talks to over its stdin and
+stdout (``command``, ``args``, ``env``), or a streamable-HTTP endpoint (``url``). Give servers
+to an agent (``Agent(mcp_servers=[...])``) and the model is offered their tools, each with the
+JSON schema the server declares, under the server's own tool names.
+
+Promises:
+
+- A server starts on first use (the first model turn that offers its tools, or a dangling call
+  to it on resume), not when it is made, and :meth:`MCPServer.stop` ends it: a stdio server's
+  process is gone when ``stop`` returns. One that exits is started again at its next use.
+- A call is a tool call like any other: snapshotted, resumed and replayed as the run's other
+  calls are. Each carries the run's ``run_id`` and the call's ``call_id`` in its request's
+  ``_meta`` (keys ``run_id`` and ``call_id``), the same ids when a dangling call is run again on
+  resume, so a server can recognise a call it has seen.
+- What goes wrong becomes the call's error result, which the model sees, never a crash: a server
+  that cannot start, one that exits during a call, a call that outlasts ``call_timeout``, and the
+  server's own tool errors. The error names the server and what to do; it never quotes the
+  call's arguments or the server's environment.
+
+Two servers offering the same tool name (or a server and one of the agent's own tools): the
+first keeps it; the later server's tool is left out and named in :attr:`MCPServer.left_out`, so
+that a name always means the same tool in a run and on its resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+
+from lovia.errors import UserError
+from lovia.tools import Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+__all__ = ["MCPServer", "MCPServerError", "MCPTool", "ServerState"]
+
+ServerState = Literal["stopped", "starting", "running", "failed"]
+
+
+class MCPServerError(UserError):
+    """An MCP server could not be started or asked; the message names it and says what to do."""
+
+
+@dataclass(frozen=True)
+class MCPTool(Tool):
+    """A tool an MCP server offers; ``server`` is the server's name (shown beside its calls)."""
+
+    server: str = ""
+    mcp_server: MCPServer | None = field(default=None, repr=False, compare=False)
+
+    async def invoke(self, ctx: ToolContext[Any], arguments: str) -> str:
+        """Send the call to the server with the run's and call's ids; the server checks the arguments.
+
+        Raises :class:`~lovia.tools.ToolError` with the server's own words when the tool fails,
+        or with what went wrong when the server cannot be reached.
+        """
+        try:
+            parsed = json.loads(arguments) if arguments and arguments.strip() else {}
+        except ValueError as exc:
+            raise ToolError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
+        if not isinstance(parsed, dict):
+            raise ToolError(f"arguments must be a JSON object, got {type(parsed).__name__}")
+        assert self.mcp_server is not None
+        return await self.mcp_server.call(self.name, parsed, run_id=ctx.run_id, call_id=ctx.call_id)
+
+
+@dataclass(eq=False)
+class MCPServer:
+    """One MCP server: ``command`` (with ``args`` and ``env``) for stdio, or ``url`` for streamable HTTP.
+
+    ``call_timeout`` bounds one call, ``start_timeout`` the start and the listing of its tools
+    (seconds). A stdio server's standard error goes to ``log`` (a file path, appended to), else to
+    this process's standard error. ``env`` is added to the few variables the SDK passes on
+    (``HOME``, ``PATH`` and the like): a server sees no other variable of this process.
+    """
+
+    name: str
+    command: str | None = None
+    args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    url: str | None = None
+    call_timeout: float = 60.0
+    start_timeout: float = 30.0
+    log: Path | None = None
+
+    state: ServerState = field(default="stopped", init=False)
+    error: str | None = field(default=None, init=False)
+    """Why the server last failed to start or stopped answering; ``None`` while all is well."""
+    tools: list[MCPTool] = field(default_factory=list, init=False)
+    """The tools the server offered when it last started."""
+    left_out: list[str] = field(default_factory=list, init=False)
+    """Tool names of this server not offered because an earlier tool has the name."""
+    calls: int = field(default=0, init=False)
+
+    _session: ClientSession | None = field(default=None, init=False, repr=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.strip():
+            raise UserError("an MCP server needs a name")
+        if (self.command is None) == (self.url is None):
+            raise UserError(f"MCP server {self.name!r}: give either a command (stdio) or a url (streamable HTTP), "
+                            "not both and not neither")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise UserError(f"MCP server {self.name!r}: url must start with http:// or https://")
+        self.args = list(self.args)
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "stdio" if self.command is not None else "http"
+
+    @property
+    def where(self) -> str:
+        """The command or URL, for lists (no environment, which may hold secrets)."""
+        if self.command is not None:
+            return " ".join([self.command, *self.args])
+        assert self.url is not None
+        return self.url
+
+    async def __aenter__(self) -> MCPServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> list[MCPTool]:
+        """Start the server if it is not running, and return its tools.
+
+        Raises :class:`MCPServerError` when it cannot start or does not answer within
+        ``start_timeout``; :attr:`state` is then ``"failed"`` and :attr:`error` says why.
+        """
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.state == "running" and self._task is not None and not self._task.done():
+                return self.tools
+            await self._end_task()
+            self.state, self.error = "starting", None
+            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._task = asyncio.create_task(self._serve(ready, self._stop), name=f"lovia-mcp-{self.name}")
+            try:
+                await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
+            except TimeoutError:
+                await self._end_task()
+                self._failed(f"did not answer within {self.start_timeout:g} s of starting")
+            except BaseException:
+                await self._end_task()
+                raise
+            self.state = "running"
+            return self.tools
+
+    async def stop(self) -> None:
+        """End the session and, for a stdio server, its process; idempotent."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await self._end_task()
+            self.state = "stopped" if self.state != "failed" else "failed"
+
+    async def call(self, tool: str, arguments: dict[str, Any], *, run_id: str, call_id: str) -> str:
+        """Call ``tool`` with ``arguments``, carrying ``run_id`` and ``call_id`` in the request's ``_meta``.
+
+        Returns the result's text. Raises :class:`~lovia.tools.ToolError` with the server's words
+        when the tool reports an error, and when the server cannot start, exits during the call or
+        does not answer within ``call_timeout``.
+        """
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, RequestParamsMeta
+
+        try:
+            await self.start()
+        except MCPServerError as exc:
+            raise ToolError(str(exc)) from None
+        session = self._session
+        assert session is not None
+        self.calls += 1
+        try:
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=self.call_timeout,
+                                             meta=cast(RequestParamsMeta, {"run_id": run_id, "call_id": call_id}))
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise ToolError(f"MCP server {self.name!r} did not answer {tool} within {self.call_timeout:g} s; "
+                                "the call may still be running there") from None
+            if exc.code == CONNECTION_CLOSED:
+                self.error = "exited during a call" + self._see_log()
+                await self._lost()
+                raise ToolError(f"MCP server {self.name!r} exited during the call to {tool}{self._see_log()}; "
+                                "it is started again at its next call") from None
+            raise ToolError(f"MCP server {self.name!r} refused the call to {tool}: {exc.message}") from None
+        text = result_text(result.content, result.structured_content)
+        if result.is_error:
+            raise ToolError(text or f"{tool} failed on MCP server {self.name!r} (it gave no reason)")
+        return text
+
+    # -- the session's own task ------------------------------------------------------------------
+
+    async def _serve(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        """Open the transport and the session, list the tools, then hold both open until ``stop``.
+
+        One task enters and leaves the SDK's context managers: they are anyio cancel scopes,
+        which must be left in the task that entered them.
+        """
+        from mcp import ClientSession
+        from mcp_types import Implementation
+
+        from lovia import __version__
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(stack))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, client_info=Implementation(name="lovia", version=__version__)))
+                await session.initialize()
+                self.tools = await self._list_tools(session)
+                self._session = session
+                ready.set_result(None)
+                await stop.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(MCPServerError(self._start_error(exc)))
+        finally:
+            self._session = None
+            if not ready.done():  # cancelled while starting
+                ready.cancel()
+
+    def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        if self.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+
+            return streamable_http_client(self.url)
+        from mcp import StdioServerParameters, stdio_client
+
+        errlog: TextIO = sys.stderr
+        if self.log is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            errlog = stack.enter_context(self.log.open("a", encoding="utf-8"))
+        assert self.command is not None
+        return stdio_client(StdioServerParameters(command=self.command, args=list(self.args),
+                                                  env=dict(self.env) if self.env else None), errlog=errlog)
+
+    async def _list_tools(self, session: ClientSession) -> list[MCPTool]:
+        from mcp_types import PaginatedRequestParams
+
+        tools: list[MCPTool] = []
+        cursor: str | None = None
+        while True:
+            listed = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            for found in listed.tools:
+                schema = dict(found.input_schema or {}) or {"type": "object", "properties": {}}
+                tools.append(MCPTool(name=found.name, description=found.description or "", parameters=schema,
+                                     function=_not_called, takes_context=True, server=self.name, mcp_server=self))
+            cursor = listed.next_cursor
+            if not cursor:
+                return tools
+
+    async def _end_task(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        except BaseException:
+            if not task.done():
+                raise
+        self._session = None
+
+    async def _lost(self) -> None:
+        """The server went away: end what is left of its session, so the next use starts it again."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await self._end_task()
+            self.state = "failed"
+
+    def _failed(self, why: str) -> None:
+        self.state, self.error = "failed", why
+        raise MCPServerError(f"MCP server {self.name!r} {why}{self._see_log()}; {self._fix()}")
+
+    def _start_error(self, exc: Exception) -> str:
+        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # anyio's task groups wrap it
+            exc = exc.exceptions[0]
+        if isinstance(exc, FileNotFoundError) and self.command is not None:
+            why = f"could not start: no program {self.command!r} was found"
+        elif isinstance(exc, OSError):
+            why = f"could not start: {exc.strerror or exc}"
+        else:
+            why = f"could not start: {_short(exc)}"
+        self.state, self.error = "failed", why
+        return f"MCP server {self.name!r} {why}{self._see_log()}; {self._fix()}"
+
+    def _see_log(self) -> str:
+        return f" (its messages are in {self.log})" if self.log is not None and self.command is not None else ""
+
+    def _fix(self) -> str:
+        if self.command is not None:
+            return "check its command and args, and that it speaks MCP on stdin and stdout"
+        return "check its url and that the server is up"
+
+
+def result_text(content: Sequence[Any], structured: Mapping[str, Any] | None = None) -> str:
+    """A tool result's content as the text a model is given: text as is, other kinds named."""
+    parts: list[str] = []
+    for block in content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {getattr(block, 'mime_type', '')}, {len(getattr(block, 'data', ''))} characters "
+                         "of base64 not shown]")
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(text if text is not None else f"[resource {resource.uri}]")
+        elif kind == "resource_link":
+            parts.append(f"[resource {block.uri}]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content]")
+    if not parts and structured:
+        return json.dumps(structured, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+def _not_called(*args: Any, **kwargs: Any) -> Any:  # MCPTool.invoke sends the call to its server instead
+    raise AssertionError("an MCP tool is called through its server")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
