@@ -99,14 +99,15 @@ class Agent(Generic[DepsT]):
             return str(value)
         return self.instructions
 
-    async def mcp_tools(self) -> list[Tool]:
-        """The tools of this agent's MCP servers, each server started if it is not running.
+    async def mcp_tools(self, extra_servers: Sequence[MCPServer] = ()) -> list[Tool]:
+        """The tools of this agent's MCP servers, then of ``extra_servers``, each server started if it is not running.
 
         A server that cannot start offers none (its ``state`` and ``error`` say why). A tool
         whose name an own tool, a handoff or an earlier server already has is left out, and
         named in that server's ``left_out``: a name means one tool, in a run and on its resume.
         """
-        if not self.mcp_servers:
+        servers = [*self.mcp_servers, *(s for s in extra_servers if s not in self.mcp_servers)]
+        if not servers:
             return []
         from lovia.mcp import MCPServerError
 
@@ -116,10 +117,10 @@ class Agent(Generic[DepsT]):
             except MCPServerError:
                 return []
 
-        listed = await asyncio.gather(*(tools_of(server) for server in self.mcp_servers))
+        listed = await asyncio.gather(*(tools_of(server) for server in servers))
         taken = {spec.name for spec in self.tool_specs()}
         offered: list[Tool] = []
-        for server, tools in zip(self.mcp_servers, listed, strict=True):
+        for server, tools in zip(servers, listed, strict=True):
             server.left_out = [t.name for t in tools if t.name in taken]
             fresh = [t for t in tools if t.name not in taken]
             offered.extend(fresh)

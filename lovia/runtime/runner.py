@@ -57,7 +57,7 @@ from lovia.errors import (
     StoreError,
     UserError,
 )
-from lovia.mcp import MCPTool
+from lovia.mcp import MCPServer, MCPTool
 from lovia.models import ModelRequest, resolve_model
 from lovia.models.base import FinishChunk, Model, TextChunk, ToolCallChunk, UsageChunk
 from lovia.runtime.events import (
@@ -107,6 +107,7 @@ class Runner:
         deps: Any = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         context_policy: ContextPolicy | None = None,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> RunResult:
         """Run ``agent`` on ``input`` to completion and return the result.
 
@@ -116,9 +117,13 @@ class Runner:
         a cancellation waits for that to end and is raised after it: the run is completed and
         in the session, ``RunCompleted`` was emitted, and ``on_run_end`` is not called.
         Errors propagate after the checkpoint is marked ``failed``.
+
+        ``mcp_servers`` are offered to every agent of the run, after each agent's own
+        (``Agent.mcp_servers``): servers chosen per run, as the app enables them per session.
         """
         stream = Runner.stream(agent, input, session=session, session_id=session_id, checkpoint=checkpoint,
-                               deps=deps, max_turns=max_turns, context_policy=context_policy)
+                               deps=deps, max_turns=max_turns, context_policy=context_policy,
+                               mcp_servers=mcp_servers)
         async for _ in stream:
             pass
         if stream.result is None:  # stopped through stream.stop(), which run() never calls
@@ -136,6 +141,7 @@ class Runner:
         deps: Any = None,
         max_turns: int = DEFAULT_MAX_TURNS,
         context_policy: ContextPolicy | None = None,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> RunStream:
         """A run whose events are yielded as they happen; iterate it once.
 
@@ -143,7 +149,8 @@ class Runner:
         ``stop()`` interrupts the run: the stream then yields :class:`RunInterrupted` and ends.
         """
         return RunStream(_Run(agent, input, session=session, session_id=session_id, checkpoint=checkpoint,
-                              deps=deps, max_turns=max_turns, context_policy=context_policy))
+                              deps=deps, max_turns=max_turns, context_policy=context_policy,
+                              mcp_servers=mcp_servers))
 
 
 _DONE = object()
@@ -208,6 +215,7 @@ class _Run:
         deps: Any,
         max_turns: int,
         context_policy: ContextPolicy | None,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> None:
         if session is not None and not session_id:
             raise UserError("a session needs a session_id: pass session_id=... to say which conversation this is")
@@ -221,6 +229,7 @@ class _Run:
         self.deps = deps
         self.max_turns = max_turns
         self.policy = context_policy
+        self.mcp_servers = list(mcp_servers)
         self.run_id = checkpoint.run_id if checkpoint else new_run_id()
         # Asked once: a check against a runtime protocol inspects every member.
         self._claims_atomically = checkpoint is not None and isinstance(checkpoint.checkpointer, ClaimingCheckpointer)
@@ -658,18 +667,21 @@ class _Run:
             raise
 
     async def _mcp_tools(self, agent: Agent[Any]) -> list[Tool]:
-        """The agent's MCP tools; a server that cannot start is told once a run (its tools are not offered)."""
-        tools = await agent.mcp_tools()
-        for server in agent.mcp_servers:
+        """The MCP tools offered to ``agent``; a server that cannot start is told once a run, its tools left out."""
+        tools = await agent.mcp_tools(self.mcp_servers)
+        for server in self._servers_of(agent):
             if server.state == "failed" and server.name not in self._told_servers:
                 self._told_servers.add(server.name)
                 self._warn(f"MCP server {server.name!r} is not offered to the model: {server.error}")
         return tools
 
+    def _servers_of(self, agent: Agent[Any]) -> list[MCPServer]:
+        return [*agent.mcp_servers, *self.mcp_servers]
+
     async def _find_tool(self, name: str) -> Tool | None:
         """The agent's tool called ``name`` (its own, then its MCP servers'), or the recall tool."""
         tool = self.agent.find_tool(name)
-        if tool is None and self.agent.mcp_servers and self.agent.handoff_target(name) is None:
+        if tool is None and self._servers_of(self.agent) and self.agent.handoff_target(name) is None:
             tool = self.agent.find_tool(name, await self._mcp_tools(self.agent))
         return tool or self._recall_tool(named=name)
 
@@ -686,7 +698,7 @@ class _Run:
         if tool is None:
             available = ", ".join(spec.name for spec in self.agent.tool_specs(await self._mcp_tools(self.agent)))
             available = available or "none"
-            down = [f"{s.name!r} ({s.error})" for s in self.agent.mcp_servers if s.state == "failed"]
+            down = [f"{s.name!r} ({s.error})" for s in self._servers_of(self.agent) if s.state == "failed"]
             why = f"; MCP servers not running, whose tools are not offered: {', '.join(down)}" if down else ""
             return ToolResult(call_id=call.call_id, name=call.name, is_error=True,
                               output=f"unknown tool {call.name!r}; available tools: {available}{why}")
