@@ -21,6 +21,8 @@ from lovia.errors import LoviaError, UserError
 if TYPE_CHECKING:
     from lovia.checkpoint import Checkpointer
     from lovia.session import Session
+    from lovia.tui.config import Config, RememberedState
+    from lovia.tui.session_servers import SessionServers
 
 DEFAULT_INSTRUCTIONS = (
     "You are lovia's assistant in a terminal. Be concise and use Markdown. You have tools: "
@@ -54,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
                                         "else demo)")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     parser.add_argument("--theme", help=f"one of {', '.join(THEME_NAMES)} (or any Textual theme); remembered")
+    mcp = parser.add_mutually_exclusive_group()
+    mcp.add_argument("--mcp", action="append", metavar="NAME",
+                     help="offer only this MCP server of the config file's [mcp.servers.NAME] tables (repeat for "
+                          "more), even one with enabled = false; needs the mcp extra: pip install 'lovia[mcp]'")
+    mcp.add_argument("--no-mcp", action="store_true", help="offer no MCP server, whatever the config file says")
     return parser
 
 
@@ -181,17 +188,56 @@ def build_app(args: argparse.Namespace):
             make_private_dirs(db.parent)  # parents too: 0700 whatever the umask
         except OSError as exc:
             raise UserError(f"cannot create the data directory {db.parent}: {exc.strerror}") from None
+    state = RememberedState(data_dir() / "state.json")
+    servers = session_servers(config, args, state, db)
     session, checkpointer = asyncio.run(open_stores(db))
     backend = ChatBackend(
         session, checkpointer, agent,
         # the archive makes its own directory (0700) when it first keeps an output
         context_policy=ContextPolicy(result_store=FileResultStore(archive_dir(db))),
-        trash_days=config.trash_days,
+        trash_days=config.trash_days, mcp=servers,
     )
-    state = RememberedState(data_dir() / "state.json")
     # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's
     return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state,
                     tune_collector_for_startup=True, keys=config.keys)
+
+
+def session_servers(config: Config, args: argparse.Namespace, state: RememberedState, db: DbLocation) -> SessionServers:
+    """The MCP servers of the config file the app may offer, as ``--mcp`` and ``--no-mcp`` choose them.
+
+    Without either flag every server is listed, on in every session unless ``enabled = false``;
+    ``--mcp NAME`` lists only the named ones, on by default; ``--no-mcp`` lists none. A stdio
+    server's messages go to ``mcp-NAME.log`` beside the tool-output archive.
+    """
+    from lovia.tui.config import config_path
+    from lovia.tui.session_servers import SessionServers
+
+    settings = list(config.mcp_servers)
+    if args.no_mcp:
+        return SessionServers(state=state)
+    if args.mcp:
+        known = {s.name for s in settings}
+        unknown = [name for name in args.mcp if name not in known]
+        if unknown:
+            have = ", ".join(sorted(known)) or "none (add [mcp.servers.NAME] tables to it)"
+            raise UserError(f"--mcp {unknown[0]}: the config file {config_path()} has no [mcp.servers.{unknown[0]}]; "
+                            f"its servers: {have}")
+        settings = [s for s in settings if s.name in args.mcp]
+        on = {s.name for s in settings}
+    else:
+        on = {s.name for s in settings if s.enabled}
+    if settings:
+        check_mcp_installed()
+    log_dir = archive_dir(db).parent
+    return SessionServers([s.server(log_dir) for s in settings], on_by_default=on, state=state)
+
+
+def check_mcp_installed() -> None:
+    try:
+        importlib.import_module("mcp")
+    except ImportError:
+        raise UserError("the config file names MCP servers, but the MCP SDK is not installed: pip install "
+                        "'lovia[mcp]' (or start with --no-mcp)") from None
 
 
 def archive_dir(db: DbLocation) -> Path:

@@ -77,6 +77,7 @@ from lovia.session import (
 from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
 from lovia.timing import Step, steps_from_meta, steps_to_meta
 from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
+from lovia.tui.session_servers import SessionServers
 
 FORK_MARK = "⑂"
 """What a fork's title begins with, and what marks a forked session where it is shown."""
@@ -385,8 +386,10 @@ class ChatBackend:
 
     def __init__(self, session: Session, checkpointer: Checkpointer, agent: Agent[Any], *,
                  context_policy: ContextPolicy | None = None, max_turns: int = 25,
-                 trash_days: float = DEFAULT_TRASH_DAYS) -> None:
+                 trash_days: float = DEFAULT_TRASH_DAYS, mcp: SessionServers | None = None) -> None:
         self.session = session
+        self.mcp = mcp or SessionServers()
+        """The MCP servers runs may offer, switched on or off per session."""
         self.trash_days = trash_days
         self._trash_purged = False  # the expired trash is purged once at the first listing, then as it is listed
         self.checkpointer = checkpointer
@@ -397,7 +400,8 @@ class ChatBackend:
         self._dangling: dict[str, tuple[tuple[float, int], tuple[ToolCall, ...]]] = {}  # see dangling_calls
 
     async def close(self) -> None:
-        """Close both stores (the ones that can be closed)."""
+        """Stop the MCP servers that were started, then close both stores (the ones that can be closed)."""
+        await self.mcp.stop()
         for store in (self.session, self.checkpointer):
             if isinstance(store, ClosableStore):
                 await store.close()
@@ -792,7 +796,7 @@ class ChatBackend:
         run_id = f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
         stream = Runner.stream(agent, [message], session=self.session, session_id=session_id,
                                checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
-                               context_policy=self.context_policy)
+                               context_policy=self.context_policy, mcp_servers=self.mcp.offered(session_id))
         return StartedRun(message, stream, agent.name, tuple(settled))
 
     async def _continuing_agent(self, session_id: str) -> Agent[Any]:
@@ -847,7 +851,8 @@ class ChatBackend:
             raise UserError(f"run {run_id} belongs to no session, so it cannot be shown here")
         stream = Runner.stream(self.agent, [], session=self.session, session_id=session_id,
                                checkpoint=CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only"),
-                               max_turns=self.max_turns, context_policy=self.context_policy)
+                               max_turns=self.max_turns, context_policy=self.context_policy,
+                               mcp_servers=self.mcp.offered(session_id))
         return session_id, stream
 
     async def complete_call(self, run_id: str, call_id: str, *, output: str | None = None,

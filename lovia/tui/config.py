@@ -8,6 +8,9 @@
   ``db = "~/team.db"`` or ``db = "postgresql://bob@db.internal/lovia"`` is where sessions and
   checkpoints live instead of ``lovia.db`` (``--db`` wins; a relative path is taken from the
   config file's directory; see :mod:`lovia.db_location`);
+  ``[mcp.servers.NAME]`` tables are MCP servers whose tools the model is offered (:mod:`lovia.mcp`):
+  ``command``, ``args`` and ``env`` for one lovia starts, or ``url`` for a streamable-HTTP one, and
+  ``enabled = false`` to leave one off unless ``--mcp NAME`` asks for it;
 - state: ``<user data dir>/state.json``, what the app remembers (the last theme), so the
   user's config file is never rewritten.
 The API key is never read from or written to any file: it comes from the environment.
@@ -21,7 +24,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
@@ -30,8 +33,12 @@ from lovia.db_location import DbLocation, parse_db_location
 from lovia.errors import UserError
 from lovia.tui.keymap import parse_keys
 
+if TYPE_CHECKING:
+    from lovia.mcp import MCPServer
+
 APP_NAME = "lovia"
-CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys", "db"}
+CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys", "db", "mcp"}
+MCP_SERVER_KEYS = {"command", "args", "env", "url", "enabled", "timeout"}
 
 
 def data_dir() -> Path:
@@ -59,6 +66,8 @@ class Config:
     """The ``[keys]`` table, validated by :func:`lovia.tui.keymap.parse_keys`: action name -> keys."""
     db: DbLocation | None = None
     """Where sessions and checkpoints live (``None``: :func:`default_db_path`); ``--db`` wins over it."""
+    mcp_servers: tuple[MCPServerSettings, ...] = ()
+    """The ``[mcp.servers.NAME]`` tables, in the file's order."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Config:
@@ -76,6 +85,7 @@ class Config:
             raise UserError(f"the config file {path} has unknown keys {', '.join(unknown)}; "
                             f"lovia reads {', '.join(sorted(CONFIG_KEYS))}")
         keys = parse_keys(data.pop("keys"), str(path)) if "keys" in data else {}
+        mcp_servers = parse_mcp_servers(data.pop("mcp"), path) if "mcp" in data else ()
         trash_days = data.pop("trash_days", cls.trash_days)
         if isinstance(trash_days, bool) or not isinstance(trash_days, (int, float)) or not 0 <= trash_days < 1e6:
             raise UserError(f"trash_days in {path} must be a number of days, 0 or more (e.g. trash_days = 30), "
@@ -85,7 +95,73 @@ class Config:
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
         db = data.pop("db", None)
         location = parse_db_location(db, source=f"db in {path}", relative_to=path.parent) if db is not None else None
-        return cls(trash_days=float(trash_days), **data, keys=keys, db=location)
+        return cls(trash_days=float(trash_days), **data, keys=keys, db=location, mcp_servers=mcp_servers)
+
+
+@dataclass(frozen=True)
+class MCPServerSettings:
+    """One ``[mcp.servers.NAME]`` table: a server the app may offer the model (see :mod:`lovia.mcp`)."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+    enabled: bool = True
+    """Offered in every session unless switched off there; ``false``: only with ``--mcp NAME``."""
+    timeout: float = 60.0
+    """Seconds one call may take."""
+
+    def server(self, log_dir: Path) -> MCPServer:
+        """A fresh, unstarted server; a stdio server's messages go to ``log_dir/mcp-NAME.log``."""
+        from lovia.mcp import MCPServer
+
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+        return MCPServer(self.name, command=self.command, args=self.args, env=dict(self.env) or None, url=self.url,
+                         call_timeout=self.timeout, log=log_dir / f"mcp-{safe}.log")
+
+
+def parse_mcp_servers(table: object, path: Path) -> tuple[MCPServerSettings, ...]:
+    """The ``[mcp.servers.NAME]`` tables of the config file at ``path``, checked; errors say which and how to fix."""
+    example = '[mcp.servers.files]\ncommand = "npx"\nargs = ["-y", "@modelcontextprotocol/server-filesystem", "~"]'
+    if not isinstance(table, dict) or set(table) - {"servers"}:
+        raise UserError(f"the [mcp] table in {path} holds only [mcp.servers.NAME] tables, e.g.\n{example}")
+    servers = table.get("servers", {})
+    if not isinstance(servers, dict):
+        raise UserError(f"mcp.servers in {path} must be tables, one per server, e.g.\n{example}")
+    found = []
+    for name, settings in servers.items():
+        where = f"[mcp.servers.{name}] in {path}"
+        if not isinstance(settings, dict):
+            raise UserError(f"{where} must be a table with a command or a url, e.g.\n{example}")
+        unknown = sorted(set(settings) - MCP_SERVER_KEYS)
+        if unknown:
+            raise UserError(f"{where} has unknown keys {', '.join(unknown)}; "
+                            f"it reads {', '.join(sorted(MCP_SERVER_KEYS))}")
+        command, url = settings.get("command"), settings.get("url")
+        if (command is None) == (url is None):
+            raise UserError(f"{where} needs either command (a server lovia starts) or url (a streamable-HTTP "
+                            "server), not both and not neither")
+        for key in ("command", "url"):
+            if key in settings and not (isinstance(settings[key], str) and settings[key].strip()):
+                raise UserError(f"{key} in {where} must be a non-empty string")
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise UserError(f"url in {where} must start with http:// or https://")
+        args = settings.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise UserError(f"args in {where} must be a list of strings, e.g. args = [\"--root\", \"~/notes\"]")
+        env = settings.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            # the values may be secrets: never quoted
+            raise UserError(f"env in {where} must be a table of strings, e.g. env = {{ API_TOKEN = \"...\" }}")
+        enabled = settings.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise UserError(f"enabled in {where} must be true or false")
+        timeout = settings.get("timeout", 60.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
+            raise UserError(f"timeout in {where} must be the seconds one call may take, e.g. timeout = 60")
+        found.append(MCPServerSettings(name, command, tuple(args), dict(env), url, enabled, float(timeout)))
+    return tuple(found)
 
 
 class RememberedState:
