@@ -64,7 +64,7 @@ SCOPE_TITLES = {
     "app": "Anywhere", "main": "Main screen", "chat": "Conversation", "composer": "Composer",
     "transcript": "Transcript", "sessions": "Sessions list", "sessions-filter": "Sessions filter",
     "runs": "Runs list", "inspector": "Checkpoint inspector", "help": "Help screen",
-    "confirm": "Yes/no question", "choice": "Choice dialog", "prompt": "Text prompt",
+    "confirm": "Yes/no question", "choice": "Choice dialog", "prompt": "Text prompt", "mcp": "MCP servers",
 }
 """How the help screen and ``lovia keys`` title a scope; an unlisted scope is titled by its name."""
 

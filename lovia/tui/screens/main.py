@@ -35,6 +35,7 @@ from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
 from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.mcp_servers import ServersScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.screens.search import MatchNavigator, SearchResults, SearchScreen
 from lovia.tui.screens.timeline import TimelineScreen, run_for_timeline
@@ -99,6 +100,8 @@ class MainScreen(Screen):
                 tooltip="Fold the pane shown over the conversation", id="main.close_overlay"),
         Binding("f8", "trash", "Trash", show=False, id="main.trash",
                 tooltip="The sessions you deleted: restore one, or purge it now"),
+        Binding("f5", "mcp_servers", "MCP servers", show=False, id="main.mcp_servers",
+                tooltip="The MCP servers of the config file, their tools; switch one on or off in this session"),
     ]
 
     DEFAULT_CSS = """
@@ -556,6 +559,9 @@ class MainScreen(Screen):
 
     def action_trash(self) -> None:
         self._trash_flow()
+
+    def action_mcp_servers(self) -> None:
+        self.app.push_screen(ServersScreen(self.backend.mcp, self.chat.session_id))
 
     @work(group="dialog")  # not exclusive: that would cancel the group's other user actions (a run starting)
     async def _trash_flow(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from lovia.checkpoint import RunSnapshot
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult
+from lovia.timing import Step, ToolStep
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
 from lovia.tui.backend import STATE_LABELS, TranscriptRun, run_state
@@ -113,13 +114,14 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             calls.focus()
             self.call_after_refresh(self.scroll_end, animate=False)  # they come last: below the fold
 
-    def _show(self, run_id: str | None, renderable: RenderableType, dangling: Sequence[ToolCall] = ()) -> None:
+    def _show(self, run_id: str | None, renderable: RenderableType, dangling: Sequence[ToolCall] = (),
+              servers: Mapping[str, str] | None = None) -> None:
         self.run_id = run_id
         self.shown = renderable
         self.query_one("#inspector-body", Static).update(renderable)
-        self._list_dangling(tuple(dangling))
+        self._list_dangling(tuple(dangling), servers or {})
 
-    def _list_dangling(self, dangling: tuple[ToolCall, ...]) -> None:
+    def _list_dangling(self, dangling: tuple[ToolCall, ...], servers: Mapping[str, str]) -> None:
         """List ``dangling`` (hide the list when empty); the call highlighted before stays highlighted."""
         calls = self.query_one(DanglingCallList)
         if dangling == self.dangling and calls.display == bool(dangling):
@@ -130,7 +132,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
         self.dangling = dangling
         with calls.prevent(OptionList.OptionHighlighted):
             calls.clear_options()
-            calls.add_options([Option(_dangling_row(call), id=call.call_id) for call in dangling])
+            calls.add_options([Option(_dangling_row(call, servers), id=call.call_id) for call in dangling])
             ids = [call.call_id for call in dangling]
             if ids:
                 calls.highlighted = ids.index(highlighted_id) if highlighted_id in ids else min(before or 0,
@@ -166,7 +168,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             rows.append(("error", head.error))
         dangling = dangling_tool_calls(snapshot.entries)
         dangling_ids = {c.call_id for c in dangling}
-        calls = ", ".join(f"{c.name} ({c.call_id})" for c in dangling)
+        servers = servers_of_calls(head.steps)
+        calls = ", ".join(f"{c.name}{_on_server(servers, c)} ({c.call_id})" for c in dangling)
         decidable: list[ToolCall] = []
         if dangling and run_state(head) in ("running", "elsewhere"):  # executing now, not left behind
             note = Text.assemble((f"\n{format.count(len(dangling), 'tool call')} running now: ", "bold"), calls)
@@ -176,7 +179,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
                                   "unless you give its result (each may have run before the stop): ", "bold"), calls)
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
-        self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids), note), decidable)
+        self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids, servers), note),
+                   decidable, servers)
 
     def show_run(self, run: TranscriptRun) -> None:
         """A run with no checkpoint (a stored segment): what its session records of it."""
@@ -189,7 +193,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("ran", format.duration(run.active_seconds) if run.active_seconds else "—"),
         ]
         note = Text("\nIn the session; no checkpoint is kept for this run.", style="dim")
-        self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set()), note))
+        self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set(), servers_of_calls(run.steps)), note))
 
     def action_copy_run_id(self) -> None:
         if self.run_id is None:
@@ -198,10 +202,20 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             copy_run_id(self, self.run_id)
 
 
-def _dangling_row(call: ToolCall) -> Text:
+def servers_of_calls(steps: Sequence[Step]) -> dict[str, str]:
+    """call id -> the MCP server the call went to, as the run's steps record it."""
+    return {step.call_id: step.server for step in steps if isinstance(step, ToolStep) and step.server}
+
+
+def _on_server(servers: Mapping[str, str], call: ToolCall) -> str:
+    server = servers.get(call.call_id)
+    return f" on MCP server {server}" if server else ""
+
+
+def _dangling_row(call: ToolCall, servers: Mapping[str, str]) -> Text:
     """A dangling call's row: the call, then that it may have run and what resuming does to it."""
     row = Text(f"⚠ {format.one_line(f'{call.name}({call.arguments})', CALL_ROW_CHARS)}", style="bold yellow")
-    row.append("\n  may have run · reruns on resume", style="dim")
+    row.append(f"\n  may have run{_on_server(servers, call)} · reruns on resume", style="dim")
     return row
 
 
@@ -214,7 +228,7 @@ def _facts(rows: Sequence[tuple[str, str]]) -> Table:
     return table
 
 
-def _entries(entries: Sequence[Entry], dangling_ids: set[str]) -> Table:
+def _entries(entries: Sequence[Entry], dangling_ids: set[str], servers: Mapping[str, str]) -> Table:
     """One row an entry: position, type, and its summary wrapped under its own column."""
     table = Table(title=format.count(len(entries), "entry", "entries"), title_justify="left", title_style="bold",
                   box=None, show_header=False, padding=(0, 1, 0, 0), expand=True)
@@ -223,7 +237,10 @@ def _entries(entries: Sequence[Entry], dangling_ids: set[str]) -> Table:
     table.add_column(ratio=1, overflow="fold")
     for position, entry in enumerate(entries):
         style = "yellow" if isinstance(entry, ToolCall) and entry.call_id in dangling_ids else ""
-        table.add_row(str(position), Text(entry.type, style=style), Text(_summary(entry), style=style))
+        summary = _summary(entry)
+        if isinstance(entry, ToolCall) and entry.call_id in servers:
+            summary = f"{summary} → {servers[entry.call_id]}"
+        table.add_row(str(position), Text(entry.type, style=style), Text(summary, style=style))
     return table
 
 
