@@ -647,6 +647,8 @@ class _Run:
             tool = await self._find_tool(call.name)  # starts the MCP server the call goes to, if need be
             step = self._step_started(ToolStep(call_id=call.call_id, name=call.name, started_at=started_at,
                                                server=tool.server if isinstance(tool, MCPTool) else None))
+            if isinstance(tool, MCPTool):  # a crash during the call leaves its server named in the checkpoint
+                await self._save()
             result = await self._tool_result(call, tool)
             self._step_finished(step, error=result.is_error)
             self.entries.append(result)

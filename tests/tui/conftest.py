@@ -16,6 +16,7 @@ from lovia.models import DemoModel
 from lovia.tui.app import LoviaApp
 from lovia.tui.backend import ChatBackend
 from lovia.tui.config import RememberedState
+from lovia.tui.session_servers import SessionServers
 
 
 @pytest.fixture(autouse=True)
@@ -64,10 +65,14 @@ def told(app: App) -> list[Told]:
 
 
 def make_app(db: Path, *, model=None, agent: Agent | None = None, session=None, state_dir: Path | None = None,
-             theme: str | None = None, keys: dict[str, tuple[str, ...]] | None = None) -> LoviaApp:
+             theme: str | None = None, keys: dict[str, tuple[str, ...]] | None = None,
+             mcp_servers=(), mcp_on: set[str] | None = None) -> LoviaApp:
+    """The app on the SQLite file ``db``; ``mcp_servers`` are offered, those named in ``mcp_on`` (default all) on."""
     agent = agent or Agent(name="assistant", tools=BUILTIN_TOOLS, model=model or DemoModel(delay=0))
-    backend = ChatBackend(session or SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
     state = RememberedState((state_dir or db.parent) / "state.json")
+    on = {server.name for server in mcp_servers} if mcp_on is None else mcp_on
+    backend = ChatBackend(session or SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent,
+                          mcp=SessionServers(mcp_servers, on_by_default=on, state=state))
     return LoviaApp(backend, model_label="demo (offline)", theme=theme, state=state, keys=keys)
 
 
