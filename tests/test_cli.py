@@ -106,6 +106,17 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     (["--agent", "no_such_module:agent"], "", "cannot import 'no_such_module'"),
     (["--agent", "json:dumps"], "", "is not a lovia Agent"),
     (["--agent", "nocolon"], "", "MODULE:ATTR"),
+    ([], '[mcp.servers.files]\nargs = ["x"]', "[mcp.servers.files] in"),
+    ([], '[mcp.servers.files]\ncommand = "x"\nurl = "http://h/mcp"', "needs either command"),
+    ([], '[mcp.servers.files]\ncommand = "x"\nargs = "--root ~"', "args in [mcp.servers.files]"),
+    ([], '[mcp.servers.files]\ncommand = "x"\nenv = { TOKEN = 7 }', "env in [mcp.servers.files]"),
+    ([], '[mcp.servers.files]\ncommand = "x"\nautostart = true', "unknown keys autostart"),
+    ([], '[mcp.servers.web]\nurl = "ws://h"', "must start with http:// or https://"),
+    ([], '[mcp.servers.web]\nurl = "http://h/mcp"\nenabled = "no"', "enabled in [mcp.servers.web]"),
+    ([], '[mcp.servers.web]\nurl = "http://h/mcp"\ntimeout = 0', "timeout in [mcp.servers.web]"),
+    ([], '[mcp]\nfiles = 1', "holds only [mcp.servers.NAME] tables"),
+    (["--mcp", "git"], "", "has no [mcp.servers.git]; its servers: none"),
+    (["--mcp", "git", "--no-mcp"], "", "not allowed with argument"),
 ])
 def test_bad_options_and_config_are_clear_errors(tmp_path, args, config, message):
     (tmp_path / "config.toml").write_text(config)

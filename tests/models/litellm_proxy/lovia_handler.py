@@ -7,7 +7,9 @@ Behaviours, by the part of the model name after ``lovia-test/``:
 
 - ``tools``: a ``calculate`` call while the last message is not a tool result, then an answer;
 - ``cut``: the same, but the call is cut off by the token limit (half its JSON, ``length``);
-- ``traceback``: fails with a multi-line error.
+- ``traceback``: fails with a multi-line error;
+- ``mcp``: an ``add`` call of 2 and 40 when ``add`` is offered (an MCP server's tool), then the
+  answer quoting the tool's result.
 """
 
 import json
@@ -31,9 +33,9 @@ def _chunk(text: str = "", *, call: dict[str, Any] | None = None, finish: str = 
             "index": 0}
 
 
-def _call(call_id: str, arguments: str) -> dict[str, Any]:
+def _call(call_id: str, arguments: str, name: str = "calculate") -> dict[str, Any]:
     return {"id": call_id, "type": "function", "index": 0,
-            "function": {"name": "calculate", "arguments": arguments}}
+            "function": {"name": name, "arguments": arguments}}
 
 
 def _record(model: str, messages: list, optional_params: dict[str, Any] | None) -> None:
@@ -49,6 +51,18 @@ class Scripted(CustomLLM):
         behaviour = model.rsplit("/", 1)[-1]
         if behaviour == "traceback":
             raise CustomLLMError(status_code=500, message=TRACEBACK)
+        if behaviour == "mcp":
+            offered = [tool["function"]["name"] for tool in (kwargs.get("optional_params") or {}).get("tools", [])]
+            if messages[-1]["role"] == "tool":
+                yield _chunk(f"The server says {messages[-1]['content']}.")
+                yield _chunk(finish="stop")
+            elif "add" in offered:
+                yield _chunk(call=_call("call_add", '{"a": 2, "b": 40}', name="add"))
+                yield _chunk(finish="tool_calls")
+            else:
+                yield _chunk("No add tool was offered.")
+                yield _chunk(finish="stop")
+            return
         if messages[-1]["role"] != "tool":
             if behaviour == "cut":
                 yield _chunk(call=_call("call_cut", '{"expression": "12*'))
