@@ -273,3 +273,41 @@ async def test_a_run_whose_process_died_reads_crashed_though_nothing_was_written
         if holder.returncode is None:
             holder.kill()
             await holder.wait()
+
+
+async def test_a_run_landing_while_the_open_transcript_reloads_is_shown_at_the_next_check(tmp_path, monkeypatch):
+    # A worker elsewhere completes its checkpoint, then appends to the session: a check can reload
+    # the transcript between the two. The check must remember what the stores said before its
+    # reload, not after: a mark taken after it held the append the reload missed, so no later
+    # check saw a change and the answer never showed (CI, PostgreSQL: the worker's "Done").
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen._change_timer.pause()  # the checks are driven here, one at a time
+        await settle(pilot)
+        chat = screen.chat
+        real_open = chat.open_session
+        landed = []
+
+        async def open_then_a_run_lands(session_id, *args, **kwargs):
+            opened = await real_open(session_id, *args, **kwargs)
+            if not landed:  # right after the reload read the session: the other process appends
+                landed.append(True)
+                async with SQLiteSession(db, wal=True) as other:
+                    await other.append("s-shared", [UserMessage(text="late question"),
+                                                    AssistantMessage(text="landed while reloading")], run_id="late")
+            return opened
+
+        monkeypatch.setattr(chat, "open_session", open_then_a_run_lands)
+        async with SQLiteSession(db, wal=True) as other:
+            await other.append("s-shared", [UserMessage(text="question"), AssistantMessage(text="answered elsewhere")],
+                               run_id="second")
+        assert await screen.check_other_windows()
+        await settle(pilot)
+        assert landed and chat.transcript.run_ids == {"first", "second"}
+        await screen.check_other_windows()
+        await settle(pilot)
+        assert chat.transcript.run_ids == {"first", "second", "late"}

@@ -326,10 +326,13 @@ class MainScreen(Screen):
             self._reload_waiting = False
             transcript = self.chat.transcript
             cursor_at_end = transcript.has_focus and transcript.at_last_message
+            # Marked before the reload reads: a write landing during it then differs from the mark,
+            # and the next check reloads again (marked after, it would hide what the reload missed).
+            before_reload = await self._mark_open_session()
             await self.chat.open_session(self.chat.session_id)
             if cursor_at_end:  # the reader follows the end with the cursor: it stays on the last message
                 transcript.action_cursor_end()
-            self._open_session_mark = await self._mark_open_session()
+            self._open_session_mark = before_reload
         return changed
 
     async def _mark_open_session(self) -> OpenSessionMark | None:
