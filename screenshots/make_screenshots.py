@@ -20,11 +20,12 @@ sys.path.insert(0, str(HERE.parent))
 os.environ["TZ"] = "UTC"
 time.tzset()
 
-from lovia import BUILTIN_TOOLS, Agent, SQLiteCheckpointer, SQLiteSession  # noqa: E402
+from lovia import BUILTIN_TOOLS, Agent, MCPServer, SQLiteCheckpointer, SQLiteSession  # noqa: E402
 from lovia.models import DemoModel  # noqa: E402
 from lovia.tui.app import LoviaApp  # noqa: E402
 from lovia.tui.backend import ChatBackend  # noqa: E402
 from lovia.tui.config import RememberedState  # noqa: E402
+from lovia.tui.session_servers import SessionServers  # noqa: E402
 from screenshots.demo_data import build, build_stopped_runs  # noqa: E402
 
 WIDE = (160, 45)
@@ -36,9 +37,9 @@ MOVED_KEYS = {"app.help": ("f1", "question_mark"), "main.toggle_sessions": ("f4"
 
 
 async def shoot(db: Path, name: str, theme: str, steps, size: tuple[int, int] = WIDE,
-                keys: dict[str, tuple[str, ...]] | None = None) -> None:
+                keys: dict[str, tuple[str, ...]] | None = None, mcp: SessionServers | None = None) -> None:
     agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
-    backend = ChatBackend(SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent)
+    backend = ChatBackend(SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True), agent, mcp=mcp)
     app = LoviaApp(backend, model_label="demo (offline)", theme=theme, state=RememberedState(db.parent / "s.json"),
                    keys=keys)
     async with app.run_test(size=size) as pilot:
@@ -158,6 +159,36 @@ async def shoot_trash(tmp: Path) -> None:
     await shoot(db, "trash-dark", "lovia-dark", trash_screen, (100, 30))
 
 
+async def mcp_servers_screen(pilot) -> None:
+    """f5: the config file's MCP servers; the notes server started (s) to list its tools."""
+    await pilot.press("f5")
+    await pilot.pause(0.2)
+    await pilot.press("s")
+    server = pilot.app.backend.mcp.servers[0]
+    while server.state != "running":
+        await pilot.pause(0.1)
+    await pilot.pause(0.3)
+
+
+async def shoot_mcp_servers(tmp: Path) -> None:
+    db = tmp / "mcp.db"
+    await build(db)
+    # The command as a user's config would name an installed server: a script on PATH.
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "notes-mcp"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'mcp_notes_server.py'}\n")
+    script.chmod(0o755)
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    servers = [MCPServer("notes", command="notes-mcp", log=tmp / "notes.log"),
+               MCPServer("web", url="http://127.0.0.1:8931/mcp")]
+    mcp = SessionServers(servers, on_by_default={"notes"})
+    try:
+        await shoot(db, "mcp-servers-dark", "lovia-dark", mcp_servers_screen, (100, 30), mcp=mcp)
+    finally:
+        await mcp.stop()
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"
@@ -170,6 +201,7 @@ async def main() -> None:
         await shoot(db, "stop-and-continue-dark", "lovia-dark", stop_and_continue, (100, 30))
         await shoot_runs_stopped(Path(tmp))
         await shoot_trash(Path(tmp))
+        await shoot_mcp_servers(Path(tmp))
         # The scenes below start from the demo file as built: the ones above sent messages and
         # stopped runs, which changed which session is the newest (the one the app opens).
         for name, scene, size, keys in (("timeline-dark", timeline_of_a_run, (120, 30), None),
