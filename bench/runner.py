@@ -28,6 +28,12 @@ apart, as a fast local model does) on a ``SQLiteCheckpointer``, with the journal
 it (the same store with ``journal_partial`` taken away, so the runner journals nothing), back
 to back in alternating order, --stream-repeat times: the run's wall time, the process's CPU
 time during it (the loop and the store's worker thread), and the journal writes it made.
+
+An MCP call's overhead (``--mcp``, or ``--mcp-only``): a run of --tool-turns turns that each
+call ``add`` (no persistence, so the figure is the call), where ``add`` is a plain in-process
+async tool, the same tool on a local MCP server lovia started on stdio, and on one serving
+streamable HTTP at 127.0.0.1 (``tests/mcp/tool_server.py``, written with the official SDK);
+per turn, back to back in alternating order, the ratio against the in-process tool.
 """
 
 from __future__ import annotations
@@ -265,6 +271,85 @@ async def loop_alone(runs: int, tool_turns: int, repeat: int) -> tuple[list[floa
     return per_run, per_turn
 
 
+# -- an MCP call's overhead ------------------------------------------------------------------
+
+MCP_SERVER = Path(__file__).resolve().parent.parent / "tests" / "mcp" / "tool_server.py"
+
+
+@tool(name="add")
+async def add_here(a: int, b: int) -> str:
+    """Add two whole numbers (in this process)."""
+    return str(a + b)
+
+
+async def add_turns(tool_turns: int, *, tools=(), mcp_servers=()) -> float:
+    """Seconds per turn of a run of ``tool_turns`` turns each calling ``add``, then an answer."""
+    turns = [ScriptedTurn(tool_calls=[call("add", {"a": i, "b": 1})]) for i in range(tool_turns)]
+    agent = Agent(name="bot", tools=list(tools), mcp_servers=list(mcp_servers),
+                  model=ScriptedModel([*turns, ScriptedTurn(text="done")]))
+    started = time.perf_counter()
+    await Runner.run(agent, "add")
+    return (time.perf_counter() - started) / tool_turns
+
+
+async def measure_mcp(tool_turns: int, repeat: int, url: str) -> dict[str, list[float]]:
+    from lovia import MCPServer
+
+    servers = {"stdio": MCPServer("stdio", command=sys.executable, args=[str(MCP_SERVER)]),
+               "http": MCPServer("http", url=url)}
+    samples: dict[str, list[float]] = {"here": [], "stdio": [], "http": []}
+    try:
+        for server in servers.values():
+            await server.start()  # started once, as a chat's server stays up: the call is measured
+            await add_turns(3, mcp_servers=[server])
+        await add_turns(3, tools=[add_here])
+        for attempt in range(repeat):
+            order = ("here", "stdio", "http") if attempt % 2 == 0 else ("http", "stdio", "here")
+            for kind in order:
+                if kind == "here":
+                    samples[kind].append(await add_turns(tool_turns, tools=[add_here]))
+                else:
+                    samples[kind].append(await add_turns(tool_turns, mcp_servers=[servers[kind]]))
+    finally:
+        for server in servers.values():
+            await server.stop()
+    return samples
+
+
+def print_mcp_overhead(tool_turns: int, repeat: int) -> None:
+    import os
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    http = subprocess.Popen([sys.executable, str(MCP_SERVER), "--http", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the MCP test server did not start") from None
+                time.sleep(0.05)
+        s = asyncio.run(measure_mcp(tool_turns, repeat, f"http://127.0.0.1:{port}/mcp"))
+    finally:
+        http.terminate()
+        http.wait(10)
+    print(f"\nMCP call overhead: a run of {tool_turns} tool-call turns each calling add, no persistence; median "
+          f"of {repeat} (lowest-highest), per turn\n")
+    print("| the add tool | per turn, ms | ratio to the in-process tool |")
+    print("|---|---|---|")
+    print(f"| in-process async tool | {ms(Figure.of(s['here']))} | |")
+    print(f"| MCP server on stdio | {ms(Figure.of(s['stdio']))} | {ratios(s['stdio'], s['here']).times()} |")
+    print(f"| MCP server on streamable HTTP, 127.0.0.1 | {ms(Figure.of(s['http']))} "
+          f"| {ratios(s['http'], s['here']).times()} |")
+
+
 # -- the partial-answer journal's cost ---------------------------------------------------------
 
 
@@ -352,9 +437,14 @@ def main() -> None:
     parser.add_argument("--journal-only", action="store_true", help="measure only the journal's cost")
     parser.add_argument("--stream-chunks", type=int, default=500, help="chunks of the streaming run (default 500)")
     parser.add_argument("--stream-repeat", type=int, default=9, help="repetitions of the journal's part (default 9)")
+    parser.add_argument("--mcp", action="store_true", help="also measure an MCP call's overhead (needs the mcp extra)")
+    parser.add_argument("--mcp-only", action="store_true", help="measure only an MCP call's overhead")
     args = parser.parse_args()
     if args.journal_only:
         print_journal_cost(args.stream_chunks, args.stream_repeat)
+        return
+    if args.mcp_only:
+        print_mcp_overhead(args.tool_turns, args.repeat)
         return
     loop_run, loop_turn = asyncio.run(loop_alone(args.runs, args.tool_turns, args.repeat))
     with tempfile.TemporaryDirectory() as tmp:
@@ -373,6 +463,8 @@ def main() -> None:
               f"| {ms(Figure.of(s.floor_turn))} | {ratios(s.lovia_turn, s.floor_turn).times()} |")
     if args.journal:
         print_journal_cost(args.stream_chunks, args.stream_repeat)
+    if args.mcp:
+        print_mcp_overhead(args.tool_turns, args.repeat)
 
 
 if __name__ == "__main__":
