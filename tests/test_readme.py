@@ -43,3 +43,17 @@ def test_the_readme_keys_table_covers_every_binding():
                 if key in ("any letter", "tab", "shift+tab"):
                     continue
                 assert f"`{key}`" in table, key
+
+
+def test_the_readme_mcp_config_example_is_read_as_it_says(tmp_path):
+    from lovia.tui.config import Config
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### MCP servers"):readme.index("### PostgreSQL")]
+    example = section[section.index("```toml") + len("```toml"):section.index("```", section.index("```toml") + 7)]
+    config = tmp_path / "config.toml"
+    config.write_text(example)
+    files, search = Config.load(config).mcp_servers
+    assert (files.name, files.command, files.enabled) == ("files", "npx", True)
+    assert files.args[-1] == "/home/me/notes" and dict(files.env) == {"NODE_ENV": "production"}
+    assert (search.url, search.enabled, search.timeout) == ("http://127.0.0.1:8931/mcp", False, 120.0)
