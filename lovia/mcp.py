@@ -299,8 +299,9 @@ class MCPServer:
         while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # anyio's task groups wrap it
             exc = exc.exceptions[0]
         if isinstance(exc, FileNotFoundError) and self.command is not None:
-            why = f"could not start: no program {self.command!r} was found"
-        elif isinstance(exc, OSError):
+            self.state, self.error = "failed", f"could not start: no program {self.command!r} was found"
+            return f"MCP server {self.name!r} {self.error}; check its command (a program on PATH, or a full path)"
+        if isinstance(exc, OSError):
             why = f"could not start: {exc.strerror or exc}"
         else:
             why = f"could not start: {_short(exc)}"

@@ -146,6 +146,12 @@ async def test_a_server_that_cannot_start_is_shown_failed_and_the_chat_goes_on(t
         await type_and_send(pilot, "note this")
         entries = await stored_entries(db, app.screen.chat.session_id)
         assert entries[-1].text.startswith("Offered: ")  # answered, without the server's tools
+        notices = [n.copy_text() for n in app.screen.chat.transcript.query("NoticeView")]
+        said = [n for n in notices if "MCP server ghost is not offered to the model: could not start" in n]
+        assert len(said) == 1 and "hunter2" not in said[0] and "f5 lists the servers" in said[0]
+        await type_and_send(pilot, "note again")  # the same failure is not said again
+        notices = [n.copy_text() for n in app.screen.chat.transcript.query("NoticeView")]
+        assert len([n for n in notices if "MCP server ghost" in n]) == 1
         await pilot.press("f5")
         await wait_for(pilot, lambda: isinstance(app.screen, ServersScreen))
         row = str(app.screen.query_one("#mcp-list").get_option_at_index(0).prompt)

@@ -9,6 +9,7 @@ now, to see its tools before a run needs them.
 
 from __future__ import annotations
 
+import contextlib
 from typing import ClassVar
 
 from textual import on, work
@@ -31,12 +32,12 @@ EXAMPLE = '[mcp.servers.files]\ncommand = "npx"\nargs = ["-y", "@modelcontextpro
 
 
 def state_text(server: MCPServer) -> str:
-    """``not started`` / ``starting`` / ``running · 6 tools`` / ``failed: why``."""
+    """``not started yet`` / ``starting…`` / ``running · 6 tools`` / ``failed: why``."""
     if server.state == "running":
         return f"running · {format.count(len(server.tools), 'tool')}"
     if server.state == "failed":
         return f"failed: {server.error or 'no reason given'}"
-    return "starting" if server.state == "starting" else "not started yet (starts when a run needs it)"
+    return "starting…" if server.state == "starting" else "not started yet (starts when a run needs it)"
 
 
 class ServerList(StoppingOptionList):
@@ -124,13 +125,18 @@ class ServersScreen(ModalScreen[None]):
     def _show_tools(self) -> None:
         server = self.highlighted_server
         text = ""
-        if server is not None and server.tools:
+        if server is not None and server.state == "failed":
+            text = f"{server.name} failed: {server.error or 'no reason given'}. {self._start_key()} tries again."
+        elif server is not None and server.tools:
             text = "Tools: " + ", ".join(tool.name for tool in server.tools)
             if server.left_out:
                 text += (f"\nNot offered (an earlier tool has the name): {', '.join(server.left_out)}")
         elif server is not None:
-            text = f"Its tools are listed once it has started ({keymap_of(self).key_text('mcp.start')} starts it now)."
+            text = f"Its tools are listed once it has started ({self._start_key()} starts it now)."
         self.query_one("#mcp-tools", Static).update(text)
+
+    def _start_key(self) -> str:
+        return keymap_of(self).key_text("mcp.start")
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:
@@ -153,12 +159,10 @@ class ServersScreen(ModalScreen[None]):
 
     @work(group="dialog", exclusive=True)
     async def _start(self, server: MCPServer) -> None:
-        if server.state != "running":
-            self.notify(f"Starting {server.name}…", markup=False)
-        try:
-            await server.start()
-        except MCPServerError as exc:
-            self.notify(str(exc), severity="error", timeout=10, markup=False)
+        starting = server.start()
+        self.set_timer(0.05, self.show)  # the row says "starting…" while it does (its state is set at once)
+        with contextlib.suppress(MCPServerError):  # its row and the line below the list say why
+            await starting
         self.show()
 
     def action_close(self) -> None:

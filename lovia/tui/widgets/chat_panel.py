@@ -103,6 +103,7 @@ class ChatPanel(Vertical):
         self._draft = ""  # what the composer held when the edit began: it comes back when the edit ends
         self._starting = False  # a run is being started (runs settled first, maybe a question asked)
         self._shown_session: str | None = None  # the session the transcript shows (session_id leads it while one opens)
+        self._told_server_failures: set[tuple[str, str | None]] = set()  # (server, why): told once in the transcript
 
     def compose(self) -> ComposeResult:
         yield Static("New session", id="chat-title")
@@ -269,6 +270,16 @@ class ChatPanel(Vertical):
                                                                          page=self.transcript.page_size))
             await self.refresh_title()
 
+    async def _tell_servers_down(self) -> None:
+        """A line in the transcript, once per failure, for an MCP server this session offers that could not start."""
+        for server in self.backend.mcp.offered(self.session_id):
+            failure = (server.name, server.error)
+            if server.state == "failed" and failure not in self._told_server_failures:
+                self._told_server_failures.add(failure)
+                servers = keymap_of(self).key_text("main.mcp_servers")
+                await self.transcript.add_notice(f"MCP server {server.name} is not offered to the model: "
+                                                 f"{server.error}. {servers} lists the servers.", "warning")
+
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:
         self.stream = stream
         self.running = True
@@ -302,6 +313,7 @@ class ChatPanel(Vertical):
                 elif isinstance(event, HandoffOccurred):
                     await transcript.add_notice(f"⇢ handed from {event.from_agent} to {event.to_agent}", "handoff")
                 elif isinstance(event, TurnFinished):
+                    await self._tell_servers_down()
                     self.post_message(self.Changed(self.session_id, stream.run_id))
                 elif isinstance(event, RunCompleted):
                     await transcript.end_run("completed", await self._stored_run(stream.run_id))
