@@ -104,6 +104,7 @@ class MCPServer:
     _session: ClientSession | None = field(default=None, init=False, repr=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _stop_asked: asyncio.Event | None = field(default=None, init=False, repr=False)  # stop() was called
     _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -149,7 +150,7 @@ class MCPServer:
             await self._end_task()
             self.state, self.error = "starting", None
             ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._stop = asyncio.Event()
+            self._stop, self._stop_asked = asyncio.Event(), asyncio.Event()
             self._task = asyncio.create_task(self._serve(ready, self._stop), name=f"lovia-mcp-{self.name}")
             try:
                 await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
@@ -164,6 +165,8 @@ class MCPServer:
 
     async def stop(self) -> None:
         """End the session and, for a stdio server, its process; idempotent."""
+        if self._stop_asked is not None:  # at once: a call ending meanwhile is told it was stopped
+            self._stop_asked.set()
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -184,8 +187,10 @@ class MCPServer:
             await self.start()
         except MCPServerError as exc:
             raise ToolError(str(exc)) from None
-        session = self._session
-        assert session is not None
+        # This session's own: a stop, or a restart by another call, must not be taken for this one's end.
+        session, task, stop, stop_asked = self._session, self._task, self._stop, self._stop_asked
+        if session is None or task is None or stop is None or stop_asked is None or stop.is_set():
+            raise ToolError(f"MCP server {self.name!r} was stopped before the call to {tool} went out")
         self.calls += 1
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=self.call_timeout,
@@ -194,9 +199,10 @@ class MCPServer:
             if exc.code == REQUEST_TIMEOUT:
                 raise ToolError(f"MCP server {self.name!r} did not answer {tool} within {self.call_timeout:g} s; "
                                 "the call may still be running there") from None
+            if exc.code == CONNECTION_CLOSED and stop_asked.is_set():
+                raise ToolError(f"MCP server {self.name!r} was stopped during the call to {tool}") from None
             if exc.code == CONNECTION_CLOSED:
-                self.error = "exited during a call" + self._see_log()
-                await self._lost()
+                await self._lost(task, "exited during a call" + self._see_log())
                 raise ToolError(f"MCP server {self.name!r} exited during the call to {tool}{self._see_log()}; "
                                 "it is started again at its next call") from None
             raise ToolError(f"MCP server {self.name!r} refused the call to {tool}: {exc.message}") from None
@@ -283,13 +289,17 @@ class MCPServer:
                 raise
         self._session = None
 
-    async def _lost(self) -> None:
-        """The server went away: end what is left of its session, so the next use starts it again."""
+    async def _lost(self, task: asyncio.Task[None], why: str) -> None:
+        """The server of ``task`` went away: end what is left of its session, so the next use starts it again.
+
+        Only if ``task`` is still the server's: another call may have started it again meanwhile.
+        """
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            await self._end_task()
-            self.state = "failed"
+            if self._task is task:
+                await self._end_task()
+                self.state, self.error = "failed", why
 
     def _failed(self, why: str) -> None:
         self.state, self.error = "failed", why

@@ -241,3 +241,37 @@ async def test_a_dangling_mcp_call_reaches_the_server_again_with_the_same_ids_on
     calls = recorded(tmp_path)
     assert [(c["run_id"], c["call_id"]) for c in calls] == [("run-dangling", "c-rec")] * 2
     assert [r.output for r in results(result)] == ["noted: once"]
+
+
+async def test_stopping_a_server_during_a_call_says_so_and_leaves_it_stopped(tmp_path):
+    from lovia import ToolError
+
+    server = stdio_server(tmp_path)
+    await server.start()
+    pending = asyncio.ensure_future(server.call("slow", {"seconds": 30}, run_id="r", call_id="c"))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await server.stop()
+    with pytest.raises(ToolError, match="was stopped during the call to slow"):
+        await pending
+    assert time.monotonic() - started < 15
+    assert server.state == "stopped" and server.error is None
+    # It starts again at its next call.
+    assert await server.call("add", {"a": 1, "b": 2}, run_id="r", call_id="c2") == "3"
+    await server.stop()
+
+
+async def test_two_calls_that_see_the_server_exit_leave_one_new_server_running(tmp_path):
+    server = stdio_server(tmp_path)
+    from lovia import ToolError
+
+    await server.start()
+    first = asyncio.ensure_future(server.call("slow", {"seconds": 30}, run_id="r", call_id="c1"))
+    await asyncio.sleep(0.2)
+    with pytest.raises(ToolError, match="exited during the call to die"):
+        await server.call("die", {}, run_id="r", call_id="c2")
+    with pytest.raises(ToolError):
+        await first
+    assert await server.call("add", {"a": 2, "b": 2}, run_id="r", call_id="c3") == "4"
+    assert server.state == "running"
+    await server.stop()
