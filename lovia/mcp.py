@@ -29,13 +29,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
+from lovia._urls import shown_url
 from lovia.errors import UserError
+from lovia.run_state import first_line
 from lovia.tools import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -44,6 +48,12 @@ if TYPE_CHECKING:
 __all__ = ["MCPServer", "MCPServerError", "MCPTool", "ServerState"]
 
 ServerState = Literal["stopped", "starting", "running", "failed"]
+
+RETRY_FAILED_AFTER = 30.0
+"""Seconds a server that failed to start is left alone before its next use tries it again."""
+
+IDLE_CHECK_AFTER = 5.0
+"""Seconds of quiet after which a call first pings the server, to start it again if it went away."""
 
 
 class MCPServerError(UserError):
@@ -86,8 +96,8 @@ class MCPServer:
     name: str
     command: str | None = None
     args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
-    url: str | None = None
+    env: Mapping[str, str] | None = field(default=None, repr=False)  # may hold secrets: never shown
+    url: str | None = field(default=None, repr=False)  # may hold credentials: ``where`` shows it without
     call_timeout: float = 60.0
     start_timeout: float = 30.0
     log: Path | None = None
@@ -105,7 +115,10 @@ class MCPServer:
     _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
     _stop_asked: asyncio.Event | None = field(default=None, init=False, repr=False)  # stop() was called
-    _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _ready: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
+    _failure: tuple[float, str] | None = field(default=None, init=False, repr=False)  # when, and the message
+    _last_used: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -123,11 +136,11 @@ class MCPServer:
 
     @property
     def where(self) -> str:
-        """The command or URL, for lists (no environment, which may hold secrets)."""
+        """The command or URL, for lists: no environment, nor the URL's credentials or query (they may hold secrets)."""
         if self.command is not None:
             return " ".join([self.command, *self.args])
         assert self.url is not None
-        return self.url
+        return shown_url(self.url)
 
     async def __aenter__(self) -> MCPServer:
         await self.start()
@@ -136,20 +149,25 @@ class MCPServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    async def start(self) -> list[MCPTool]:
+    async def start(self, *, retry: bool = False) -> list[MCPTool]:
         """Start the server if it is not running, and return its tools.
 
         Raises :class:`MCPServerError` when it cannot start or does not answer within
-        ``start_timeout``; :attr:`state` is then ``"failed"`` and :attr:`error` says why.
+        ``start_timeout``; :attr:`state` is then ``"failed"`` and :attr:`error` says why. A server
+        that failed is not tried again for :data:`RETRY_FAILED_AFTER` seconds unless ``retry``
+        (every model turn would wait for it again): until then this raises its failure at once.
         """
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        if self._running():
+            return self.tools
+        if not retry and self._failure is not None and time.monotonic() - self._failure[0] < RETRY_FAILED_AFTER:
+            raise MCPServerError(self._failure[1])
         async with self._lock:
-            if self.state == "running" and self._task is not None and not self._task.done():
+            if self._running():
                 return self.tools
             await self._end_task()
-            self.state, self.error = "starting", None
+            self.state, self.error, self._failure = "starting", None, None
             ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._ready = ready
             self._stop, self._stop_asked = asyncio.Event(), asyncio.Event()
             self._task = asyncio.create_task(self._serve(ready, self._stop), name=f"lovia-mcp-{self.name}")
             try:
@@ -157,21 +175,33 @@ class MCPServer:
             except TimeoutError:
                 await self._end_task()
                 self._failed(f"did not answer within {self.start_timeout:g} s of starting")
+            except asyncio.CancelledError:
+                await self._end_task()
+                if self.state == "starting":
+                    self.state = "stopped"
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the caller was cancelled (a run stopped): the start ends with it
+                raise MCPServerError(f"MCP server {self.name!r} was stopped while it started") from None
             except BaseException:
                 await self._end_task()
                 raise
-            self.state = "running"
+            self.state, self._last_used = "running", time.monotonic()
             return self.tools
 
     async def stop(self) -> None:
-        """End the session and, for a stdio server, its process; idempotent."""
+        """End the session and, for a stdio server, its process; idempotent. A start under way ends at once."""
         if self._stop_asked is not None:  # at once: a call ending meanwhile is told it was stopped
             self._stop_asked.set()
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        if self._task is not None and self._ready is not None and not self._ready.done():
+            self._task.cancel()  # starting: it would not look at the stop before it answered or timed out
         async with self._lock:
             await self._end_task()
-            self.state = "stopped" if self.state != "failed" else "failed"
+            if self.state != "failed":
+                self.state = "stopped"
+
+    def _running(self) -> bool:
+        return self.state == "running" and self._task is not None and not self._task.done()
 
     async def call(self, tool: str, arguments: dict[str, Any], *, run_id: str, call_id: str) -> str:
         """Call ``tool`` with ``arguments``, carrying ``run_id`` and ``call_id`` in the request's ``_meta``.
@@ -187,11 +217,18 @@ class MCPServer:
             await self.start()
         except MCPServerError as exc:
             raise ToolError(str(exc)) from None
+        if time.monotonic() - self._last_used > IDLE_CHECK_AFTER and not await self._still_there():
+            # It went away while idle: this call has not gone out, so it goes to the server started again.
+            try:
+                await self.start()
+            except MCPServerError as exc:
+                raise ToolError(str(exc)) from None
         # This session's own: a stop, or a restart by another call, must not be taken for this one's end.
         session, task, stop, stop_asked = self._session, self._task, self._stop, self._stop_asked
         if session is None or task is None or stop is None or stop_asked is None or stop.is_set():
             raise ToolError(f"MCP server {self.name!r} was stopped before the call to {tool} went out")
         self.calls += 1
+        self._last_used = time.monotonic()
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=self.call_timeout,
                                              meta=cast(RequestParamsMeta, {"run_id": run_id, "call_id": call_id}))
@@ -206,10 +243,27 @@ class MCPServer:
                 raise ToolError(f"MCP server {self.name!r} exited during the call to {tool}{self._see_log()}; "
                                 "it is started again at its next call") from None
             raise ToolError(f"MCP server {self.name!r} refused the call to {tool}: {exc.message}") from None
+        finally:
+            self._last_used = time.monotonic()
         text = result_text(result.content, result.structured_content)
         if result.is_error:
             raise ToolError(text or f"{tool} failed on MCP server {self.name!r} (it gave no reason)")
         return text
+
+    async def _still_there(self) -> bool:
+        """A ping, after the server was idle: false (and its session ended) when it went away meanwhile."""
+        from mcp import MCPError
+
+        session, task = self._session, self._task
+        if session is None or task is None:
+            return False
+        try:
+            await asyncio.wait_for(session.send_ping(), min(self.call_timeout, 10.0))
+        except (MCPError, TimeoutError):
+            await self._lost(task, "stopped answering while idle" + self._see_log())
+            return False
+        self._last_used = time.monotonic()
+        return True
 
     # -- the session's own task ------------------------------------------------------------------
 
@@ -253,6 +307,10 @@ class MCPServer:
         if self.log is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
             errlog = stack.enter_context(self.log.open("a", encoding="utf-8"))
+        elif not _has_descriptor(sys.stderr):
+            # Under a terminal UI standard error is captured, without a descriptor of its own: the
+            # child would write on the UI's terminal. Its messages are dropped instead.
+            errlog = stack.enter_context(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
         assert self.command is not None
         return stdio_client(StdioServerParameters(command=self.command, args=list(self.args),
                                                   env=dict(self.env) if self.env else None), errlog=errlog)
@@ -278,6 +336,8 @@ class MCPServer:
             return
         if self._stop is not None:
             self._stop.set()
+        if self._ready is not None and not self._ready.done():
+            task.cancel()  # still starting: it looks at the stop only once it has answered
         try:
             await asyncio.wait_for(asyncio.shield(task), 10)
         except TimeoutError:
@@ -294,29 +354,28 @@ class MCPServer:
 
         Only if ``task`` is still the server's: another call may have started it again meanwhile.
         """
-        if self._lock is None:
-            self._lock = asyncio.Lock()
         async with self._lock:
             if self._task is task:
                 await self._end_task()
                 self.state, self.error = "failed", why
 
     def _failed(self, why: str) -> None:
-        self.state, self.error = "failed", why
-        raise MCPServerError(f"MCP server {self.name!r} {why}{self._see_log()}; {self._fix()}")
+        raise MCPServerError(self._failed_to_start(why, f"{self._see_log()}; {self._fix()}"))
+
+    def _failed_to_start(self, why: str, advice: str) -> str:
+        """Record a failed start (state, error, and when, for :data:`RETRY_FAILED_AFTER`); its message."""
+        message = f"MCP server {self.name!r} {why}{advice}"
+        self.state, self.error, self._failure = "failed", why, (time.monotonic(), message)
+        return message
 
     def _start_error(self, exc: Exception) -> str:
         while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:  # anyio's task groups wrap it
             exc = exc.exceptions[0]
         if isinstance(exc, FileNotFoundError) and self.command is not None:
-            self.state, self.error = "failed", f"could not start: no program {self.command!r} was found"
-            return f"MCP server {self.name!r} {self.error}; check its command (a program on PATH, or a full path)"
-        if isinstance(exc, OSError):
-            why = f"could not start: {exc.strerror or exc}"
-        else:
-            why = f"could not start: {_short(exc)}"
-        self.state, self.error = "failed", why
-        return f"MCP server {self.name!r} {why}{self._see_log()}; {self._fix()}"
+            return self._failed_to_start(f"could not start: no program {self.command!r} was found",
+                                         "; check its command (a program on PATH, or a full path)")
+        detail = (exc.strerror or str(exc)) if isinstance(exc, OSError) else _short(exc)
+        return self._failed_to_start(f"could not start: {detail}", f"{self._see_log()}; {self._fix()}")
 
     def _see_log(self) -> str:
         return f" (its messages are in {self.log})" if self.log is not None and self.command is not None else ""
@@ -355,5 +414,12 @@ def _not_called(*args: Any, **kwargs: Any) -> Any:  # MCPTool.invoke sends the c
 
 
 def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = first_line(str(exc))
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+def _has_descriptor(stream: TextIO) -> bool:
+    try:
+        return stream.fileno() >= 0
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -20,10 +20,11 @@ import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 import openai
 
+from lovia._urls import shown_url
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.errors import ModelError
 from lovia.models.base import FinishChunk, ModelChunk, ModelRequest, TextChunk, ToolCallChunk, UsageChunk
@@ -210,8 +211,7 @@ class OpenAIChatModel:
         """The server's address as it may be shown: without user, password or query."""
         if self.base_url is None:
             return "api.openai.com"
-        parts = urlsplit(self.base_url)
-        return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+        return shown_url(self.base_url)
 
     def _status_error(self, exc: openai.APIStatusError, conversation: _Conversation) -> ModelError:
         # The advice comes first and the server's text last: a multi-line traceback then

@@ -105,7 +105,7 @@ class MCPServerSettings:
     name: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never shown
     url: str | None = None
     enabled: bool = True
     """Offered in every session unless switched off there; ``false``: only with ``--mcp NAME``."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 import warnings
 
@@ -18,6 +20,7 @@ from lovia import (
     Agent,
     CheckpointOptions,
     MCPServer,
+    MCPServerError,
     Runner,
     SQLiteCheckpointer,
     SQLiteSession,
@@ -275,3 +278,87 @@ async def test_two_calls_that_see_the_server_exit_leave_one_new_server_running(t
     assert await server.call("add", {"a": 2, "b": 2}, run_id="r", call_id="c3") == "4"
     assert server.state == "running"
     await server.stop()
+
+
+async def test_a_dangling_mcp_call_given_its_result_is_not_sent_again_on_resume(tmp_path):
+    from lovia import complete_dangling_call
+
+    db = tmp_path / "lovia.db"
+    server = stdio_server(tmp_path, env={"LOVIA_TEST_MCP_RECORD_PAUSE": "30"})
+    agent = Agent("assistant", mcp_servers=[server],
+                  model=model_calling(call("record", {"note": "once"}, call_id="c-rec")))
+    async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
+        stream = Runner.stream(agent, "go", session=session, session_id="s",
+                               checkpoint=CheckpointOptions(checkpointer, "run-given"))
+        async for event in stream:
+            if isinstance(event, ToolCallStarted):
+                while not recorded(tmp_path):
+                    await asyncio.sleep(0.02)
+                stream.stop()
+        await server.stop()
+        await complete_dangling_call(checkpointer, "run-given", "c-rec", output="noted (seen on the server)")
+        result = await Runner.run(agent, None, session=session, session_id="s",
+                                  checkpoint=CheckpointOptions(checkpointer, "run-given", if_run_exists="resume_only"))
+    await server.stop()
+    assert len(recorded(tmp_path)) == 1  # the call reached the server once: before the stop
+    assert [r.output for r in results(result)] == ["noted (seen on the server)"]
+
+
+async def test_a_server_that_never_answers_fails_once_and_is_not_waited_for_again_at_every_turn(tmp_path):
+    server = MCPServer("mute", command="sleep", args=["60"], start_timeout=1.0, log=tmp_path / "mute.log")
+    agent = Agent("assistant", mcp_servers=[server],
+                  model=model_calling(call("nothing", {}), call("nothing", {}), call("nothing", {})))
+    started = time.monotonic()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        result = await run(tmp_path, agent)
+    # One start waited for (1 s, and its end), not one per turn and per call (4 turns, 3 calls).
+    assert time.monotonic() - started < 8
+    assert all("'mute' (did not answer within 1 s of starting)" in r.output for r in results(result))
+
+
+async def test_stop_ends_a_start_under_way_at_once(tmp_path):
+    server = MCPServer("mute", command="sleep", args=["60"], start_timeout=30.0)
+    starting = asyncio.ensure_future(server.start())
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    await server.stop()
+    with pytest.raises(MCPServerError, match="was stopped while it started"):
+        await starting
+    assert time.monotonic() - started < 5 and server.state == "stopped"
+
+
+async def test_a_start_cancelled_with_its_caller_leaves_the_server_stopped(tmp_path):
+    server = MCPServer("mute", command="sleep", args=["60"], start_timeout=30.0)
+    starting = asyncio.ensure_future(server.start())
+    await asyncio.sleep(0.5)
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert server.state == "stopped"
+
+
+async def test_a_server_gone_while_idle_is_started_again_for_the_next_call(tmp_path, monkeypatch):
+    import lovia.mcp
+
+    monkeypatch.setattr(lovia.mcp, "IDLE_CHECK_AFTER", 0.2)
+    server = stdio_server(tmp_path)
+    try:
+        assert await server.call("record", {"note": "one"}, run_id="r", call_id="c1") == "noted: one"
+        os.kill(recorded(tmp_path)[0]["pid"], signal.SIGKILL)  # it dies between calls
+        await asyncio.sleep(0.5)
+        assert await server.call("record", {"note": "two"}, run_id="r", call_id="c2") == "noted: two"
+        first, second = recorded(tmp_path)
+        assert first["pid"] != second["pid"] and server.state == "running"
+    finally:
+        await server.stop()
+
+
+def test_secrets_of_a_server_are_not_in_its_repr_nor_where_it_is_shown():
+    from lovia.tui.config import MCPServerSettings
+
+    server = MCPServer("web", url="https://me:pw-secret@mcp.example/mcp?token=tok-secret")
+    assert server.where == "https://mcp.example/mcp" and "secret" not in repr(server)
+    stdio = MCPServer("files", command="serve", env={"TOKEN": "env-secret"})
+    assert "env-secret" not in repr(stdio)
+    assert "env-secret" not in repr(MCPServerSettings("files", command="serve", env={"TOKEN": "env-secret"}))
