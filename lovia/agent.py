@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -54,6 +54,10 @@ class RunHooks:
         """After the run completed and was persisted."""
 
 
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name every OpenAI-compatible API accepts."""
+
+
 def handoff_tool_name(agent_name: str) -> str:
     """The tool a model calls to hand the conversation to ``agent_name``."""
     return "transfer_to_" + (re.sub(r"[^a-zA-Z0-9_]+", "_", agent_name).strip("_").lower() or "agent")
@@ -99,12 +103,14 @@ class Agent(Generic[DepsT]):
             return str(value)
         return self.instructions
 
-    async def mcp_tools(self, extra_servers: Sequence[MCPServer] = ()) -> list[Tool]:
+    async def mcp_tools(self, extra_servers: Sequence[MCPServer] = (), *, reserved: Iterable[str] = ()) -> list[Tool]:
         """The tools of this agent's MCP servers, then of ``extra_servers``, each server started if it is not running.
 
-        A server that cannot start offers none (its ``state`` and ``error`` say why). A tool
-        whose name an own tool, a handoff or an earlier server already has is left out, and
-        named in that server's ``left_out``: a name means one tool, in a run and on its resume.
+        A server that cannot start offers none (its ``state`` and ``error`` say why). A tool is
+        left out, and named with the reason in its server's ``left_out``, when its name is one
+        model APIs refuse (they take letters, digits, ``_`` and ``-``, 64 at most), or is taken
+        already: by an own tool, a handoff, a ``reserved`` name (the runner's recall tool) or an
+        earlier server's tool. So a name means one tool, in a run and on its resume.
         """
         servers = [*self.mcp_servers, *(s for s in extra_servers if s not in self.mcp_servers)]
         if not servers:
@@ -118,13 +124,18 @@ class Agent(Generic[DepsT]):
                 return []
 
         listed = await asyncio.gather(*(tools_of(server) for server in servers))
-        taken = {spec.name for spec in self.tool_specs()}
+        taken = {spec.name for spec in self.tool_specs()} | set(reserved)
         offered: list[Tool] = []
         for server, tools in zip(servers, listed, strict=True):
-            server.left_out = [t.name for t in tools if t.name in taken]
-            fresh = [t for t in tools if t.name not in taken]
-            offered.extend(fresh)
-            taken.update(t.name for t in fresh)
+            server.left_out = {}
+            for found in tools:
+                if not TOOL_NAME.fullmatch(found.name):
+                    server.left_out[found.name] = "models take only letters, digits, _ and - in a name, 64 at most"
+                elif found.name in taken:
+                    server.left_out[found.name] = "an earlier tool has the name"
+                else:
+                    offered.append(found)
+                    taken.add(found.name)
         return offered
 
     def tool_specs(self, extra: Sequence[Tool] = ()) -> list[ToolSpec]:

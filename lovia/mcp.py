@@ -21,7 +21,8 @@ Promises:
 
 Two servers offering the same tool name (or a server and one of the agent's own tools): the
 first keeps it; the later server's tool is left out and named in :attr:`MCPServer.left_out`, so
-that a name always means the same tool in a run and on its resume.
+that a name always means the same tool in a run and on its resume. So is a tool whose name
+model APIs refuse.
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ class MCPServer:
     """Why the server last failed to start or stopped answering; ``None`` while all is well."""
     tools: list[MCPTool] = field(default_factory=list, init=False)
     """The tools the server offered when it last started."""
-    left_out: list[str] = field(default_factory=list, init=False)
-    """Tool names of this server not offered because an earlier tool has the name."""
+    left_out: dict[str, str] = field(default_factory=dict, init=False)
+    """Tools of this server not offered, by name, with the reason (see ``Agent.mcp_tools``)."""
     calls: int = field(default=0, init=False)
 
     _session: ClientSession | None = field(default=None, init=False, repr=False)

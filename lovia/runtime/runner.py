@@ -536,6 +536,7 @@ class _Run:
             # then a handoff that fired but was not applied is completed.
             dangling = dangling_tool_calls(self.entries)
             if dangling:
+                await self._check_dangling_servers(dangling)
                 await self._run_tools(dangling, rerun=True)
             if head.pending_handoff:
                 await self._apply_handoff()
@@ -670,7 +671,8 @@ class _Run:
 
     async def _mcp_tools(self, agent: Agent[Any]) -> list[Tool]:
         """The MCP tools offered to ``agent``; a server that cannot start is told once a run, its tools left out."""
-        tools = await agent.mcp_tools(self.mcp_servers)
+        recall = self._recall_tool()
+        tools = await agent.mcp_tools(self.mcp_servers, reserved=[recall.name] if recall is not None else [])
         for server in self._servers_of(agent):
             if server.state == "failed" and server.name not in self._told_servers:
                 self._told_servers.add(server.name)
@@ -679,6 +681,25 @@ class _Run:
 
     def _servers_of(self, agent: Agent[Any]) -> list[MCPServer]:
         return [*agent.mcp_servers, *self.mcp_servers]
+
+    async def _check_dangling_servers(self, dangling: Sequence[ToolCall]) -> None:
+        """Refuse to send a dangling MCP call again anywhere but to the server it went to.
+
+        A call that may have run on one server is not sent to another that offers a tool of the
+        same name (nor answered "unknown tool" when its server is off): the resume stops with a
+        :class:`UserError` before any call runs again, and the run stays resumable.
+        """
+        assert self.head is not None
+        went_to = {step.call_id: step.server for step in self.head.steps if isinstance(step, ToolStep) and step.server}
+        for call in dangling:
+            server = went_to.get(call.call_id)
+            if server is None:
+                continue
+            tool = await self._find_tool(call.name)
+            if not (isinstance(tool, MCPTool) and tool.server == server):
+                raise UserError(f"run {self.run_id!r} has a call to {call.name} ({call.call_id}) that went to MCP "
+                                f"server {server!r}, which this run does not offer now; offer that server again "
+                                "(in the app: f5) and resume, or give the call's result first")
 
     async def _find_tool(self, name: str) -> Tool | None:
         """The agent's tool called ``name`` (its own, then its MCP servers'), or the recall tool."""

@@ -82,6 +82,7 @@ async def test_a_stdio_servers_tools_are_offered_with_their_schemas_and_called_w
         result = await run(tmp_path, agent, run_id="run-mcp-1")
         offered = {spec.name: spec for spec in seen[0]}
         assert {"add", "whoami", "record", "fail", "slow", "die"} <= set(offered)
+        assert "notes.read" not in offered and "letters, digits" in server.left_out["notes.read"]
         assert offered["add"].parameters["required"] == ["a", "b"]
         assert offered["add"].parameters["properties"]["a"]["type"] == "integer"
         assert offered["add"].description == "Add two whole numbers."
@@ -207,7 +208,7 @@ async def test_a_name_an_earlier_tool_has_is_left_out_and_named(tmp_path):
     finally:
         await server.stop()
     assert results(result)[0].output == "2"
-    assert server.left_out == ["add"]
+    assert server.left_out["add"] == "an earlier tool has the name"
 
 
 def test_a_server_needs_a_command_or_a_url_not_both():
@@ -362,3 +363,33 @@ def test_secrets_of_a_server_are_not_in_its_repr_nor_where_it_is_shown():
     stdio = MCPServer("files", command="serve", env={"TOKEN": "env-secret"})
     assert "env-secret" not in repr(stdio)
     assert "env-secret" not in repr(MCPServerSettings("files", command="serve", env={"TOKEN": "env-secret"}))
+
+
+async def test_a_dangling_mcp_call_is_not_sent_to_another_server_on_resume(tmp_path):
+    db = tmp_path / "lovia.db"
+    server = stdio_server(tmp_path, env={"LOVIA_TEST_MCP_RECORD_PAUSE": "30"})
+    agent = Agent("assistant", model=model_calling(call("record", {"note": "once"}, call_id="c-rec")))
+    async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
+        stream = Runner.stream(agent, "go", session=session, session_id="s", mcp_servers=[server],
+                               checkpoint=CheckpointOptions(checkpointer, "run-moved"))
+        async for event in stream:
+            if isinstance(event, ToolCallStarted):
+                while not recorded(tmp_path):
+                    await asyncio.sleep(0.02)
+                stream.stop()
+        await server.stop()
+        command, args = stdio_command()
+        other = MCPServer("other", command=command, args=args, env={"LOVIA_TEST_MCP_CALLS": str(tmp_path / "o.jsonl")})
+        for offered in ([other], []):  # a server with the same tools, then none
+            with pytest.raises(UserError, match="went to MCP server 'tools', which this run does not offer now"):
+                await Runner.run(agent, None, session=session, session_id="s", mcp_servers=offered,
+                                 checkpoint=CheckpointOptions(checkpointer, "run-moved", if_run_exists="resume_only"))
+        await other.stop()
+        assert not (tmp_path / "o.jsonl").exists()  # nothing reached the other server
+        snapshot = await checkpointer.load("run-moved")
+        assert isinstance(snapshot.entries[-1], ToolCall)  # still dangling, still resumable
+        server.env = {**server.env, "LOVIA_TEST_MCP_RECORD_PAUSE": "0"}
+        result = await Runner.run(agent, None, session=session, session_id="s", mcp_servers=[server],
+                                  checkpoint=CheckpointOptions(checkpointer, "run-moved", if_run_exists="resume_only"))
+    await server.stop()
+    assert [r.output for r in results(result)] == ["noted: once"] and len(recorded(tmp_path)) == 2

@@ -65,6 +65,12 @@ def die() -> str:
     os._exit(3)
 
 
+@server.tool(name="notes.read")
+def notes_read() -> str:
+    """A name with a dot, as MCP allows and model APIs refuse."""
+    return "never offered"
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

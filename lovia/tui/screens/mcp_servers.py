@@ -128,9 +128,9 @@ class ServersScreen(ModalScreen[None]):
         if server is not None and server.state == "failed":
             text = f"{server.name} failed: {server.error or 'no reason given'}. {self._start_key()} tries again."
         elif server is not None and server.tools:
-            text = "Tools: " + ", ".join(tool.name for tool in server.tools)
-            if server.left_out:
-                text += (f"\nNot offered (an earlier tool has the name): {', '.join(server.left_out)}")
+            # What is left out first: at 80x24 a long list of tools is cut at the bottom.
+            text = "".join(f"Not offered: {name} ({why})\n" for name, why in server.left_out.items())
+            text += "Tools: " + ", ".join(tool.name for tool in server.tools)
         elif server is not None:
             text = f"Its tools are listed once it has started ({self._start_key()} starts it now)."
         self.query_one("#mcp-tools", Static).update(text)
