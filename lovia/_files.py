@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,11 @@ __all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "make_file_private", "make_p
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
+
+
+def safe_file_name(text: str) -> str:
+    """``text`` as a file name: every character but letters, digits, ``.``, ``_`` and ``-`` made ``_``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
 def make_private_dirs(directory: str | os.PathLike[str]) -> None:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lovia import __version__
+from lovia._files import safe_file_name
 from lovia.agent import Agent
 from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.db_location import DbLocation, PostgresLocation, db_argument, postgres_store_classes
@@ -190,6 +191,7 @@ def build_app(args: argparse.Namespace):
             raise UserError(f"cannot create the data directory {db.parent}: {exc.strerror}") from None
     state = RememberedState(data_dir() / "state.json")
     servers = session_servers(config, args, state, db)
+    log_agents_servers(agent, db)
     session, checkpointer = asyncio.run(open_stores(db))
     backend = ChatBackend(
         session, checkpointer, agent,
@@ -228,8 +230,22 @@ def session_servers(config: Config, args: argparse.Namespace, state: RememberedS
         on = {s.name for s in settings if s.enabled}
     if settings:
         check_mcp_installed()
-    log_dir = archive_dir(db).parent
-    return SessionServers([s.server(log_dir) for s in settings], on_by_default=on, state=state)
+    return SessionServers([s.server(mcp_log_dir(db)) for s in settings], on_by_default=on, state=state)
+
+
+def mcp_log_dir(db: DbLocation) -> Path:
+    """Where the MCP servers lovia starts write their messages (``mcp-NAME.log``): beside the tool-output archive."""
+    return archive_dir(db).parent
+
+
+def log_agents_servers(agent: Agent, db: DbLocation) -> None:
+    """Give the MCP servers of ``--agent``'s agents that have no log one (their messages would be lost under the UI)."""
+    from lovia.agent import agent_graph
+
+    with contextlib.suppress(LoviaError):  # two agents share a name: their first run says so
+        for server in (s for a in agent_graph(agent).values() for s in a.mcp_servers):
+            if server.log is None and server.command is not None:
+                server.log = mcp_log_dir(db) / f"mcp-{safe_file_name(server.name)}.log"
 
 
 def check_mcp_installed() -> None:
@@ -251,7 +267,7 @@ def archive_dir(db: DbLocation) -> Path:
     parts = urlsplit(db.url)
     name = "-".join(part for part in (parts.hostname or "local", str(parts.port or 5432),
                                        parts.path.strip("/") or parts.username or "default") if part)
-    return data_dir() / "postgres" / re.sub(r"[^A-Za-z0-9._-]", "_", name) / "tool-outputs"
+    return data_dir() / "postgres" / safe_file_name(name) / "tool-outputs"
 
 
 def check_api_key(model: object) -> None:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 from lovia._urls import shown_url
 from lovia.errors import UserError
 from lovia.run_state import first_line
-from lovia.tools import Tool, ToolContext, ToolError
+from lovia.tools import Tool, ToolContext, ToolError, parse_arguments
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -71,17 +71,12 @@ class MCPTool(Tool):
     async def invoke(self, ctx: ToolContext[Any], arguments: str) -> str:
         """Send the call to the server with the run's and call's ids; the server checks the arguments.
 
-        Raises :class:`~lovia.tools.ToolError` with the server's own words when the tool fails,
-        or with what went wrong when the server cannot be reached.
+        Raises :class:`~lovia.tools.ToolArgumentsError` when ``arguments`` is not a JSON object,
+        :class:`~lovia.tools.ToolError` with the server's own words when the tool fails, or with
+        what went wrong when the server cannot be reached.
         """
-        try:
-            parsed = json.loads(arguments) if arguments and arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
-        if not isinstance(parsed, dict):
-            raise ToolError(f"arguments must be a JSON object, got {type(parsed).__name__}")
         assert self.mcp_server is not None
-        return await self.mcp_server.call(self.name, parsed, run_id=ctx.run_id, call_id=ctx.call_id)
+        return await self.mcp_server.call(self.name, parse_arguments(arguments), run_id=ctx.run_id, call_id=ctx.call_id)
 
 
 @dataclass(eq=False)

@@ -87,12 +87,7 @@ class Tool:
         Raises :class:`ToolArgumentsError` when the arguments do not fit the schema; any
         exception of the tool itself propagates for the runner to turn into an error result.
         """
-        try:
-            kwargs = json.loads(arguments) if arguments and arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
-        if not isinstance(kwargs, dict):
-            raise ToolArgumentsError(f"arguments must be a JSON object, got {type(kwargs).__name__}")
+        kwargs = parse_arguments(arguments)
         properties = self.parameters.get("properties", {})
         unknown = sorted(set(kwargs) - set(properties))
         missing = [name for name in self.parameters.get("required", []) if name not in kwargs]
@@ -113,6 +108,17 @@ class Tool:
 
         value = await _call_in_own_thread(call_and_render, thread_name=f"lovia-tool-{self.name}")
         return _as_text(await value) if inspect.isawaitable(value) else value
+
+
+def parse_arguments(arguments: str) -> dict[str, Any]:
+    """A call's JSON ``arguments`` as a dict (empty: none); :class:`ToolArgumentsError` when not an object."""
+    try:
+        parsed = json.loads(arguments) if arguments and arguments.strip() else {}
+    except ValueError as exc:
+        raise ToolArgumentsError(f"arguments are not valid JSON ({exc}); send a JSON object") from None
+    if not isinstance(parsed, dict):
+        raise ToolArgumentsError(f"arguments must be a JSON object, got {type(parsed).__name__}")
+    return parsed
 
 
 def _as_text(value: Any) -> str:

@@ -400,8 +400,11 @@ class ChatBackend:
         self._dangling: dict[str, tuple[tuple[float, int], tuple[ToolCall, ...]]] = {}  # see dangling_calls
 
     async def close(self) -> None:
-        """Stop the MCP servers that were started, then close both stores (the ones that can be closed)."""
+        """Stop the MCP servers that were started (the config file's and the agents' own), then close both
+        stores (the ones that can be closed)."""
         await self.mcp.stop()
+        with contextlib.suppress(AgentResolutionError):  # two agents share a name: a run said so already
+            await SessionServers([s for agent in agent_graph(self.agent).values() for s in agent.mcp_servers]).stop()
         for store in (self.session, self.checkpointer):
             if isinstance(store, ClosableStore):
                 await store.close()

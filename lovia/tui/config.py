@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
-from lovia._files import make_private_dirs, replace_file_privately
+from lovia._files import make_private_dirs, replace_file_privately, safe_file_name
 from lovia.db_location import DbLocation, parse_db_location
 from lovia.errors import UserError
 from lovia.tui.keymap import parse_keys
@@ -116,9 +116,8 @@ class MCPServerSettings:
         """A fresh, unstarted server; a stdio server's messages go to ``log_dir/mcp-NAME.log``."""
         from lovia.mcp import MCPServer
 
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
         return MCPServer(self.name, command=self.command, args=self.args, env=dict(self.env) or None, url=self.url,
-                         call_timeout=self.timeout, log=log_dir / f"mcp-{safe}.log")
+                         call_timeout=self.timeout, log=log_dir / f"mcp-{safe_file_name(self.name)}.log")
 
 
 def parse_mcp_servers(table: object, path: Path) -> tuple[MCPServerSettings, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import ClassVar
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -154,16 +154,19 @@ class ServersScreen(ModalScreen[None]):
 
     def action_start(self) -> None:
         server = self.highlighted_server
-        if server is not None:
-            self._start(server)
+        if server is None:
+            return
 
-    @work(group="dialog", exclusive=True)
-    async def _start(self, server: MCPServer) -> None:
-        starting = server.start()
-        self.set_timer(0.05, self.show)  # the row says "starting…" while it does (its state is set at once)
-        with contextlib.suppress(MCPServerError):  # its row and the line below the list say why
-            await starting
-        self.show()
+        async def start_then_show() -> None:
+            with contextlib.suppress(MCPServerError):  # its row and the line below the list say why
+                await server.start(retry=True)
+            if self.is_attached:
+                self.show()
+
+        # The app's worker, not this screen's: closing the screen must not kill a start under way
+        # (an npx download, say); the row says "starting…" meanwhile (its state is set at once).
+        self.app.run_worker(start_then_show(), name=f"start MCP server {server.name}", group="mcp-start")
+        self.set_timer(0.05, self.show)
 
     def action_close(self) -> None:
         self.dismiss(None)
