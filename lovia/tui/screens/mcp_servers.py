@@ -145,7 +145,10 @@ class ServersScreen(ModalScreen[None]):
 
     def action_switch(self) -> None:
         server = self.highlighted_server
-        if server is None or self.session_id is None:
+        if server is None:
+            return
+        if self.session_id is None:
+            self.notify("No session is open: start or open one, then switch its servers here.", severity="warning")
             return
         on_now = not self.servers.is_on(self.session_id, server.name)
         self.servers.switch(self.session_id, server.name, on_now)
