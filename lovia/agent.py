@@ -54,10 +54,6 @@ class RunHooks:
         """After the run completed and was persisted."""
 
 
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""A tool name every OpenAI-compatible API accepts."""
-
-
 def handoff_tool_name(agent_name: str) -> str:
     """The tool a model calls to hand the conversation to ``agent_name``."""
     return "transfer_to_" + (re.sub(r"[^a-zA-Z0-9_]+", "_", agent_name).strip("_").lower() or "agent")
@@ -106,16 +102,16 @@ class Agent(Generic[DepsT]):
     async def mcp_tools(self, extra_servers: Sequence[MCPServer] = (), *, reserved: Iterable[str] = ()) -> list[Tool]:
         """The tools of this agent's MCP servers, then of ``extra_servers``, each server started if it is not running.
 
-        A server that cannot start offers none (its ``state`` and ``error`` say why). A tool is
-        left out, and named with the reason in its server's ``left_out``, when its name is one
-        model APIs refuse (they take letters, digits, ``_`` and ``-``, 64 at most), or is taken
-        already: by an own tool, a handoff, a ``reserved`` name (the runner's recall tool) or an
-        earlier server's tool. So a name means one tool, in a run and on its resume.
+        A server that cannot start offers none (its ``state`` and ``error`` say why). A tool whose
+        name is taken already (by an own tool, a handoff, a ``reserved`` name such as the runner's
+        recall tool, or an earlier server's tool) is left out and named in its server's
+        ``left_out``, as the server leaves out names model APIs refuse: a name means one tool, in
+        a run and on its resume.
         """
         servers = [*self.mcp_servers, *(s for s in extra_servers if s not in self.mcp_servers)]
         if not servers:
             return []
-        from lovia.mcp import MCPServerError
+        from lovia.mcp import NAME_TAKEN, MCPServerError
 
         async def tools_of(server: MCPServer) -> list[Tool]:
             try:
@@ -127,12 +123,10 @@ class Agent(Generic[DepsT]):
         taken = {spec.name for spec in self.tool_specs()} | set(reserved)
         offered: list[Tool] = []
         for server, tools in zip(servers, listed, strict=True):
-            server.left_out = {}
+            server.left_out = {name: why for name, why in server.left_out.items() if why != NAME_TAKEN}
             for found in tools:
-                if not TOOL_NAME.fullmatch(found.name):
-                    server.left_out[found.name] = "models take only letters, digits, _ and - in a name, 64 at most"
-                elif found.name in taken:
-                    server.left_out[found.name] = "an earlier tool has the name"
+                if found.name in taken:
+                    server.left_out[found.name] = NAME_TAKEN
                 else:
                     offered.append(found)
                     taken.add(found.name)

@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,13 @@ if TYPE_CHECKING:
 __all__ = ["MCPServer", "MCPServerError", "MCPTool", "ServerState"]
 
 ServerState = Literal["stopped", "starting", "running", "failed"]
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name every OpenAI-compatible API accepts (MCP allows more: dots, 128 characters)."""
+
+NAME_REFUSED = "models take only letters, digits, _ and - in a name, 64 at most"
+NAME_TAKEN = "an earlier tool has the name"
+"""Why a server's tool is in :attr:`MCPServer.left_out`."""
 
 RETRY_FAILED_AFTER = 30.0
 """Seconds a server that failed to start is left alone before its next use tries it again."""
@@ -315,10 +323,14 @@ class MCPServer:
         from mcp_types import PaginatedRequestParams
 
         tools: list[MCPTool] = []
+        self.left_out = {}
         cursor: str | None = None
         while True:
             listed = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
             for found in listed.tools:
+                if not TOOL_NAME.fullmatch(found.name):
+                    self.left_out[found.name] = NAME_REFUSED
+                    continue
                 schema = dict(found.input_schema or {}) or {"type": "object", "properties": {}}
                 tools.append(MCPTool(name=found.name, description=found.description or "", parameters=schema,
                                      function=_not_called, takes_context=True, server=self.name, mcp_server=self))

@@ -34,7 +34,8 @@ EXAMPLE = '[mcp.servers.files]\ncommand = "npx"\nargs = ["-y", "@modelcontextpro
 def state_text(server: MCPServer) -> str:
     """``not started yet`` / ``starting…`` / ``running · 6 tools`` / ``failed: why``."""
     if server.state == "running":
-        return f"running · {format.count(len(server.tools), 'tool')}"
+        left_out = f" · {len(server.left_out)} left out" if server.left_out else ""
+        return f"running · {format.count(len(server.tools), 'tool')}{left_out}"
     if server.state == "failed":
         return f"failed: {server.error or 'no reason given'}"
     return "starting…" if server.state == "starting" else "not started yet (starts when a run needs it)"
