@@ -39,7 +39,7 @@ def http_server(env: dict[str, str] | None = None) -> Iterator[str]:
                     break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the test MCP server did not start: {process.stderr.read().decode()[-2000:]}")
+                    raise RuntimeError(f"the test MCP server did not start: {process.stderr.read().decode()[-2000:]}") from None
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

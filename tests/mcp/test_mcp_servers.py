@@ -64,6 +64,34 @@ async def run(tmp_path, agent, text="go", run_id="run-1"):
                                 checkpoint=CheckpointOptions(checkpointer, run_id))
 
 
+async def leave_a_dangling_call(tmp_path, session, checkpointer, run_id: str, **offered) -> tuple[Agent, MCPServer]:
+    """A run whose ``record`` call reached the server (which holds it) and was then stopped: dangling.
+
+    The server is stopped after (as a killed process leaves it). ``offered``: ``on_agent=True`` gives
+    the server to the agent, else the run is given it (``mcp_servers=``). Returns the agent and server.
+    """
+    server = stdio_server(tmp_path, env={"LOVIA_TEST_MCP_RECORD_PAUSE": "30"})
+    on_agent = offered.get("on_agent", True)
+    agent = Agent("assistant", mcp_servers=[server] if on_agent else [],
+                  model=model_calling(call("record", {"note": "once"}, call_id="c-rec")))
+    stream = Runner.stream(agent, "go", session=session, session_id="s", mcp_servers=[] if on_agent else [server],
+                           checkpoint=CheckpointOptions(checkpointer, run_id))
+    async for event in stream:
+        if isinstance(event, ToolCallStarted):
+            while not recorded(tmp_path):  # the call reached the server, which holds it
+                await asyncio.sleep(0.02)
+            stream.stop()
+    await server.stop()
+    snapshot = await checkpointer.load(run_id)
+    assert snapshot is not None and isinstance(snapshot.entries[-1], ToolCall)
+    server.env = {**(server.env or {}), "LOVIA_TEST_MCP_RECORD_PAUSE": "0"}  # it answers at once from now on
+    return agent, server
+
+
+def resuming(checkpointer, run_id: str) -> CheckpointOptions:
+    return CheckpointOptions(checkpointer, run_id, if_run_exists="resume_only")
+
+
 async def test_a_stdio_servers_tools_are_offered_with_their_schemas_and_called_with_the_run_and_call_ids(tmp_path):
     server = stdio_server(tmp_path)
     seen = []
@@ -224,28 +252,14 @@ async def test_a_dangling_mcp_call_reaches_the_server_again_with_the_same_ids_on
     # The run stops (as a killed process would leave it) after the call was sent: on resume the
     # dangling-call rule re-runs it, with the same run_id and call_id, so the server can tell.
     db = tmp_path / "lovia.db"
-    server = stdio_server(tmp_path, env={"LOVIA_TEST_MCP_RECORD_PAUSE": "30"})
-    agent = Agent("assistant", mcp_servers=[server],
-                  model=model_calling(call("record", {"note": "once"}, call_id="c-rec")))
     async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
-        stream = Runner.stream(agent, "go", session=session, session_id="s",
-                               checkpoint=CheckpointOptions(checkpointer, "run-dangling"))
-        async for event in stream:
-            if isinstance(event, ToolCallStarted):
-                while not recorded(tmp_path):  # the call reached the server, which holds it
-                    await asyncio.sleep(0.02)
-                stream.stop()
-        snapshot = await checkpointer.load("run-dangling")
-        assert snapshot is not None and isinstance(snapshot.entries[-1], ToolCall)
-        await server.stop()
-        server.env = {**(server.env or {}), "LOVIA_TEST_MCP_RECORD_PAUSE": "0"}
+        agent, server = await leave_a_dangling_call(tmp_path, session, checkpointer, "run-dangling")
         result = await Runner.run(agent, None, session=session, session_id="s",
-                                  checkpoint=CheckpointOptions(checkpointer, "run-dangling", if_run_exists="resume_only"))
+                                  checkpoint=resuming(checkpointer, "run-dangling"))
     await server.stop()
     calls = recorded(tmp_path)
     assert [(c["run_id"], c["call_id"]) for c in calls] == [("run-dangling", "c-rec")] * 2
     assert [r.output for r in results(result)] == ["noted: once"]
-
 
 async def test_stopping_a_server_during_a_call_says_so_and_leaves_it_stopped(tmp_path):
     from lovia import ToolError
@@ -285,25 +299,14 @@ async def test_a_dangling_mcp_call_given_its_result_is_not_sent_again_on_resume(
     from lovia import complete_dangling_call
 
     db = tmp_path / "lovia.db"
-    server = stdio_server(tmp_path, env={"LOVIA_TEST_MCP_RECORD_PAUSE": "30"})
-    agent = Agent("assistant", mcp_servers=[server],
-                  model=model_calling(call("record", {"note": "once"}, call_id="c-rec")))
     async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
-        stream = Runner.stream(agent, "go", session=session, session_id="s",
-                               checkpoint=CheckpointOptions(checkpointer, "run-given"))
-        async for event in stream:
-            if isinstance(event, ToolCallStarted):
-                while not recorded(tmp_path):
-                    await asyncio.sleep(0.02)
-                stream.stop()
-        await server.stop()
+        agent, server = await leave_a_dangling_call(tmp_path, session, checkpointer, "run-given")
         await complete_dangling_call(checkpointer, "run-given", "c-rec", output="noted (seen on the server)")
         result = await Runner.run(agent, None, session=session, session_id="s",
-                                  checkpoint=CheckpointOptions(checkpointer, "run-given", if_run_exists="resume_only"))
+                                  checkpoint=resuming(checkpointer, "run-given"))
     await server.stop()
     assert len(recorded(tmp_path)) == 1  # the call reached the server once: before the stop
     assert [r.output for r in results(result)] == ["noted (seen on the server)"]
-
 
 async def test_a_server_that_never_answers_fails_once_and_is_not_waited_for_again_at_every_turn(tmp_path):
     server = MCPServer("mute", command="sleep", args=["60"], start_timeout=1.0, log=tmp_path / "mute.log")
@@ -367,29 +370,19 @@ def test_secrets_of_a_server_are_not_in_its_repr_nor_where_it_is_shown():
 
 async def test_a_dangling_mcp_call_is_not_sent_to_another_server_on_resume(tmp_path):
     db = tmp_path / "lovia.db"
-    server = stdio_server(tmp_path, env={"LOVIA_TEST_MCP_RECORD_PAUSE": "30"})
-    agent = Agent("assistant", model=model_calling(call("record", {"note": "once"}, call_id="c-rec")))
     async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
-        stream = Runner.stream(agent, "go", session=session, session_id="s", mcp_servers=[server],
-                               checkpoint=CheckpointOptions(checkpointer, "run-moved"))
-        async for event in stream:
-            if isinstance(event, ToolCallStarted):
-                while not recorded(tmp_path):
-                    await asyncio.sleep(0.02)
-                stream.stop()
-        await server.stop()
+        agent, server = await leave_a_dangling_call(tmp_path, session, checkpointer, "run-moved", on_agent=False)
         command, args = stdio_command()
         other = MCPServer("other", command=command, args=args, env={"LOVIA_TEST_MCP_CALLS": str(tmp_path / "o.jsonl")})
         for offered in ([other], []):  # a server with the same tools, then none
             with pytest.raises(UserError, match="went to MCP server 'tools', which this run does not offer now"):
                 await Runner.run(agent, None, session=session, session_id="s", mcp_servers=offered,
-                                 checkpoint=CheckpointOptions(checkpointer, "run-moved", if_run_exists="resume_only"))
+                                 checkpoint=resuming(checkpointer, "run-moved"))
         await other.stop()
         assert not (tmp_path / "o.jsonl").exists()  # nothing reached the other server
         snapshot = await checkpointer.load("run-moved")
         assert isinstance(snapshot.entries[-1], ToolCall)  # still dangling, still resumable
-        server.env = {**server.env, "LOVIA_TEST_MCP_RECORD_PAUSE": "0"}
         result = await Runner.run(agent, None, session=session, session_id="s", mcp_servers=[server],
-                                  checkpoint=CheckpointOptions(checkpointer, "run-moved", if_run_exists="resume_only"))
+                                  checkpoint=resuming(checkpointer, "run-moved"))
     await server.stop()
     assert [r.output for r in results(result)] == ["noted: once"] and len(recorded(tmp_path)) == 2
