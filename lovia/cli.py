@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -249,11 +250,11 @@ def log_agents_servers(agent: Agent, db: DbLocation) -> None:
 
 
 def check_mcp_installed() -> None:
-    try:
-        importlib.import_module("mcp")
-    except ImportError:
+    """Refuse to start when the config file names servers and the SDK is missing (found, not imported:
+    the SDK is imported when a server first starts, so start-up does not wait for it)."""
+    if importlib.util.find_spec("mcp") is None:
         raise UserError("the config file names MCP servers, but the MCP SDK is not installed: pip install "
-                        "'lovia[mcp]' (or start with --no-mcp)") from None
+                        "'lovia[mcp]' (or start with --no-mcp)")
 
 
 def archive_dir(db: DbLocation) -> Path:

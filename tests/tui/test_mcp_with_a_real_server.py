@@ -75,3 +75,21 @@ def test_lovia_with_mcp_names_a_server_the_config_file_lacks(tmp_path, monkeypat
     assert app.backend.mcp.servers == []
     app = build_app(build_parser().parse_args(["--mcp", "files"]))
     assert [s.name for s in app.backend.mcp.servers] == ["files"] and app.backend.mcp.is_on(None, "files")
+
+
+def test_servers_in_the_config_file_without_the_sdk_say_how_to_install_it(tmp_path, monkeypatch):
+    import importlib.util
+
+    import pytest
+
+    from lovia.errors import UserError
+
+    config = tmp_path / "config.toml"
+    config.write_text('[mcp.servers.files]\ncommand = "true"\n')
+    monkeypatch.setenv("LOVIA_CONFIG", str(config))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real_find_spec(name, *a))
+    with pytest.raises(UserError, match=r"pip install 'lovia\[mcp\]' \(or start with --no-mcp\)"):
+        build_app(build_parser().parse_args([]))
+    assert build_app(build_parser().parse_args(["--no-mcp"])).backend.mcp.servers == []
