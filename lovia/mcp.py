@@ -89,7 +89,7 @@ class MCPTool(Tool):
 
 @dataclass(eq=False)
 class MCPServer:
-    """One MCP server: ``command`` (with ``args`` and ``env``) for stdio, or ``url`` for streamable HTTP.
+    """One MCP server: ``command`` (``args``, ``env``) for stdio, or ``url`` (``headers``) for streamable HTTP.
 
     ``call_timeout`` bounds one call, ``start_timeout`` the start and the listing of its tools
     (seconds). A stdio server's standard error goes to ``log`` (a file path, appended to), else to
@@ -102,6 +102,7 @@ class MCPServer:
     args: Sequence[str] = ()
     env: Mapping[str, str] | None = field(default=None, repr=False)  # may hold secrets: never shown
     url: str | None = field(default=None, repr=False)  # may hold credentials: ``where`` shows it without
+    headers: Mapping[str, str] | None = field(default=None, repr=False)  # sent with every HTTP request; secret
     call_timeout: float = 60.0
     start_timeout: float = 30.0
     log: Path | None = None
@@ -132,6 +133,9 @@ class MCPServer:
                             "not both and not neither")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise UserError(f"MCP server {self.name!r}: url must start with http:// or https://")
+        if self.headers and self.url is None:
+            raise UserError(f"MCP server {self.name!r}: headers go with a url (a streamable-HTTP server); "
+                            "a server lovia starts takes env instead")
         self.args = list(self.args)
 
     @property
@@ -284,7 +288,7 @@ class MCPServer:
 
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(stack))
+                read, write = await stack.enter_async_context(await self._transport(stack))
                 session = await stack.enter_async_context(
                     ClientSession(read, write, client_info=Implementation(name="lovia", version=__version__)))
                 await session.initialize()
@@ -300,24 +304,35 @@ class MCPServer:
             if not ready.done():  # cancelled while starting
                 ready.cancel()
 
-    def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         if self.url is not None:
             from mcp.client.streamable_http import streamable_http_client
 
-            return streamable_http_client(self.url)
+            if not self.headers:
+                return streamable_http_client(self.url)
+            import httpx2  # the SDK's own HTTP client; headers are given to it, as the SDK documents
+
+            # The SDK's default timeouts: a server may hold a response stream open for long.
+            client = httpx2.AsyncClient(headers=dict(self.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+            await stack.enter_async_context(client)  # closed after the transport, which is entered after it
+            return streamable_http_client(self.url, http_client=client)
         from mcp import StdioServerParameters, stdio_client
 
-        errlog: TextIO = sys.stderr
-        if self.log is not None:
-            self.log.parent.mkdir(parents=True, exist_ok=True)
-            errlog = stack.enter_context(self.log.open("a", encoding="utf-8"))
-        elif not _has_descriptor(sys.stderr):
-            # Under a terminal UI standard error is captured, without a descriptor of its own: the
-            # child would write on the UI's terminal. Its messages are dropped instead.
-            errlog = stack.enter_context(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
         assert self.command is not None
         return stdio_client(StdioServerParameters(command=self.command, args=list(self.args),
-                                                  env=dict(self.env) if self.env else None), errlog=errlog)
+                                                  env=dict(self.env) if self.env else None),
+                            errlog=self._errlog(stack))
+
+    def _errlog(self, stack: contextlib.AsyncExitStack) -> TextIO:
+        """Where a stdio server's standard error goes: its ``log``, else ours when it is a real one."""
+        if self.log is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            return stack.enter_context(self.log.open("a", encoding="utf-8"))
+        if _has_descriptor(sys.stderr):
+            return sys.stderr
+        # Under a terminal UI standard error is captured, without a descriptor of its own: the
+        # child would write on the UI's terminal. Its messages are dropped instead.
+        return stack.enter_context(open(os.devnull, "w", encoding="utf-8"))
 
     async def _list_tools(self, session: ClientSession) -> list[MCPTool]:
         from mcp_types import PaginatedRequestParams

@@ -57,3 +57,4 @@ def test_the_readme_mcp_config_example_is_read_as_it_says(tmp_path):
     assert (files.name, files.command, files.enabled) == ("files", "npx", True)
     assert files.args[-1] == "/home/me/notes" and dict(files.env) == {"NODE_ENV": "production"}
     assert (search.url, search.enabled, search.timeout) == ("http://127.0.0.1:8931/mcp", False, 120.0)
+    assert dict(search.headers) == {"Authorization": "Bearer ${SEARCH_TOKEN}"}  # read from the environment later

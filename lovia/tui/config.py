@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 
 APP_NAME = "lovia"
 CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys", "db", "mcp"}
-MCP_SERVER_KEYS = {"command", "args", "env", "url", "enabled", "timeout"}
+MCP_SERVER_KEYS = {"command", "args", "env", "url", "headers", "enabled", "timeout"}
+ENVIRONMENT_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""``${NAME}`` in an MCP server's ``env`` or ``headers`` value: taken from lovia's environment at start."""
 
 
 def data_dir() -> Path:
@@ -107,17 +110,28 @@ class MCPServerSettings:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never shown
     url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never shown
     enabled: bool = True
     """Offered in every session unless switched off there; ``false``: only with ``--mcp NAME``."""
     timeout: float = 60.0
     """Seconds one call may take."""
+    source: str = ""
+    """Where the table is, for errors: ``[mcp.servers.NAME] in PATH``."""
 
     def server(self, log_dir: Path) -> MCPServer:
-        """A fresh, unstarted server; a stdio server's messages go to ``log_dir/mcp-NAME.log``."""
+        """A fresh, unstarted server; a stdio server's messages go to ``log_dir/mcp-NAME.log``.
+
+        ``${NAME}`` in ``env`` and ``headers`` values is taken from the environment now (so a
+        server left out by ``--mcp`` or ``--no-mcp`` needs none of its variables); a variable that
+        is not set is a :class:`UserError` naming it.
+        """
         from lovia.mcp import MCPServer
 
-        return MCPServer(self.name, command=self.command, args=self.args, env=dict(self.env) or None, url=self.url,
-                         call_timeout=self.timeout, log=log_dir / f"mcp-{safe_file_name(self.name)}.log")
+        env = _from_environment(self.env, "env", self.source)
+        headers = _from_environment(self.headers, "headers", self.source)
+        return MCPServer(self.name, command=self.command, args=self.args, env=env or None, url=self.url,
+                         headers=headers or None, call_timeout=self.timeout,
+                         log=log_dir / f"mcp-{safe_file_name(self.name)}.log")
 
 
 def parse_mcp_servers(table: object, path: Path) -> tuple[MCPServerSettings, ...]:
@@ -149,18 +163,42 @@ def parse_mcp_servers(table: object, path: Path) -> tuple[MCPServerSettings, ...
         args = settings.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise UserError(f"args in {where} must be a list of strings, e.g. args = [\"--root\", \"~/notes\"]")
-        env = settings.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            # the values may be secrets: never quoted
-            raise UserError(f"env in {where} must be a table of strings, e.g. env = {{ API_TOKEN = \"...\" }}")
+        env = _secret_table(settings, "env", where, 'env = { API_TOKEN = "${MY_TOKEN}" }')
+        headers = _secret_table(settings, "headers", where, 'headers = { Authorization = "Bearer ${MY_TOKEN}" }')
+        if headers and url is None:
+            raise UserError(f"headers in {where} go with a url; a server lovia starts (command) takes env instead")
         enabled = settings.get("enabled", True)
         if not isinstance(enabled, bool):
             raise UserError(f"enabled in {where} must be true or false")
         timeout = settings.get("timeout", 60.0)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
             raise UserError(f"timeout in {where} must be the seconds one call may take, e.g. timeout = 60")
-        found.append(MCPServerSettings(name, command, tuple(args), dict(env), url, enabled, float(timeout)))
+        found.append(MCPServerSettings(name, command, tuple(args), env, url, headers, enabled, float(timeout), where))
     return tuple(found)
+
+
+def _secret_table(settings: Mapping[str, Any], key: str, where: str, example: str) -> dict[str, str]:
+    """``settings[key]`` (``env`` or ``headers``), checked to be a table of strings.
+
+    Its values may be secrets: an error names the key, never a value.
+    """
+    table = settings.get(key, {})
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise UserError(f"{key} in {where} must be a table of strings, e.g. {example}")
+    return dict(table)
+
+
+def _from_environment(table: Mapping[str, str], key: str, where: str) -> dict[str, str]:
+    """``table``'s values with each ``${NAME}`` replaced by the environment's ``NAME``; an unset one is an error."""
+
+    def value_of(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise UserError(f"{key} in {where} uses ${{{name}}}, which is not set in the environment: set it "
+                            "before starting lovia, or leave the server out (--mcp NAME for the others, or --no-mcp)")
+        return os.environ[name]
+
+    return {name: ENVIRONMENT_VARIABLE.sub(value_of, value) for name, value in table.items()}
 
 
 class RememberedState:

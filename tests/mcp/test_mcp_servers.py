@@ -143,6 +143,18 @@ async def test_a_streamable_http_server_is_called_the_same_way(tmp_path):
     assert all(not r.is_error for r in results(result))
 
 
+async def test_headers_go_with_every_request_to_an_http_server(tmp_path):
+    with http_server() as url:
+        server = MCPServer("remote", url=url, headers={"Authorization": "Bearer header-secret"})
+        try:
+            assert await server.call("authorization", {}, run_id="r", call_id="c") == "Bearer header-secret"
+        finally:
+            await server.stop()
+    assert "header-secret" not in repr(server)
+    with pytest.raises(UserError, match="headers go with a url"):
+        MCPServer("local", command="serve", headers={"Authorization": "x"})
+
+
 async def test_a_tool_error_is_the_calls_error_result_in_the_servers_words(tmp_path):
     server = stdio_server(tmp_path)
     agent = Agent("assistant", mcp_servers=[server], model=model_calling(call("fail", {"reason": "no"})))

@@ -65,6 +65,13 @@ def die() -> str:
     os._exit(3)
 
 
+@server.tool()
+def authorization(ctx: Context) -> str:
+    """The Authorization header of the HTTP request that carried this call ("none" on stdio)."""
+    headers = ctx.headers or {}
+    return next((value for name, value in headers.items() if name.lower() == "authorization"), "none")
+
+
 @server.tool(name="notes.read")
 def notes_read() -> str:
     """A name with a dot, as MCP allows and model APIs refuse."""

@@ -93,3 +93,30 @@ def test_servers_in_the_config_file_without_the_sdk_say_how_to_install_it(tmp_pa
     with pytest.raises(UserError, match=r"pip install 'lovia\[mcp\]' \(or start with --no-mcp\)"):
         build_app(build_parser().parse_args([]))
     assert build_app(build_parser().parse_args(["--no-mcp"])).backend.mcp.servers == []
+
+
+def test_env_and_headers_take_variables_from_the_environment_when_the_server_is_made(tmp_path, monkeypatch):
+    import pytest
+
+    from lovia.errors import UserError
+    from lovia.tui.config import Config
+
+    config = tmp_path / "config.toml"
+    config.write_text('[mcp.servers.web]\nurl = "http://127.0.0.1:1/mcp"\n'
+                      'headers = { Authorization = "Bearer ${LOVIA_TEST_TOKEN}" }\n'
+                      '[mcp.servers.files]\ncommand = "serve"\nenv = { KEY = "${LOVIA_TEST_KEY}-x" }\n')
+    monkeypatch.setenv("LOVIA_CONFIG", str(config))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_TEST_KEY", raising=False)
+    monkeypatch.setenv("LOVIA_TEST_TOKEN", "token-value")
+    web, files = Config.load(config).mcp_servers  # loading needs no variable: a server made does
+    assert web.server(tmp_path).headers == {"Authorization": "Bearer token-value"}
+    with pytest.raises(UserError, match=r"env in \[mcp.servers.files\] in .* uses \$\{LOVIA_TEST_KEY\}, which is not set"):
+        build_app(build_parser().parse_args([]))
+    app = build_app(build_parser().parse_args(["--mcp", "web"]))  # the server needing it left out
+    assert [s.name for s in app.backend.mcp.servers] == ["web"]
+    monkeypatch.setenv("LOVIA_TEST_KEY", "k")
+    assert files.server(tmp_path).env == {"KEY": "k-x"}
+    config.write_text('[mcp.servers.files]\ncommand = "serve"\nheaders = { A = "b" }\n')
+    with pytest.raises(UserError, match="headers in .* go with a url"):
+        Config.load(config)
