@@ -78,7 +78,7 @@ async def test_a_servers_tool_is_used_in_a_chat_listed_on_f5_and_switched_off_fo
         screen = app.screen
         listing = screen.query_one("#mcp-list")
         row = str(listing.get_option_at_index(0).prompt)
-        assert "tools" in row and "● on" in row and "running · 6 tools · 1 left out" in row
+        assert "tools" in row and "● on" in row and "running · 7 tools · 1 left out" in row
         tools_line = str(screen.query_one("#mcp-tools").render())
         assert "Tools: add, whoami, record, fail, slow, die" in tools_line
         assert "Not offered: notes.read (models take only letters" in tools_line
@@ -130,7 +130,7 @@ async def test_a_server_off_by_default_is_listed_and_can_be_switched_on(tmp_path
         assert "○ off" in str(app.screen.query_one("#mcp-list").get_option_at_index(0).prompt)
         await pilot.press("s")  # start it now, to see its tools
         await settle(pilot)
-        assert "running · 6 tools · 1 left out" in str(app.screen.query_one("#mcp-list").get_option_at_index(0).prompt)
+        assert "running · 7 tools · 1 left out" in str(app.screen.query_one("#mcp-list").get_option_at_index(0).prompt)
         await pilot.press("enter", "escape")
         await settle(pilot)
         await type_and_send(pilot, "note second")
