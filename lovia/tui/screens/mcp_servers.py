@@ -28,7 +28,8 @@ from lovia.tui.keymap import keymap_of
 from lovia.tui.session_servers import SessionServers
 from lovia.tui.widgets.lists import StoppingOptionList
 
-EXAMPLE = '[mcp.servers.files]\ncommand = "npx"\nargs = ["-y", "@modelcontextprotocol/server-filesystem", "~/notes"]'
+EXAMPLE = ('[mcp.servers.files]\ncommand = "npx"\n'
+           'args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]')
 
 
 def state_text(server: MCPServer) -> str:
@@ -83,8 +84,8 @@ class ServersScreen(ModalScreen[None]):
                          "answer on.", id="mcp-about")
             yield ServerList(id="mcp-list")
             yield Static("", id="mcp-tools", markup=False)
-            yield Static(f"No MCP servers. Add one to the config file ({config_path()}), e.g.\n\n{EXAMPLE}",
-                         id="mcp-empty", markup=False)
+            yield Static(f"No MCP servers. Install the SDK (pip install 'lovia[mcp]') and add one to the config "
+                         f"file ({config_path()}), e.g.\n\n{EXAMPLE}", id="mcp-empty", markup=False)
             keys = keymap_of(self).key_text
             yield Static(f"{keys('mcp.switch')}/enter on or off here · {keys('mcp.start')} start now · "
                          f"{keys('mcp.close')} close", id="mcp-keys")
