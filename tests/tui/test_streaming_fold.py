@@ -10,6 +10,7 @@ unfolds it (painted by Textual again), and the end of the answer shows every blo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 
 from textual.app import App, ComposeResult
@@ -32,6 +33,25 @@ def mixed(sections: int) -> str:
         f"- first point {i}\n- second point with `code`\n  1. nested\n\n"
         f"```python\ndef part_{i}(x):\n    return x + {i}  # a comment\n```\n\n> a quote in part {i}\n\n"
         for i in range(sections))
+
+
+class SlowUntilFolded(ScriptedModel):
+    """Streams ``text`` 40 characters a chunk, a chunk at most every 30 ms until ``folded`` is set, then at once.
+
+    A fold happens at an update after a layout: on a loaded machine a fast stream could arrive in
+    so few updates that it ended before one came (CI failed so); paced, it reaches the view in many.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__([ScriptedTurn(text=text, chunk_chars=40)])
+        self.folded = asyncio.Event()
+
+    async def stream(self, request):
+        async for chunk in super().stream(request):
+            if not self.folded.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.folded.wait(), 0.03)
+            yield chunk
 
 
 class TwoAnswers(App[None]):
@@ -123,7 +143,7 @@ async def test_a_change_of_width_or_selection_unfolds_and_paints_as_stored():
 
 async def test_the_finished_answer_shows_every_block_as_stored(tmp_path):
     text = mixed(15)
-    model = ScriptedModel([ScriptedTurn(text=text, chunk_chars=40, delay=0.004)])
+    model = SlowUntilFolded(text)
     app = make_app(tmp_path / "lovia.db", model=model)
     async with app.run_test(size=(160, 600)) as pilot:
         await pilot.pause()
@@ -134,9 +154,10 @@ async def test_the_finished_answer_shows_every_block_as_stored(tmp_path):
         await wait_for(pilot, lambda: chat.transcript.query(AssistantMessageView))
         view = chat.transcript.query(AssistantMessageView).last()
         markdown = view.query_one(StreamingMarkdown)
-        await wait_for(pilot, lambda: bool(markdown.folded) or not chat.running)
+        await wait_for(pilot, lambda: bool(markdown.folded) or not chat.running, give_up_after=30)
         assert markdown.folded, "the answer folded while it streamed"
         assert gc.get_freeze_count(), "objects alive are left out of full collections while it streams"
+        model.folded.set()
         await settle(pilot)
         assert not chat.running
         assert not markdown.folded and not markdown.settled.display
