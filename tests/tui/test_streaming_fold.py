@@ -184,3 +184,38 @@ async def test_an_answer_removed_while_it_finishes_does_not_hang_its_finish():
         await asyncio.sleep(0)
         await app.live.remove()
         await asyncio.wait_for(finishing, 10)
+
+
+class OneAnswerFollowed(App[None]):
+    """A streaming answer in a scroll view anchored at its end, as the transcript follows one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live = AssistantMessageView("", "assistant")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as scroll:
+            scroll.anchor()
+            yield self.live
+
+
+async def test_a_fold_gone_stale_out_of_view_folds_again():
+    # Folded before the view overflowed, the lines were painted a column wider than once the
+    # scrollbar showed; scrolled out of view they were never drawn, so nothing unfolded them, and
+    # no later block was folded: the whole long answer was laid out again at every update.
+    app = OneAnswerFollowed()
+    async with app.run_test(size=(90, 40)) as pilot:
+        await pilot.pause()
+        markdown = app.live.query_one(StreamingMarkdown)
+        scroll = app.query_one(VerticalScroll)
+        first = mixed(2)
+        await stream(pilot, app.live, first, pieces=8)
+        assert markdown.folded
+        assert scroll.max_scroll_y == 0, "folded while the answer fits: no scrollbar yet"
+        rest = mixed(20)[len(first):]
+        big = rest.index("## Part 8")  # one batch that overflows the view: the fold leaves it before a paint
+        await stream(pilot, app.live, rest[:big], pieces=1)
+        await stream(pilot, app.live, rest[big:], pieces=60)
+        assert scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y
+        assert len(markdown.folded) >= 5 * FOLD_AT, "blocks kept folding once the scrollbar showed"
+        assert laid_out_in(app, app.live) < 60

@@ -141,7 +141,11 @@ class FoldsSettled(Widget):
         lines = [line.crop(gutter.left, self.outer_size.width - gutter.right) for line in lines]
         context = self.paint_context()
         if settled.display and settled.painted_for != context:
-            return False  # the lines so far are stale: the unfold they asked for is on its way
+            # The lines so far were painted for another width (the scrollbar showed) or theme. Drawn,
+            # they ask for an unfold themselves; scrolled out of view they are never drawn, and
+            # without this every later update would lay out every block again.
+            self.unfold()
+            return False
         settled.lines = [*settled.lines, *lines] if settled.display else lines
         settled.painted_for = context
         # The rows after the last folded child are its bottom margin, which Textual merges with the
