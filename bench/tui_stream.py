@@ -40,6 +40,8 @@ from _stats import Figure, ratios
 TOKEN_CHARS = 4
 FRAME = 1 / 60
 LAG_RATE = 200.0
+AFTER_END_SECONDS = 2.0
+"""How long after a steady answer's end the app is watched for the longest stall of its event loop."""
 STEADY_AFTER_SECONDS = 1.0
 """The steady lag counts the paced part from this long after it starts: the view settles into the pace."""
 CODE_LINES = 2000
@@ -118,6 +120,8 @@ class Trace:
 
     emitted: list[tuple[float, int]]
     painted: list[tuple[float, int]]
+    stall_after_end: float = 0.0
+    """For a steady stream: the longest the event loop did not answer in the seconds after the model's end."""
 
     def shown_at(self, chars: int) -> float:
         """When a refresh first showed ``chars`` characters."""
@@ -140,6 +144,19 @@ async def until(done: Callable[[], bool]) -> None:
         if done():
             return
         await asyncio.sleep(0.0005)
+
+
+async def longest_stall_after(began: Callable[[], bool], window: float = AFTER_END_SECONDS) -> float:
+    """The longest the event loop took to answer a 5 ms sleep, for ``window`` seconds from when ``began()`` holds."""
+    longest, since = 0.0, None
+    while since is None or time.perf_counter() - since < window:
+        asked = time.perf_counter()
+        await asyncio.sleep(0.005)
+        if since is None and began():
+            since = asked
+        if since is not None:
+            longest = max(longest, time.perf_counter() - asked - 0.005)
+    return longest
 
 
 async def sample_refreshes(app, shown: Callable[[], int], finished: Callable[[], bool]) -> list[tuple[float, int]]:
@@ -184,6 +201,7 @@ async def lovia_trace(model: PacedModel, escape_after_chars: int = 0) -> tuple[T
                 return found[-1].shown_length if found else 0
 
             model.caught_up = lambda: shown() >= model.fast_chars
+            stall = asyncio.create_task(longest_stall_after(lambda: model.finished)) if model.steady else None
             sampler = asyncio.create_task(sample_refreshes(app, shown, lambda: model.finished and not chat.running))
             send = asyncio.create_task(pilot.press("enter"))  # the pilot waits for an idle app: not while streaming
             escape = None
@@ -200,7 +218,8 @@ async def lovia_trace(model: PacedModel, escape_after_chars: int = 0) -> tuple[T
             painted = await sampler
             await send
             await pilot.pause()
-    return Trace(model.emitted, painted), escape
+            stalled = await stall if stall else 0.0
+    return Trace(model.emitted, painted, stalled), escape
 
 
 async def baseline_trace(model: PacedModel, escape_after_chars: int = 0) -> tuple[Trace, tuple[float, float] | None]:
@@ -239,6 +258,7 @@ async def baseline_trace(model: PacedModel, escape_after_chars: int = 0) -> tupl
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         model.caught_up = lambda: app.shown >= model.fast_chars
+        stall = asyncio.create_task(longest_stall_after(lambda: model.finished)) if model.steady else None
         app.run_worker(app.feed())
         sampler = asyncio.create_task(sample_refreshes(app, lambda: app.shown, lambda: app.done and model.finished))
         escape = None
@@ -252,7 +272,8 @@ async def baseline_trace(model: PacedModel, escape_after_chars: int = 0) -> tupl
             escape = (asked - pressed, time.perf_counter() - pressed)
             await press
         painted = await sampler
-    return Trace(model.emitted, painted), escape
+        stalled = await stall if stall else 0.0
+    return Trace(model.emitted, painted, stalled), escape
 
 
 def _rate(figure: Figure) -> str:
@@ -286,16 +307,22 @@ async def rows(repeat: int) -> list[tuple[str, str, str, str]]:
                                  (f"a {CODE_LINES:,}-line code block", code_answer(), 4_000)):
             fast = len(text) - tail
             counted_from = fast + (STEADY_AFTER_SECONDS * LAG_RATE * TOKEN_CHARS if steady else 0)
-            ours, bare = [], []
+            ours, bare, our_stalls, bare_stalls = [], [], [], []
             for _ in range(repeat):
-                for trace_of, samples in ((lovia_trace, ours), (baseline_trace, bare)):
+                for trace_of, samples, stalls in ((lovia_trace, ours, our_stalls), (baseline_trace, bare, bare_stalls)):
                     model = PacedModel(text, LAG_RATE, fast, steady=steady)
                     trace, _ = await trace_of(model)
                     samples.append(_p95(trace.lags(int(counted_from))))
+                    stalls.append(trace.stall_after_end)
             how = "steady" if steady else "after a burst"
             table.append((f"display lag p95 at {LAG_RATE:.0f} tokens/s, {how}, end of {what} "
                           "(baseline: bare Textual Log)",
                           Figure.of(ours).ms(), Figure.of(bare).ms(), ratios(ours, bare).times()))
+            if steady:
+                table.append((f"longest stall of the app in the {AFTER_END_SECONDS:.0f} s after {what} ends "
+                              "(steady; baseline: bare Textual Log)",
+                              Figure.of(our_stalls).ms(), Figure.of(bare_stalls).ms(),
+                              ratios(our_stalls, bare_stalls).times()))
     asked, stopped, bare_asked = [], [], []
     text = code_answer()
     half = len(text) // 2

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import rich
 from rich.segment import Segments
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -103,6 +103,7 @@ class LoviaApp(App[None]):
             self.set_timer(COLLECTOR_RESUMES_AFTER, COLLECTOR.resume_after_start, name="resume collector")
 
     def on_mount(self) -> None:
+        COLLECTOR.thaw_when_idle = True  # this app tells it of keys and clicks (on_event)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.sub_title = self.model_label
         self.push_screen(MainScreen(self.backend))
@@ -113,6 +114,11 @@ class LoviaApp(App[None]):
         if clashes:
             self.notify("\n".join(str(clash) for clash in clashes), title="Key clash in the config file's [keys]",
                         severity="warning", timeout=30, markup=False)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown)):
+            COLLECTOR.input_seen()
+        await super().on_event(event)
 
     async def on_unmount(self) -> None:
         COLLECTOR.app_closed()  # runs again even if the first paint never came (an error at start)

@@ -1,5 +1,6 @@
 """The app's one owner of the garbage collector's state: start-up pause and streaming freezes together."""
 
+import asyncio
 import gc
 import weakref
 
@@ -68,3 +69,71 @@ def test_what_start_up_froze_is_thawed_when_the_app_closes(collector):
     assert gc.get_freeze_count()
     collector.app_closed()
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+@pytest.fixture
+def collector_in_app(collector, monkeypatch):
+    """A collector as the app runs it: an answer's end thaws once the user is idle (shortened here)."""
+    monkeypatch.setattr("lovia.tui.collector.THAW_WHEN_IDLE_FOR", 0.2)
+    monkeypatch.setattr("lovia.tui.collector.THAW_AT_THE_LATEST", 1.0)
+    gc.enable()
+    collector.thaw_when_idle = True
+    yield collector
+    collector.app_closed()
+
+
+def _cycle() -> weakref.ref:
+    node = _Node()
+    node.itself = node  # only a full pass frees it once it is frozen
+    return weakref.ref(node)
+
+
+async def test_in_the_app_an_answers_end_thaws_and_collects_once_the_user_is_idle(collector_in_app, monkeypatch):
+    monkeypatch.setattr("lovia.tui.collector.REFREEZE_SECONDS", 0.0)
+    collector_in_app.stream_started()
+    gone = _cycle()
+    collector_in_app.stream_grew()  # the answer grew: what is alive is frozen again, the cycle with it
+    collector_in_app.stream_ended()
+    assert gc.get_freeze_count(), "still frozen right after the answer: no full pass while its end is drawn"
+    await asyncio.sleep(0.35)
+    assert gc.get_freeze_count() == 0
+    assert gone() is None, "the cycle that died while frozen was collected at the thaw"
+
+
+async def test_keys_put_the_thaw_off_but_not_past_the_latest(collector_in_app):
+    collector_in_app.stream_started()
+    collector_in_app.stream_ended()
+    for _ in range(5):  # typing for 0.5 s: the thaw waits
+        await asyncio.sleep(0.1)
+        collector_in_app.input_seen()
+        assert gc.get_freeze_count()
+    await asyncio.sleep(0.35)
+    assert gc.get_freeze_count() == 0, "thawed 0.2 s after the last key"
+
+    collector_in_app.stream_started()
+    collector_in_app.stream_ended()
+    started = asyncio.get_running_loop().time()
+    while gc.get_freeze_count():  # keys never stop: thawed at the latest after 1 s
+        collector_in_app.input_seen()
+        await asyncio.sleep(0.05)
+        assert asyncio.get_running_loop().time() - started < 1.5
+    assert asyncio.get_running_loop().time() - started >= 0.95
+
+
+async def test_an_answer_starting_before_the_thaw_keeps_everything_frozen_until_its_own_end(collector_in_app):
+    collector_in_app.stream_started()
+    collector_in_app.stream_ended()
+    collector_in_app.stream_started()
+    await asyncio.sleep(0.35)
+    assert gc.get_freeze_count(), "an answer streams: nothing is thawed under it"
+    collector_in_app.stream_ended()
+    await asyncio.sleep(0.35)
+    assert gc.get_freeze_count() == 0
+
+
+async def test_the_app_closing_thaws_at_once(collector_in_app):
+    collector_in_app.stream_started()
+    collector_in_app.stream_ended()
+    collector_in_app.app_closed()
+    assert gc.get_freeze_count() == 0
+    assert not collector_in_app.thaw_when_idle

@@ -141,7 +141,8 @@ async def test_a_change_of_width_or_selection_unfolds_and_paints_as_stored():
         assert not markdown.folded
 
 
-async def test_the_finished_answer_shows_every_block_as_stored(tmp_path):
+async def test_the_finished_answer_shows_every_block_as_stored(tmp_path, monkeypatch):
+    monkeypatch.setattr("lovia.tui.collector.THAW_WHEN_IDLE_FOR", 3600.0, raising=False)  # tests/tui/test_collector.py times it
     text = mixed(15)
     model = SlowUntilFolded(text)
     app = make_app(tmp_path / "lovia.db", model=model)
@@ -162,13 +163,14 @@ async def test_the_finished_answer_shows_every_block_as_stored(tmp_path):
         assert not chat.running
         assert not markdown.folded and not markdown.settled.display
         assert all(block.display for block in markdown.blocks)
-        assert gc.get_freeze_count() == 0, "thawed once no answer streams"
+        assert gc.get_freeze_count(), "the full pass a thaw calls for waits until the user is idle"
         as_streamed = painted(app, markdown.region)
         await app.main.open_session(chat.session_id)
         await settle(pilot)
         loaded = chat.transcript.query(AssistantMessageView).last()
         assert loaded is not view and loaded.text == text
         assert painted(app, loaded.query_one(Markdown).region) == as_streamed
+    assert gc.get_freeze_count() == 0, "the app closing thaws what the answer froze"
 
 
 async def test_an_answer_removed_while_it_finishes_does_not_hang_its_finish():
