@@ -17,6 +17,7 @@ from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, run_state
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.config import RememberedState
+from lovia.tui.idle import IDLE_WORK
 from lovia.tui.keymap import Keymap
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
@@ -103,7 +104,7 @@ class LoviaApp(App[None]):
             self.set_timer(COLLECTOR_RESUMES_AFTER, COLLECTOR.resume_after_start, name="resume collector")
 
     def on_mount(self) -> None:
-        COLLECTOR.thaw_when_idle = True  # this app tells it of keys and clicks (on_event)
+        IDLE_WORK.enabled = True  # this app tells it of keys and clicks (on_event)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         self.sub_title = self.model_label
         self.push_screen(MainScreen(self.backend))
@@ -117,10 +118,11 @@ class LoviaApp(App[None]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown)):
-            COLLECTOR.input_seen()
+            IDLE_WORK.input_seen()
         await super().on_event(event)
 
     async def on_unmount(self) -> None:
+        IDLE_WORK.drop()  # the widgets it would unfold are going; the collector thaws below
         COLLECTOR.app_closed()  # runs again even if the first paint never came (an error at start)
         await self.backend.close()
 

@@ -16,8 +16,7 @@ frozen set and one switch for the whole process:
   frozen set), and cycles that became garbage meanwhile are collected as usual from then on.
   Young garbage is collected (generations 0 and 1, which is cheap) before each freeze, so what
   the answer's updates threw away is not kept until the answer ends.
-- after an answer, in the app (:attr:`Collector.thaw_when_idle`): the thaw waits until no key or
-  click came for :data:`THAW_WHEN_IDLE_FOR`, or :data:`THAW_AT_THE_LATEST` after the end, and
+- after an answer, in the app: the thaw waits until the user is idle (:mod:`lovia.tui.idle`), and
   the full pass it calls for runs then, at once. Thawed as the answer ended, that pass came
   within the next few hundred milliseconds, while the end of the answer was being drawn, and
   scanned everything: 385-609 ms of the 540-760 ms the app stood still after a long answer
@@ -29,19 +28,13 @@ answer's end too. When the app closes, what start-up froze is thawed.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import time
 
+from lovia.tui.idle import IDLE_WORK
+
 REFREEZE_SECONDS = 1.0
 """While an answer streams, what survived this long is left out of the collector's full passes."""
-
-THAW_WHEN_IDLE_FOR = 2.0
-"""Seconds without a key or click after an answer before the app thaws and collects (see above)."""
-
-THAW_AT_THE_LATEST = 30.0
-"""Seconds after an answer by which the app thaws however busy the keyboard is: cycles that became
-garbage are kept meanwhile, so the wait is bounded."""
 
 
 class Collector:
@@ -52,12 +45,7 @@ class Collector:
         self._froze_for_start = False
         self._streams = 0
         self._frozen_at = 0.0
-        self.thaw_when_idle = False
-        """Set by the app while it runs (it calls :meth:`input_seen`): an answer's end thaws once
-        the user is idle. Otherwise it thaws at once."""
-        self._thaw_due_since: float | None = None
-        self._last_input = 0.0
-        self._thaw_check: asyncio.TimerHandle | None = None
+        self._thaw_due = False
 
     def pause_for_start(self) -> None:
         """Freeze what is alive and pause collection, unless something else turned it off already."""
@@ -75,19 +63,13 @@ class Collector:
     def app_closed(self) -> None:
         """Collect as usual, and thaw what start-up or an answer froze unless an answer still streams."""
         self.resume_after_start()
-        self.thaw_when_idle = False
-        if (self._froze_for_start or self._thaw_due_since is not None) and not self._streams:
+        if (self._froze_for_start or self._thaw_due) and not self._streams:
             self._thaw(collect=False)
         self._froze_for_start = False
 
-    def input_seen(self) -> None:
-        """The user pressed a key or clicked: a thaw after an answer waits for them to be idle."""
-        self._last_input = time.monotonic()
-
     def stream_started(self) -> None:
         self._streams += 1
-        self._cancel_thaw_check()
-        self._thaw_due_since = None  # this answer's end thaws: until then, what is frozen stays so
+        self._thaw_due = False  # this answer's end thaws: until then, what is frozen stays so
         self.stream_grew()
 
     def stream_grew(self) -> None:
@@ -102,37 +84,17 @@ class Collector:
         if self._streams:
             return
         self._frozen_at = 0.0
-        if not self.thaw_when_idle:
-            self._thaw(collect=False)
-            return
-        self._thaw_due_since = time.monotonic()
-        self._check_thaw_after(THAW_WHEN_IDLE_FOR)
+        self._thaw_due = True
+        IDLE_WORK.call(self._thaw_if_due)
 
-    def _check_thaw_after(self, seconds: float) -> None:
-        self._cancel_thaw_check()
-        self._thaw_check = asyncio.get_running_loop().call_later(seconds, self._thaw_if_idle)
-
-    def _cancel_thaw_check(self) -> None:
-        if self._thaw_check is not None:
-            self._thaw_check.cancel()
-            self._thaw_check = None
-
-    def _thaw_if_idle(self) -> None:
-        self._thaw_check = None
-        due_since = self._thaw_due_since
-        if due_since is None or self._streams:
-            return
-        now = time.monotonic()
-        idle_from = max(due_since, self._last_input)
-        if now - idle_from >= THAW_WHEN_IDLE_FOR or now - due_since >= THAW_AT_THE_LATEST:
-            self._thaw(collect=True)
-        else:
-            self._check_thaw_after(min(idle_from + THAW_WHEN_IDLE_FOR, due_since + THAW_AT_THE_LATEST) - now)
+    def _thaw_if_due(self) -> None:
+        # An answer started since, or the app closed and thawed: nothing to do.
+        if self._thaw_due and not self._streams:
+            self._thaw(collect=IDLE_WORK.enabled)
 
     def _thaw(self, *, collect: bool) -> None:
         """Thaw everything; with ``collect``, run the full pass that calls for now, not at some later allocation."""
-        self._cancel_thaw_check()
-        self._thaw_due_since = None
+        self._thaw_due = False
         self._froze_for_start = False
         gc.unfreeze()
         if collect and gc.isenabled():

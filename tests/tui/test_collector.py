@@ -7,6 +7,7 @@ import weakref
 import pytest
 
 from lovia.tui.collector import Collector
+from lovia.tui.idle import IDLE_WORK
 
 
 @pytest.fixture
@@ -74,11 +75,12 @@ def test_what_start_up_froze_is_thawed_when_the_app_closes(collector):
 @pytest.fixture
 def collector_in_app(collector, monkeypatch):
     """A collector as the app runs it: an answer's end thaws once the user is idle (shortened here)."""
-    monkeypatch.setattr("lovia.tui.collector.THAW_WHEN_IDLE_FOR", 0.2)
-    monkeypatch.setattr("lovia.tui.collector.THAW_AT_THE_LATEST", 1.0)
+    monkeypatch.setattr("lovia.tui.idle.IDLE_FOR", 0.2)
+    monkeypatch.setattr("lovia.tui.idle.AT_THE_LATEST", 1.0)
     gc.enable()
-    collector.thaw_when_idle = True
+    IDLE_WORK.enabled = True
     yield collector
+    IDLE_WORK.drop()
     collector.app_closed()
 
 
@@ -105,7 +107,7 @@ async def test_keys_put_the_thaw_off_but_not_past_the_latest(collector_in_app):
     collector_in_app.stream_ended()
     for _ in range(5):  # typing for 0.5 s: the thaw waits
         await asyncio.sleep(0.1)
-        collector_in_app.input_seen()
+        IDLE_WORK.input_seen()
         assert gc.get_freeze_count()
     await asyncio.sleep(0.35)
     assert gc.get_freeze_count() == 0, "thawed 0.2 s after the last key"
@@ -114,7 +116,7 @@ async def test_keys_put_the_thaw_off_but_not_past_the_latest(collector_in_app):
     collector_in_app.stream_ended()
     started = asyncio.get_running_loop().time()
     while gc.get_freeze_count():  # keys never stop: thawed at the latest after 1 s
-        collector_in_app.input_seen()
+        IDLE_WORK.input_seen()
         await asyncio.sleep(0.05)
         assert asyncio.get_running_loop().time() - started < 1.5
     assert asyncio.get_running_loop().time() - started >= 0.95
@@ -134,6 +136,6 @@ async def test_an_answer_starting_before_the_thaw_keeps_everything_frozen_until_
 async def test_the_app_closing_thaws_at_once(collector_in_app):
     collector_in_app.stream_started()
     collector_in_app.stream_ended()
+    IDLE_WORK.drop()
     collector_in_app.app_closed()
     assert gc.get_freeze_count() == 0
-    assert not collector_in_app.thaw_when_idle

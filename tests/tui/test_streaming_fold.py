@@ -18,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown
 
 from lovia.models import ScriptedModel, ScriptedTurn
+from lovia.tui.idle import IDLE_WORK
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.settled_lines import FOLD_AT, SettledLines
 from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
@@ -142,7 +143,7 @@ async def test_a_change_of_width_or_selection_unfolds_and_paints_as_stored():
 
 
 async def test_the_finished_answer_shows_every_block_as_stored(tmp_path, monkeypatch):
-    monkeypatch.setattr("lovia.tui.collector.THAW_WHEN_IDLE_FOR", 3600.0, raising=False)  # tests/tui/test_collector.py times it
+    monkeypatch.setattr("lovia.tui.idle.IDLE_FOR", 3600.0, raising=False)  # tests/tui/test_collector.py times it
     text = mixed(15)
     model = SlowUntilFolded(text)
     app = make_app(tmp_path / "lovia.db", model=model)
@@ -161,9 +162,17 @@ async def test_the_finished_answer_shows_every_block_as_stored(tmp_path, monkeyp
         model.folded.set()
         await settle(pilot)
         assert not chat.running
+        assert markdown.folded, "shown again as Textual shows it once the user is idle: not while its end is drawn"
+        assert gc.get_freeze_count(), "the full pass a thaw calls for waits until the user is idle too"
+        await pilot.press("a")
+        IDLE_WORK._run_if_idle()  # as its timer does, a key after the end just came: it waits
+        assert markdown.folded and gc.get_freeze_count()
+        monkeypatch.setattr("lovia.tui.idle.IDLE_FOR", 0.0)
+        IDLE_WORK._run_if_idle()
+        await settle(pilot)
         assert not markdown.folded and not markdown.settled.display
         assert all(block.display for block in markdown.blocks)
-        assert gc.get_freeze_count(), "the full pass a thaw calls for waits until the user is idle"
+        assert gc.get_freeze_count() == 0
         as_streamed = painted(app, markdown.region)
         await app.main.open_session(chat.session_id)
         await settle(pilot)
@@ -221,3 +230,26 @@ async def test_a_fold_gone_stale_out_of_view_folds_again():
         assert scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y
         assert len(markdown.folded) >= 5 * FOLD_AT, "blocks kept folding once the scrollbar showed"
         assert laid_out_in(app, app.live) < 60
+
+
+async def test_an_ended_answer_waiting_for_idle_unfolds_at_once_under_the_mouse(monkeypatch):
+    # Its blocks are shown again as Textual shows them once the user is idle; the mouse selects
+    # and follows links only in those, so pointing at the folded lines shows them at once.
+    monkeypatch.setattr("lovia.tui.idle.IDLE_FOR", 3600.0)
+    text = mixed(12)
+    app = TwoAnswers(text)
+    async with app.run_test(size=(90, 500)) as pilot:
+        IDLE_WORK.enabled = True
+        try:
+            await pilot.pause()
+            await stream(pilot, app.live, text, pieces=40)
+            markdown = app.live.query_one(StreamingMarkdown)
+            await app.live.finish()
+            await pilot.pause()
+            assert markdown.folded, "waits for the user to be idle"
+            await pilot.hover(SettledLines)
+            await pilot.pause()
+            assert not markdown.folded
+            assert markdown_rows(app, app.live) == markdown_rows(app, app.stored)
+        finally:
+            IDLE_WORK.drop()

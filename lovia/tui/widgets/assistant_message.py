@@ -118,8 +118,9 @@ class AssistantMessageView(MessageView):
     async def finish(self, message: AssistantMessage | None = None) -> None:
         """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
 
-        Once that is drawn, its folded blocks are shown again as Textual shows a stored message; its
-        code blocks are then highlighted whole in background workers the call does not wait for.
+        Once that is drawn, its folded blocks are shown again as Textual shows a stored message when
+        the user is idle (:mod:`lovia.tui.idle`); its code blocks are then highlighted whole in
+        background workers the call does not wait for.
         """
         if self._feeder is not None:
             self._finishing.set()
@@ -130,7 +131,7 @@ class AssistantMessageView(MessageView):
             await markdown.flush()
             if markdown.folded:  # shown as Textual shows a stored message: the mouse selects and follows links again
                 await self._drawn()  # the unfold lays out the whole answer: its end shows first
-                markdown.unfold_all()
+                markdown.unfold_when_idle()
             for fence in markdown.fences:
                 if not fence.exact:
                     fence.exact_soon()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual import events
 from textual._compositor import Compositor
 from textual.geometry import Region, Spacing
 from textual.strip import Strip
@@ -82,6 +83,12 @@ class SettledLines(Widget):
     def get_content_height(self, container, viewport, width: int) -> int:
         return len(self.lines)
 
+    def on_enter(self, event: events.Enter) -> None:
+        # The mouse selects and follows links in Textual's widgets, not in these lines.
+        container = self.parent
+        if isinstance(container, FoldsSettled) and container.unfold_on_pointer:
+            container.unfold()
+
     def render_lines(self, crop: Region) -> list[Strip]:
         # The strips are final: Textual's styles (background, filters) were applied when they were painted.
         container = self.parent
@@ -103,11 +110,14 @@ class FoldsSettled(Widget):
     settled: SettledLines
     folded: list[Widget]
     """The children hidden behind :attr:`settled`, in order."""
+    unfold_on_pointer: bool
+    """Whether the mouse over the folded lines shows the children again: set once they will not change."""
 
     def init_folding(self) -> None:
         """Called by the subclass's ``__init__`` (Textual's blocks are built without calling every ``__init__``)."""
         self.settled = SettledLines()
         self.folded = []
+        self.unfold_on_pointer = False
 
     def paint_context(self) -> tuple[object, ...]:
         """What the children's paint depends on besides themselves: changed, a fold is stale."""

@@ -29,6 +29,7 @@ from textual.content import Content
 from textual.widgets import Label, Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
+from lovia.tui.idle import IDLE_WORK
 from lovia.tui.widgets.settled_lines import FoldsSettled
 
 CHUNK_LINES = 32
@@ -248,8 +249,15 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         return [child for child in self.children if isinstance(child, MarkdownBlock)]
 
     def unfold_all(self) -> None:
-        """Show every block as Textual lays them out and paints them."""
-        self.unfold()
+        """Show every block as Textual lays them out and paints them (nothing to do once it left the screen)."""
+        if self.is_attached:
+            self.unfold()
+
+    def unfold_when_idle(self) -> None:
+        """The answer ended: show every block as Textual does once the user is idle, or at once
+        when the mouse comes over the folded lines (see :mod:`lovia.tui.idle`)."""
+        self.unfold_on_pointer = True
+        IDLE_WORK.call(self.unfold_all)
 
     def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
         if block_name in ("fence", "code_block"):
