@@ -458,3 +458,24 @@ async def test_keys_arriving_in_one_burst_are_sent_whole(tmp_path):
         await settle(pilot)
         chat = app.screen.chat
         assert [e.text for e in await stored(tmp_path / "lovia.db", chat.session_id)] == ["wait 20", "ok"]
+
+
+async def test_copy_code_takes_only_a_block_the_message_shows_as_code(tmp_path):
+    # Three backticks inside a sentence (the demo model quotes what it was sent) open no code block:
+    # a pattern over the text took the rest of the message for one.
+    model = ScriptedModel(["You said: here is code: ```python def f(x): return x\n\nA second paragraph, no code.",
+                           "- a list\n\n  ```sh\n  ls -l\n  ```\n\nThen:\n\n    indented = True\n"])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "one")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("end")
+        await pilot.press("y")
+        await pilot.pause()
+        assert told(app)[-1].message == "The selected message has no code block."
+        await type_and_send(pilot, "two")
+        transcript.focus()
+        await pilot.press("end")
+        view = transcript.selected_view
+        assert view.code_blocks() == ["ls -l", "indented = True"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 
+from markdown_it import MarkdownIt
 from textual.app import ComposeResult
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
@@ -23,7 +23,6 @@ FRAME_SECONDS = 1 / 60
 DRAWN_WITHIN = 2.0
 """Seconds an ended answer waits for its end to be drawn before it shows its blocks as stored."""
 
-_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 
 class AssistantMessageView(MessageView):
@@ -152,5 +151,10 @@ class AssistantMessageView(MessageView):
         return self.text
 
     def code_blocks(self) -> list[str]:
-        """The contents of the message's fenced code blocks."""
-        return [block.rstrip("\n") for block in _FENCE.findall(self.text)]
+        """The contents of the code blocks the message shows, as the markdown view parses them.
+
+        A fence inside a line (a quote of three backticks in a sentence) opens no block, and a block
+        inside a list or a quote is one: each is what Textual's ``Markdown`` draws as code.
+        """
+        tokens = MarkdownIt("gfm-like").parse(self.text)  # Textual's Markdown's parser, which the views keep
+        return [token.content.rstrip("\n") for token in tokens if token.type in ("fence", "code_block")]
