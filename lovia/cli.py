@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from lovia.agent import Agent
 from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.db_location import DbLocation, PostgresLocation, db_argument, postgres_store_classes
 from lovia.errors import LoviaError, UserError
+from lovia.mcp import SDK_INSTALL_HINT, sdk_installed
 
 if TYPE_CHECKING:
     from lovia.checkpoint import Checkpointer
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = parser.add_mutually_exclusive_group()
     mcp.add_argument("--mcp", action="append", metavar="NAME",
                      help="offer only this MCP server of the config file's [mcp.servers.NAME] tables (repeat for "
-                          "more), even one with enabled = false; needs the mcp extra: pip install 'lovia[mcp]'")
+                          "more), even one with enabled = false; needs the mcp extra: pip install -e '.[mcp]'")
     mcp.add_argument("--no-mcp", action="store_true", help="offer no MCP server, whatever the config file says")
     return parser
 
@@ -252,9 +252,9 @@ def log_agents_servers(agent: Agent, db: DbLocation) -> None:
 def check_mcp_installed() -> None:
     """Refuse to start when the config file names servers and the SDK is missing (found, not imported:
     the SDK is imported when a server first starts, so start-up does not wait for it)."""
-    if importlib.util.find_spec("mcp") is None:
-        raise UserError("the config file names MCP servers, but the MCP SDK is not installed: pip install "
-                        "'lovia[mcp]' (or start with --no-mcp)")
+    if not sdk_installed():
+        raise UserError(f"the config file names MCP servers, but the MCP SDK is not installed: {SDK_INSTALL_HINT} "
+                        "(or start with --no-mcp)")
 
 
 def archive_dir(db: DbLocation) -> Path:

@@ -56,6 +56,16 @@ TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 NAME_REFUSED = "models take only letters, digits, _ and - in a name, 64 at most"
 NAME_TAKEN = "an earlier tool has the name"
+
+SDK_INSTALL_HINT = ("pip install 'mcp>=2.0,<3' (lovia's mcp extra: pip install -e '.[mcp]' in lovia's checkout)")
+"""How to install the SDK, by its own name: a package named lovia on PyPI is another project."""
+
+
+def sdk_installed() -> bool:
+    """Whether the MCP SDK can be imported (found, not imported: it loads when a server first starts)."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
 """Why a server's tool is in :attr:`MCPServer.left_out`."""
 
 RETRY_FAILED_AFTER = 30.0

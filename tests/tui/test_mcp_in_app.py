@@ -167,7 +167,21 @@ async def test_no_servers_the_screen_says_how_to_add_one(tmp_path):
         await pilot.press("f5")
         await wait_for(pilot, lambda: isinstance(app.screen, ServersScreen))
         assert app.screen.has_class("-empty")
-        assert "[mcp.servers.files]" in str(app.screen.query_one("#mcp-empty").render())
+        said = str(app.screen.query_one("#mcp-empty").render())
+        assert "[mcp.servers.files]" in said
+        # The SDK is installed here: nothing to install. (Never "lovia[mcp]": lovia on PyPI is another project.)
+        assert "Install" not in said and "lovia[" not in said
+
+
+async def test_without_the_sdk_the_empty_screen_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setattr("lovia.tui.screens.mcp_servers.sdk_installed", lambda: False)
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, ServersScreen))
+        said = " ".join(str(app.screen.query_one("#mcp-empty").render()).split())
+        assert "Install the SDK (pip install 'mcp>=2.0,<3' (lovia's mcp extra: pip install -e '.[mcp]'" in said
 
 
 async def test_the_app_killed_during_an_mcp_call_lists_it_dangling_and_resumes_it_with_the_same_ids(tmp_path):

@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from lovia.mcp import MCPServer, MCPServerError
+from lovia.mcp import SDK_INSTALL_HINT, MCPServer, MCPServerError, sdk_installed
 from lovia.tui import format
 from lovia.tui.config import config_path
 from lovia.tui.keymap import keymap_of
@@ -84,8 +84,9 @@ class ServersScreen(ModalScreen[None]):
                          "answer on.", id="mcp-about")
             yield ServerList(id="mcp-list")
             yield Static("", id="mcp-tools", markup=False)
-            yield Static(f"No MCP servers. Install the SDK (pip install 'lovia[mcp]') and add one to the config "
-                         f"file ({config_path()}), e.g.\n\n{EXAMPLE}", id="mcp-empty", markup=False)
+            install = "" if sdk_installed() else f"Install the SDK ({SDK_INSTALL_HINT}) and "
+            yield Static(f"No MCP servers. {install}{'add' if install else 'Add'} one to the config file "
+                         f"({config_path()}), e.g.\n\n{EXAMPLE}", id="mcp-empty", markup=False)
             keys = keymap_of(self).key_text
             yield Static(f"{keys('mcp.switch')}/enter on or off here · {keys('mcp.start')} start now · "
                          f"{keys('mcp.close')} close", id="mcp-keys")
