@@ -44,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                "~/.pgpass) for a PostgreSQL URL without a password. "
                "lovia keys lists every action's name and key, for the config file's [keys] table. "
                "Commands: lovia export SESSION_ID [--format md|jsonl] [--db PATH|URL] [-o FILE] writes a session "
-               "as Markdown or JSON lines. lovia doctor [--db PATH|URL] [--fix] checks a database and says what to "
-               "do.",
+               "as Markdown or JSON lines. lovia doctor [--db PATH|URL] [--quick] [--fix] checks a database and "
+               "says what to do.",
     )
     parser.add_argument("--version", action="version", version=f"lovia {__version__}")
     parser.add_argument("--db", type=db_argument, metavar="PATH|URL",

@@ -58,3 +58,31 @@ def test_the_readme_mcp_config_example_is_read_as_it_says(tmp_path):
     assert files.args[-1] == "/home/me/notes" and dict(files.env) == {"NODE_ENV": "production"}
     assert (search.url, search.enabled, search.timeout) == ("http://127.0.0.1:8931/mcp", False, 120.0)
     assert dict(search.headers) == {"Authorization": "Bearer ${SEARCH_TOKEN}"}  # read from the environment later
+
+
+# The README's places, as the help screen titles them (several README rows share a help group).
+README_PLACES = {"anywhere": ("anywhere", "main screen"), "inspector": ("checkpoint inspector",),
+                 "inspector, on a dangling call": ("checkpoint inspector",), "help": ("help screen",)}
+
+
+def test_the_help_screen_lists_every_key_of_the_readme_table_in_its_place():
+    import re
+
+    from lovia.tui.screens.help import key_table
+
+    in_help: dict[str, set[str]] = {}
+    for title, rows in key_table():
+        for row in rows:
+            in_help.setdefault(title.lower(), set()).update(re.split(r" / |, ", row.keys))
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Keys"):readme.index("### Configuration")]
+    place = ""
+    missing = []
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or set(cells[0]) <= {"-"} and cells[0] or cells[0] == "where":
+            continue
+        place = cells[0].lower() or place
+        shown = set().union(*(in_help.get(title, set()) for title in README_PLACES.get(place, (place,))))
+        missing += [(place, key) for key in re.findall(r"`([^`]+)`", cells[1]) if key not in shown]
+    assert not missing

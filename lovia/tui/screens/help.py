@@ -17,14 +17,24 @@ from textual.widgets import Static
 from lovia.tui.keymap import DEFAULT_KEYMAP, Keymap, actions, keymap_of
 
 # Keys Textual itself provides that lovia does not name (they cannot be moved), by group.
-BUILTIN_KEYS = {"Anywhere": [("tab / shift+tab", "Move focus")]}
+BUILTIN_KEYS = {
+    "Anywhere": [("tab / shift+tab", "Move focus")],
+    "Transcript": [("pageup / pagedown", "Scroll a page")],
+    "Timeline": [("up / down", "Scroll a line"), ("pageup / pagedown", "Scroll a page"),
+                 ("home / end", "Scroll to the first / last step")],
+}
 
 # Keys a widget handles itself rather than through BINDINGS, by the group they belong to.
 HANDLED_KEYS = {
     "Composer": [("up", "In an empty composer: edit your last message")],
     "Sessions list": [("any letter", "Type to filter by title (an id matches from 4 of its characters)")],
     "Sessions filter": [("enter", "To the list")],
+    "Trash": [("enter", "Restore the highlighted session and open it")],
+    "MCP servers": [("enter", "Switch the highlighted server on or off in this session")],
 }
+
+# Actions that work in another group too (one action, bound in both places), listed there as well.
+ALSO_IN = {"Sessions filter": ("sessions.rename", "sessions.time_view")}
 
 
 @dataclass(frozen=True)
@@ -41,12 +51,16 @@ class KeyRow:
 def key_table(keymap: Keymap = DEFAULT_KEYMAP) -> list[tuple[str, list[KeyRow]]]:
     """(place, rows) for every place an action applies in, with the keys ``keymap`` puts in force."""
     groups: dict[str, list[KeyRow]] = {}
-    for action in actions().values():
+    known = actions()
+    for action in known.values():
         default = DEFAULT_KEYMAP.key_text(action.name) if keymap.is_rebound(action.name) else None
         groups.setdefault(action.title, []).append(
             KeyRow(keymap.key_text(action.name), action.name, action.description, default))
     for title, rows in (*BUILTIN_KEYS.items(), *HANDLED_KEYS.items()):
         groups.setdefault(title, []).extend(KeyRow(keys, "", what) for keys, what in rows)
+    for title, names in ALSO_IN.items():
+        groups.setdefault(title, []).extend(KeyRow(keymap.key_text(name), name, known[name].description)
+                                            for name in names)
     return list(groups.items())
 
 
