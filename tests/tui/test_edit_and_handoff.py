@@ -79,7 +79,7 @@ async def test_editing_an_older_message_says_how_many_runs_it_drops_and_asks(tmp
         assert isinstance(chat.transcript.selected_view, UserMessageView)
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        assert "2 later runs" in str(app.screen.question)
+        assert "its answer and the 2 runs after it" in str(app.screen.question)
         await pilot.press("n")
         await settle(pilot)
         assert not chat.has_class("-editing")

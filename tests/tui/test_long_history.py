@@ -343,7 +343,7 @@ async def test_edit_on_a_far_page_counts_the_runs_it_drops(tmp_path, size):
         assert transcript.selected_view.message.text == "first question, on the first page"
         await pilot.press("e")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
-        assert "8 later runs" in app.screen.question
+        assert "its answer and the 8 runs after it" in app.screen.question
         await pilot.press("y")  # Edit
         await settle(pilot)
         composer = app.screen.query_one("#composer")

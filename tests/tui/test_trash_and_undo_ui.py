@@ -161,7 +161,7 @@ async def test_u_undoes_a_regenerate_until_the_next_message(tmp_path, size):
         await pilot.pause()
         await pilot.press("u")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        assert "2 entries it dropped come back" in str(app.screen.query_one("#question").render())
+        assert "What it dropped comes back (2 entries of 1 run)" in " ".join(str(app.screen.query_one("#question").render()).split())
         await pilot.press("y")
         await settle(pilot)
         assert texts(app) == before

@@ -451,7 +451,7 @@ class ChatPanel(Vertical):
     async def _confirm_edit(self, target: EditTarget) -> None:
         """An earlier message: say what resending it drops, and edit it only if the user agrees."""
         question = (f"Edit this earlier message?\nResending it drops its answer and the "
-                    f"{format.count(target.later_runs, 'later run')} after it. Cancelling the edit keeps everything.")
+                    f"{format.count(target.later_runs, 'run')} after it. Cancelling the edit keeps everything.")
         if await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit")):
             self.start_edit(target)
 
@@ -464,7 +464,7 @@ class ChatPanel(Vertical):
         if self._editing is None:
             self._draft = self.composer.text
         self._editing = target
-        drops = f"its answer and {format.count(target.later_runs, 'later run')}" if target.later_runs \
+        drops = f"its answer and the {format.count(target.later_runs, 'run')} after it" if target.later_runs \
             else "its answer"
         self.query_one("#editing", Static).update(f"Editing: enter resends it, dropping {drops}; escape gives "
                                                   "your draft back.")
@@ -582,8 +582,8 @@ class ChatPanel(Vertical):
                             "as it is.")
                 await self._refresh_undo()
                 return
-            dropped = format.count(undo.removed, "entry", "entries")
-            question = (f"Undo the last edit-and-resend or regenerate?\nThe {dropped} it dropped come back, and "
+            dropped = f"{format.count(undo.removed, 'entry', 'entries')} of {format.count(len(undo.run_ids), 'run')}"
+            question = (f"Undo the last edit-and-resend or regenerate?\nWhat it dropped comes back ({dropped}), and "
                         "the message resent then is dropped with its answer.")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Undo")):
                 return
