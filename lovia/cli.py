@@ -155,6 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     return app.return_code or 0
 
 
+def first_given(*choices: tuple[str | None, str]) -> tuple[str, str]:
+    """The first value given, with where it came from (a flag, a variable, the config file)."""
+    for value, source in choices:
+        if value:
+            return value, source
+    raise ValueError("no value given and no default")
+
+
 def build_app(args: argparse.Namespace):
     from textual.theme import BUILTIN_THEMES
 
@@ -164,15 +172,20 @@ def build_app(args: argparse.Namespace):
     from lovia.themes import THEME_NAMES
     from lovia.tui.app import LoviaApp
     from lovia.tui.backend import ChatBackend
-    from lovia.tui.config import Config, RememberedState, data_dir, default_db_path
+    from lovia.tui.config import Config, RememberedState, config_path, data_dir, default_db_path
 
     config = Config.load()
-    for theme in (args.theme, config.theme):
+    for theme, source in ((args.theme, "--theme"), (config.theme, f"theme in {config_path()}")):
         if theme and theme not in THEME_NAMES and theme not in BUILTIN_THEMES:
-            raise UserError(f"unknown theme {theme!r}: use one of {', '.join(THEME_NAMES)} or a Textual theme")
-    model_spec = args.model or os.environ.get("LOVIA_MODEL") or config.model or "demo"
+            raise UserError(f"{source}: unknown theme {theme!r}: use one of {', '.join(THEME_NAMES)} or a "
+                            "Textual theme")
+    model_spec, source = first_given((args.model, "--model"), (os.environ.get("LOVIA_MODEL"), "LOVIA_MODEL"),
+                                     (config.model, f"model in {config_path()}"), ("demo", "the default"))
     base_url = args.base_url or os.environ.get("LOVIA_BASE_URL") or config.base_url
-    model = resolve_model(model_spec, base_url=base_url)
+    try:
+        model = resolve_model(model_spec, base_url=base_url)
+    except UserError as exc:
+        raise UserError(f"{source}: {exc}") from None
 
     agent = load_agent(args.agent) if args.agent else Agent(
         name="assistant", instructions=DEFAULT_INSTRUCTIONS, tools=BUILTIN_TOOLS)

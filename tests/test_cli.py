@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def lovia(*args: str, tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "LOVIA_CONFIG": str(tmp_path / "config.toml"),
-                   "LOVIA_DATA_DIR": str(tmp_path / "data"), **(env or {})}
-    environment.pop("LOVIA_MODEL", None)
+    environment = {name: value for name, value in os.environ.items() if name != "LOVIA_MODEL"}
+    environment.update({"PYTHONPATH": str(ROOT), "LOVIA_CONFIG": str(tmp_path / "config.toml"),
+                        "LOVIA_DATA_DIR": str(tmp_path / "data"), **(env or {})})
     return subprocess.run([sys.executable, "-m", "lovia.cli", *args], capture_output=True, text=True,
                           timeout=60, env=environment, stdin=subprocess.DEVNULL)
 
@@ -99,8 +99,11 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("args, config, message", [
-    (["--model", "gpt-4"], "", "cannot read model 'gpt-4'"),
-    (["--theme", "neon"], "", "unknown theme 'neon'"),
+    (["--model", "gpt-4"], "", "--model: cannot read model 'gpt-4'"),
+    ([], 'model = "gpt-4"', "model in {config}: cannot read model 'gpt-4'"),
+    (["--theme", "neon"], "", "--theme: unknown theme 'neon'"),
+    ([], 'theme = "neon"', "theme in {config}: unknown theme 'neon'"),
+    ([], "trash_days = 1e9", "must be a number of days from 0 to 999,999"),
     ([], "model = [1", "is not valid TOML"),
     ([], 'colour = "red"', "unknown keys colour"),
     (["--agent", "no_such_module:agent"], "", "cannot import 'no_such_module'"),
@@ -122,7 +125,12 @@ def test_bad_options_and_config_are_clear_errors(tmp_path, args, config, message
     (tmp_path / "config.toml").write_text(config)
     done = lovia(*args, tmp_path=tmp_path)
     assert done.returncode == 2, done.stderr
-    assert message in done.stderr
+    assert message.format(config=tmp_path / "config.toml") in done.stderr
+
+
+def test_a_bad_model_in_the_environment_is_named_there(tmp_path):
+    done = lovia(tmp_path=tmp_path, env={"LOVIA_MODEL": "x"})
+    assert done.returncode == 2 and "LOVIA_MODEL: cannot read model 'x'" in done.stderr
 
 
 def _args(tmp_path, *argv):

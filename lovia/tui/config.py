@@ -91,8 +91,8 @@ class Config:
         mcp_servers = parse_mcp_servers(data.pop("mcp"), path) if "mcp" in data else ()
         trash_days = data.pop("trash_days", cls.trash_days)
         if isinstance(trash_days, bool) or not isinstance(trash_days, (int, float)) or not 0 <= trash_days < 1e6:
-            raise UserError(f"trash_days in {path} must be a number of days, 0 or more (e.g. trash_days = 30), "
-                            f"got {trash_days!r}")
+            raise UserError(f"trash_days in {path} must be a number of days from 0 to 999,999 (e.g. trash_days "
+                            f"= 30; 0 keeps them until the next listing), got {trash_days!r}")
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
