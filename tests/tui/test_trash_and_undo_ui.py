@@ -73,6 +73,8 @@ async def test_a_deleted_session_is_restored_from_the_trash(tmp_path, size):
         assert texts(app) == shown
         assert session_id in [s.session_id for s in app.screen.query_one("SessionsPane").sessions]
         assert trash_rows(db) == 0
+        # Deleted from the sessions pane shown over the conversation (80x24), restored: back to the conversation
+        assert not app.screen.has_class("-sessions-open")
 
 
 @pytest.mark.parametrize("size", SIZES)

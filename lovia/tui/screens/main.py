@@ -576,7 +576,7 @@ class MainScreen(Screen):
         if self.chat.running:
             self.notify("The restored session is in the sessions list; the answer running here goes on.")
         else:
-            await self.open_session(restored)
+            await self.open_picked(restored)
 
     @work(group="dialog")
     async def _export_session(self) -> None:
@@ -742,8 +742,13 @@ class MainScreen(Screen):
 
     @on(SessionsPane.Selected)
     async def _session_selected(self, event: SessionsPane.Selected) -> None:
-        await self.open_session(event.session_id)
-        if self.has_class("-sessions-open"):  # picked from the overlay: back to the conversation
+        await self.open_picked(event.session_id)
+
+    async def open_picked(self, session_id: str) -> None:
+        """Open a session the user picked (in the list, or restored from the trash); the sessions
+        pane shown over the conversation folds, back to the conversation."""
+        await self.open_session(session_id)
+        if self.has_class("-sessions-open"):
             self.show_pane("sessions", False)
 
     @on(SessionsPane.Action)
