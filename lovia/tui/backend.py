@@ -91,6 +91,8 @@ STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
 RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
+LIVE_STATES: tuple[RunState, ...] = ("running", "elsewhere")
+"""States of a run that is executing, here or in another process: its times still grow."""
 """The states of a run a user can resume from this window (see :func:`run_state`)."""
 CUT_OFF = "cut_off"
 """The finish reason of an answer whose run stopped while it streamed, kept when the run is finalized."""
@@ -193,6 +195,17 @@ class TranscriptRun:
     steps: tuple[Step, ...] = ()
     """Its model turns and tool calls with their times (:mod:`lovia.timing`): a segment's
     ``meta["steps"]`` or an in-flight run's head; empty for runs stored before lovia recorded them."""
+
+    @property
+    def known_until(self) -> float | None:
+        """The last moment the run is known to have been executing, for a run not executing now: its
+        end when stored, else its start plus the time it ran (a crashed run's lease kept that up to
+        date while a tool call ran). Its steps that never ended went on at least until then.
+        ``None`` for a run executing (it goes on) or one whose times are not known."""
+        if self.state in LIVE_STATES or self.started_at is None:
+            return None
+        spans = [seconds for seconds in (self.duration, self.active_seconds) if seconds]
+        return self.started_at + max(spans) if spans else None
 
     @classmethod
     def of_segment(cls, segment: Segment) -> TranscriptRun:

@@ -158,6 +158,23 @@ def test_the_waterfall_places_each_step_on_the_runs_axis():
     assert "ttft 400ms · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
 
 
+def test_a_crashed_runs_open_tool_call_lasts_until_the_run_was_last_known_executing():
+    # Killed 5.1 s into a long tool call: its lease kept active_seconds up to date, its steps never ended.
+    steps = (ModelStep("assistant", "gpt-test", T0 + 0.01, T0 + 0.05, T0 + 0.06, 10, 5, turn=1),
+             ToolStep("call-1", "wait", T0 + 0.07, None))
+    run = TranscriptRun("r", (), "crashed", T0, None, active_seconds=5.1, steps=steps)
+    assert run.known_until == pytest.approx(T0 + 5.1)
+    summary = StepSummary.of(steps, run.known_until)
+    assert summary.tool_seconds == pytest.approx(5.03) and summary.open_steps == 1
+    assert StepSummary.of(steps).tool_seconds == 0, "without a last known moment, an open call adds nothing"
+    rows = plain(draw_rows(run, 80, T0 + 100)).splitlines()
+    assert rows[0].split()[-1] == "5.1s", "the axis runs to the last known moment, not to the open call's start"
+    call = rows[2]
+    assert call.startswith("  ⚙ wait") and "…" in call  # its duration unknown
+    assert call.count("╌") > 20, "dashed across the axis, to its end"
+    assert TranscriptRun("r", (), "running", T0, None, active_seconds=5.1, steps=steps).known_until is None
+
+
 def test_a_pause_between_a_stop_and_a_resume_is_folded_so_the_steps_stay_readable():
     steps = (ModelStep("assistant", "m", T0, T0 + 0.5, T0 + 2.0, turn=1),
              ToolStep("call-1", "wait", T0 + 2.0, T0 + 2.5, cut_off=True),  # stopped here; resumed an hour later

@@ -31,15 +31,13 @@ from textual.widgets import Static
 
 from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
 from lovia.tui import format
-from lovia.tui.backend import ChatBackend, TranscriptRun
+from lovia.tui.backend import LIVE_STATES, ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.run_header import StepSummary, header_parts, step_duration, timing_parts
 
 WIDE = 110
 """From this many columns of rows, each row also says when its step started and its figures."""
-LIVE_STATES = ("running", "elsewhere")
-"""States of a run that is executing: its timeline grows, so the screen reads it again."""
 FOLLOW_SECONDS = 1.0
 """How often the screen reads an executing run again."""
 
@@ -118,15 +116,17 @@ class Axis:
 def axis_of(run: TranscriptRun, now: float, width: int) -> Axis:
     """The axis a run's steps are drawn on: from its first start to its last known moment.
 
-    Its last moment is the latest a step ended or started, or the run's own end when stored;
-    an executing run's is ``now``, so a step under way grows as it runs.
+    Its last moment is the latest a step ended or started, or the run's last known moment
+    (:attr:`~lovia.tui.backend.TranscriptRun.known_until`: its end when stored, the time a
+    crashed run was last known executing); an executing run's is ``now``, so a step under way
+    grows as it runs.
     """
     steps = run.steps
     starts = [s.started_at for s in steps]
     start = min([*starts, *([run.started_at] if run.started_at is not None else [])], default=now)
     ends = [*starts, *(s.finished_at for s in steps if s.finished_at is not None)]
-    if run.started_at is not None and run.duration is not None:
-        ends.append(run.started_at + run.duration)
+    if run.known_until is not None:
+        ends.append(run.known_until)
     if run.state in LIVE_STATES:
         ends.append(now)
     end = max(ends, default=start)
@@ -285,7 +285,7 @@ def legend(close_key: str = "esc") -> Content:
 
 def summary_line(run: TranscriptRun) -> str:
     """The run's figures: as its header says them, and where its time went."""
-    summary = StepSummary.of(run.steps) if run.steps else None
+    summary = StepSummary.of(run.steps, run.known_until) if run.steps else None
     parts = [*header_parts(run), *timing_parts(summary)]
     if summary is not None and summary.tool_calls:
         parts.append(format.count(summary.tool_calls, "tool call"))

@@ -60,7 +60,7 @@ class RunHeader(Static):
         shown = "partial" if run.state == "completed" and run.partial else run.state
         for state in STATES:
             self.set_class(state == shown, f"-{state}")
-        self._summary = StepSummary.of(run.steps) if run.steps else None
+        self._summary = StepSummary.of(run.steps, run.known_until) if run.steps else None
         self.refresh(layout=True)
 
     # The line is made for the width the header gets, when it is laid out and drawn: never drawn
@@ -111,8 +111,9 @@ class StepSummary:
     ``tokens_per_second`` is the output tokens of the turns whose usage is known over the
     time they streamed (first token to end), ``None`` when no turn reported usage.
     ``tool_seconds`` is the wall time during which at least one tool ran (calls run in
-    parallel count once), over the ``tool_calls`` calls that ended; ``None`` without calls.
-    ``open_steps`` counts steps that never ended (a crash, or the step running now).
+    parallel count once), over the ``tool_calls`` calls that ended, and those that never ended
+    counted up to ``until`` when given (a crashed run's last known moment); ``None`` without
+    calls. ``open_steps`` counts steps that never ended (a crash, or the step running now).
     """
 
     turns: int
@@ -123,7 +124,7 @@ class StepSummary:
     open_steps: int
 
     @classmethod
-    def of(cls, steps: Sequence[Step]) -> StepSummary:
+    def of(cls, steps: Sequence[Step], until: float | None = None) -> StepSummary:
         models = [s for s in steps if isinstance(s, ModelStep)]
         tools = [s for s in steps if isinstance(s, ToolStep)]
         first = next((m.time_to_first_token for m in models), None)
@@ -131,7 +132,8 @@ class StepSummary:
                     if m.output_tokens is not None and m.first_token_at is not None and m.finished_at is not None]
         seconds = sum(t for _, t in streamed)
         rate = sum(n for n, _ in streamed) / seconds if streamed and seconds > 0 else None
-        ended = [(t.started_at, t.finished_at) for t in tools if t.finished_at is not None]
+        ended = [(t.started_at, end) for t in tools
+                 if (end := t.finished_at if t.finished_at is not None else until) is not None and end > t.started_at]
         return cls(len(models), first, rate, len(tools), busy_seconds(ended) if tools else None,
                    sum(1 for s in steps if s.finished_at is None))
 
