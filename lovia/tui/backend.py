@@ -47,7 +47,7 @@ from lovia.errors import (
 )
 from lovia.export import ExportFormat, ExportSummary, write_export
 from lovia.rewind import rewind_with_checkpoints
-from lovia.run_state import RunState, run_state
+from lovia.run_state import RunState, first_line, run_state
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
     ChangeReportingSession,
@@ -183,6 +183,7 @@ class TranscriptRun:
     started_at: float | None
     duration: float | None
     error: str | None = None
+    """Why it failed: an in-flight run's error, or its first line for a run finalized as failed (``meta["error"]``)."""
     owner: str | None = None
     """Who executes a run ``running elsewhere`` (e.g. ``process 4242 on build-7``)."""
     partial: bool = False
@@ -213,7 +214,9 @@ class TranscriptRun:
         meta = segment.meta
         active = meta.get("active_seconds")
         ended = meta.get("ended")
+        error = meta.get("error")
         return cls(segment.run_id, segment.entries, "completed", segment.started_at, segment.duration,
+                   error=error if isinstance(error, str) else None,
                    partial=bool(meta.get("partial")), ended=ended if isinstance(ended, str) else None,
                    active_seconds=float(active) if isinstance(active, (int, float)) else None,
                    steps=tuple(steps_from_meta(meta)))
@@ -962,6 +965,9 @@ class ChatBackend:
                 meta["active_seconds"] = head.active_seconds
             if head.steps:  # its timeline so far (lovia.timing), as a completed run's segment has it
                 meta["steps"] = steps_to_meta(head.steps)
+            error = (snapshot.taken_from or head).error  # the claim cleared it on ``head``
+            if ended == "failed" and error and (reason := first_line(error)):
+                meta["error"] = reason  # the checkpoint, which held it, goes: its header still says why
             # To its end even if the app quits meanwhile: a run its session has must not be given back
             # resumable (resuming it would answer twice, and its new answer would never be stored).
             await shielded(self._record_partial(snapshot, head.session_id, kept, meta))

@@ -28,7 +28,7 @@ from lovia import (
     UserError,
     UserMessage,
 )
-from lovia.tui.backend import ChatBackend, run_state
+from lovia.tui.backend import ChatBackend, TranscriptRun, run_state
 
 ENTRIES = [UserMessage(text="go"), ToolCall(call_id="c1", name="t", arguments="{}")]
 
@@ -177,3 +177,19 @@ async def test_a_finalize_whose_delete_fails_never_leaves_the_run_resumable(make
     assert left.head.status == "completed" and not left.head.is_held()  # a replay cache, like any finished run
     with pytest.raises(UserError, match="completed"):
         await backend.resume("r1")
+
+
+async def test_a_failed_run_kept_as_partial_keeps_why_it_failed(make_backend):
+    """Its checkpoint, which held the error, goes: the segment keeps its first line, and its header says it."""
+    from lovia.tui.widgets.run_header import header_line
+
+    backend = make_backend()
+    failed = stored_head(status="failed", session_id="s1",
+                         error="ModelError: cannot reach openai:x at http://127.0.0.1:9/v1\nTraceback (most recent...")
+    await backend.checkpointer.save(RunSnapshot("r1", failed, [UserMessage(text="hello")]))
+    await backend.finalize("r1")
+    [segment] = await backend.session.segments("s1")
+    assert segment.meta["ended"] == "failed"
+    assert segment.meta["error"] == "ModelError: cannot reach openai:x at http://127.0.0.1:9/v1"
+    line = header_line(TranscriptRun.of_segment(segment), None)
+    assert "partial, failed" in line and "ModelError: cannot reach openai:x" in line

@@ -561,3 +561,14 @@ async def test_the_command_palette_offers_the_timelines_and_the_next_time_view(t
         commands["Timeline of selected run"].callback()
         await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
         assert app.screen.run.run_id == "run-crashed"
+
+
+def test_a_failed_runs_header_says_why_cut_to_what_the_line_has_left():
+    run = TranscriptRun("r", (), "failed", T0, None, error="ModelError: HTTP 502 Bad Gateway from api.example.com\n"
+                        "Traceback ...", active_seconds=5.8, steps=TIMED_STEPS)
+    assert header_line(run, None, 0).endswith("· failed · ran 5.8s · ModelError: HTTP 502 Bad Gateway from "
+                                              "api.example.com ──")
+    at_80 = header_line(run, StepSummary.of(TIMED_STEPS), 80)
+    assert len(at_80) <= 80 and "ModelError: HTTP 502" in at_80 and at_80.endswith("… ──")
+    assert "Traceback" not in header_line(run, None, 200)
+    assert header_line(run, None, 60) == f"── {format.when(T0)} · failed · ran 5.8s ──"  # no room: the runs list says it

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.geometry import Size
 from textual.widgets import Static
 
+from lovia.run_state import first_line
 from lovia.timing import ModelStep, Step, ToolStep
 from lovia.tui import format
 from lovia.tui.backend import RunState, TranscriptRun
@@ -88,11 +89,32 @@ def partial_label(run: TranscriptRun) -> str:
     return f"partial, {run.ended}" if run.ended else "partial"
 
 
+FAILURE_AT_LEAST = 16
+"""Characters of a failed run's reason a header shows, if it shows it at all (it is cut to fit)."""
+
+
+def failure(run: TranscriptRun) -> str:
+    """Why a failed run failed (its error's first line): ``""`` when it did not, or it is not known."""
+    failed = run.state == "failed" or (run.partial and run.ended == "failed")
+    return first_line(run.error) if failed and run.error else ""
+
+
 def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0) -> str:
-    """``── when · took · … ──``, with the most detail of ``summary`` that fits ``width`` (0: no limit)."""
+    """``── when · took · … ──``, with the most detail of ``summary`` that fits ``width`` (0: no limit).
+
+    A failed run's reason comes last, cut to what is left of the line after the timing (at
+    least :data:`FAILURE_AT_LEAST` characters of it, else none: the runs list and the inspector
+    show it whole while the run is in flight).
+    """
     base = header_parts(run)
-    for detail in DETAILS:
-        text = f"── {' · '.join([*base, *timing_parts(summary, detail)])} ──"
+    lines = [[*base, *timing_parts(summary, detail)] for detail in DETAILS]
+    if reason := failure(run):
+        for parts in lines:  # less timing, to make room for why it failed
+            left = width - cell_len(f"── {' · '.join(parts)} ── · ") if width > 0 else len(reason)
+            if left >= FAILURE_AT_LEAST:
+                return f"── {' · '.join([*parts, format.one_line(reason, left)])} ──"
+    for parts in lines:
+        text = f"── {' · '.join(parts)} ──"
         if width <= 0 or cell_len(text) <= width:
             return text
     return f"── {' · '.join(base)} ──"
