@@ -571,4 +571,4 @@ def test_a_failed_runs_header_says_why_cut_to_what_the_line_has_left():
     at_80 = header_line(run, StepSummary.of(TIMED_STEPS), 80)
     assert len(at_80) <= 80 and "ModelError: HTTP 502" in at_80 and at_80.endswith("… ──")
     assert "Traceback" not in header_line(run, None, 200)
-    assert header_line(run, None, 60) == f"── {format.when(T0)} · failed · ran 5.8s ──"  # no room: the runs list says it
+    assert header_line(run, None, 60) == f"── {format.when(T0)} · failed · ran 5.8s ──"  # no room for it
