@@ -214,9 +214,9 @@ class LoviaApp(App[None]):
         conversation and did not close with escape.
         """
         main = screen if isinstance(screen, MainScreen) else None
-        for command in super().get_system_commands(screen):
-            if command.callback == self.action_quit:
-                yield command
+        if any(command.callback == self.action_quit for command in super().get_system_commands(screen)):
+            yield SystemCommand("Quit", "Quit lovia; it asks first while an answer is running "
+                                f"({self.lovia_keymap.key_text('app.quit')})", self.action_quit)
         if main is not None:
             yield from self._main_screen_commands(main)
 
@@ -227,23 +227,29 @@ class LoviaApp(App[None]):
         opened = chat.has_history
         keys = self.lovia_keymap.key_text  # the keys in force, as the [keys] table set them
         if not running:
-            yield SystemCommand("Send message", "Send what is in the composer", chat.composer.action_submit)
+            yield SystemCommand("Send message", f"Send what is in the composer ({keys('composer.send')})",
+                                chat.composer.action_submit)
         if chat.check_action("stop", ()):
-            yield SystemCommand("Stop", "Stop the running answer (it stays resumable)", chat.action_stop)
+            yield SystemCommand("Stop", f"Stop the running answer; it stays resumable ({keys('chat.stop')})",
+                                chat.action_stop)
         if chat.check_action("cancel_edit", ()):
-            yield SystemCommand("Cancel edit", "Leave the message as it is and restore the draft",
-                                chat.action_cancel_edit)
+            yield SystemCommand("Cancel edit", f"Leave the message as it is and restore the draft "
+                                f"({keys('chat.cancel_edit')})", chat.action_cancel_edit)
         if chat.check_action("resume", ()):
-            yield SystemCommand("Resume", "Resume this session's stopped, crashed or failed run", chat.action_resume)
+            yield SystemCommand("Resume", f"Resume this session's stopped, crashed or failed run "
+                                f"({keys('chat.resume')})", chat.action_resume)
         if opened and chat.check_action("regenerate", ()):
-            yield SystemCommand("Regenerate", "Drop the last answer and ask again", chat.action_regenerate)
+            yield SystemCommand("Regenerate", f"Drop the last answer and ask again ({keys('chat.regenerate')})",
+                                chat.action_regenerate)
         if opened and chat.check_action("edit_last", ()):
-            yield SystemCommand("Edit last message", "Edit your last message and resend it", chat.action_edit_last)
+            yield SystemCommand("Edit last message", f"Edit your last message and resend it "
+                                f"({keys('chat.edit_last')})", chat.action_edit_last)
         if opened and transcript.check_action("edit", ()) and not running:
-            yield SystemCommand("Edit selected message", "Edit the selected message and resend",
-                                transcript.action_edit)
+            yield SystemCommand("Edit selected message", f"Edit the selected message and resend "
+                                f"({keys('transcript.edit')} in the transcript)", transcript.action_edit)
         if opened and transcript.check_action("trim", ()) and not running:
-            yield SystemCommand("Trim tool outputs", "Cut old tool outputs to reclaim space", transcript.action_trim)
+            yield SystemCommand("Trim tool outputs", f"Cut old tool outputs to reclaim space "
+                                f"({keys('transcript.trim')} in the transcript)", transcript.action_trim)
         if transcript.selected_view is not None and transcript.check_action("fork", ()) and not running:
             yield SystemCommand("Fork from selected message", "A new session copied up to and including the "
                                 f"selected message ({keys('transcript.fork')} in the transcript); the original stays",
@@ -252,12 +258,13 @@ class LoviaApp(App[None]):
             yield SystemCommand("Export session", "Write the open session to a Markdown or JSON lines file "
                                 f"({keys('main.export')})", main.action_export)
         if isinstance(transcript.selected_view, Expandable):
-            yield SystemCommand("Expand or collapse tool call", "Show or hide the selected tool call's details",
-                                transcript.action_expand)
+            yield SystemCommand("Expand or collapse tool call", f"Show or hide the selected tool call's details "
+                                f"({keys('transcript.expand')} in the transcript)", transcript.action_expand)
         if transcript.selected_view is not None:
-            yield SystemCommand("Copy message", "Copy the selected message", transcript.action_copy)
-            yield SystemCommand("Copy code block", "Copy the selected message's last code block",
-                                transcript.action_copy_code)
+            yield SystemCommand("Copy message", f"Copy the selected message ({keys('transcript.copy')} in the "
+                                "transcript)", transcript.action_copy)
+            yield SystemCommand("Copy code block", f"Copy the selected message's last code block "
+                                f"({keys('transcript.copy_code')} in the transcript)", transcript.action_copy_code)
         if opened:
             yield SystemCommand("Timeline of a run", "Where the time went: the run under the transcript cursor (the "
                                 "last one when none is selected) as a waterfall of its steps "
@@ -266,6 +273,18 @@ class LoviaApp(App[None]):
             yield SystemCommand("Undo rewind", "Bring the transcript back as it was before the last edit-and-resend "
                                 f"or regenerate ({keys('transcript.undo_rewind')} in the transcript)",
                                 transcript.action_undo_rewind)
+        if main.check_action("search", ()):
+            yield SystemCommand("Search", f"Find words in every session's messages, tool outputs and titles "
+                                f"({keys('main.search')})", main.action_search)
+        if transcript.check_action("match", (1,)):
+            yield SystemCommand("Next match", f"The search's next match ({keys('transcript.next_match')} in the "
+                                "transcript)", lambda: transcript.action_match(1))
+            yield SystemCommand("Previous match", f"The search's previous match "
+                                f"({keys('transcript.previous_match')} in the transcript)",
+                                lambda: transcript.action_match(-1))
+        if main.check_action("mcp_servers", ()):
+            yield SystemCommand("MCP servers", f"Their state and tools; switch one on or off in this session "
+                                f"({keys('main.mcp_servers')})", main.action_mcp_servers)
         if main.check_action("trash", ()):
             yield SystemCommand("Trash", "The sessions you deleted: restore one, or purge it now "
                                 f"({keys('main.trash')})", main.action_trash)
@@ -274,7 +293,8 @@ class LoviaApp(App[None]):
         for name, title in (("sessions", "sessions pane"), ("runs", "runs pane and inspector")):
             if main.pane(name) is not None:
                 shown = main.pane_shown(name)
-                yield SystemCommand(f"{'Hide' if shown else 'Show'} the {title}", keys(f"main.toggle_{name}"),
+                yield SystemCommand(f"{'Hide' if shown else 'Show'} the {title}",
+                                    f"{'Fold' if shown else 'Show'} it ({keys(f'main.toggle_{name}')})",
                                     lambda name=name, shown=shown: main.show_pane(name, not shown))
         if main.maximized is not None:
             yield SystemCommand("Restore pane", f"Show every pane again ({keys('main.minimize')})", main.minimize)
@@ -282,13 +302,15 @@ class LoviaApp(App[None]):
             yield SystemCommand("Maximize pane", f"Give the focused pane the whole screen ({keys('main.maximize')})",
                                 main.action_maximize)
         if not running:
-            yield SystemCommand("New session", "Start a new conversation", self.action_new_session)
+            yield SystemCommand("New session", f"Start a new conversation ({keys('app.new_session')})",
+                                self.action_new_session)
         yield SystemCommand("Next pane", f"Move focus to the next pane ({keys('app.next_pane')})",
                             self.action_next_pane)
         yield SystemCommand("Previous pane", f"Move focus to the previous pane ({keys('app.previous_pane')})",
                             self.action_previous_pane)
-        yield SystemCommand("Next theme", "Switch to the next lovia theme", self.action_next_theme)
-        yield SystemCommand("Help", "Every key lovia knows", self.action_help)
+        yield SystemCommand("Next theme", f"Switch to the next lovia theme ({keys('app.next_theme')})",
+                            self.action_next_theme)
+        yield SystemCommand("Help", f"Every key lovia knows ({keys('app.help')})", self.action_help)
 
     def _session_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
         panes = main.query(SessionsPane)

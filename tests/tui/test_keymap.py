@@ -278,7 +278,7 @@ async def test_the_help_and_the_palette_show_the_keys_in_force(tmp_path):
         await settle(pilot)
         commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
         assert commands["Next pane"] == "Move focus to the next pane (f7)"
-        assert "f4" in [help_text for title, help_text in commands.items() if "sessions pane" in title]
+        assert "(f4)" in "".join(help_text for title, help_text in commands.items() if "sessions pane" in title)
         await pilot.press("f7")  # moves focus: the app's priority key, moved
         await pilot.pause()
         await pilot.press("f1")
@@ -464,3 +464,26 @@ async def test_the_empty_sessions_list_names_the_keys_in_force(tmp_path):
         sessions.focus()
         await pilot.press("z", "z", "z")
         await wait_for(pilot, lambda: hint() == "No session matches the filter: ctrl+x clears it.")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_palette_offers_search_and_the_mcp_servers_and_says_each_commands_key(tmp_path, size):
+    from lovia.tui.screens.mcp_servers import ServersScreen
+    from lovia.tui.screens.search import SearchScreen
+
+    app = make_app(tmp_path / "lovia.db", keys={"main.search": ("ctrl+k",)})
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert commands["Search"].endswith("(ctrl+k)"), "the key in force, as [keys] moved it"
+        assert commands["MCP servers"].endswith("(f5)")
+        assert commands["Quit"] == "Quit lovia; it asks first while an answer is running (ctrl+q)"
+        for title in ("New session", "Next theme", "Help", "Send message", "Next pane", "Trash"):
+            assert re.search(r"\((\S+)\)$", commands[title]), title
+        for title, screen in (("Search", SearchScreen), ("MCP servers", ServersScreen)):
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*title, "enter")
+            await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
