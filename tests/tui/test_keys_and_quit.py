@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.widgets.runs_pane import RunsPane
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 
 
@@ -327,3 +330,32 @@ async def test_the_empty_screen_says_how_to_start_and_where_help_is(tmp_path):
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert welcome.display
+
+
+async def test_an_empty_runs_list_offers_no_run_action(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#run-list").focus()
+        await pilot.pause()
+        assert not app.screen.query_one(RunsPane).runs
+        assert not {"r", "x", "f", "c", "w"} & footer_keys(app), "nothing to resume, discard or finalize"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_footer_is_hidden_under_another_screen_whose_keys_differ(tmp_path, size):
+    from lovia.tui.screens.mcp_servers import ServersScreen
+    from lovia.tui.widgets.footer import LoviaFooter
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        main = app.screen
+        footer = main.query_one(LoviaFooter)
+        assert footer.visible
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, ServersScreen))
+        assert not footer.visible, "the main screen's keys do not work under the MCP servers screen"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main)
+        assert footer.visible

@@ -109,6 +109,8 @@ class MainScreen(Screen):
     MainScreen #side { width: 40; border-left: solid $panel; }
     MainScreen CheckpointInspector { border-top: solid $panel; }
     MainScreen #welcome { display: none; padding: 1 2; color: $text-muted; }
+    /* under another screen (a dialog, the timeline, f5): its keys do not work there, so not shown */
+    MainScreen.-covered LoviaFooter { visibility: hidden; }
     MainScreen.-empty #welcome { display: block; }
 
     /* folded: hidden beside the conversation, shown over it on request */
@@ -622,6 +624,12 @@ class MainScreen(Screen):
         if action == "close_overlay":
             return any(self.has_class(f"-{name}-open") for name in SIDE_PANES)
         return True
+
+    def on_screen_suspend(self) -> None:
+        self.add_class("-covered")
+
+    def on_screen_resume(self) -> None:
+        self.remove_class("-covered")
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         # An overlay is for a quick look: it folds again once focus moves to the conversation.

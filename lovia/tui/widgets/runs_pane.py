@@ -41,6 +41,15 @@ class RunList(StoppingOptionList):
                 tooltip="Where the time went: the run as a waterfall of its steps"),
     ]
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("act", "copy_run_id"):  # on the run under the cursor: none in an empty list
+            return self.highlighted is not None and bool(self.get_option_at_index(self.highlighted).id)
+        return True
+
+    def watch_highlighted(self, highlighted: int | None) -> None:
+        super().watch_highlighted(highlighted)
+        self.refresh_bindings()  # the footer offers the run actions once a run is under the cursor
+
     def on_focus(self) -> None:
         # Entering the list inspects the run under the cursor at once.
         if self.highlighted is None and self.option_count and not self.get_option_at_index(0).disabled:
