@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
+from lovia._wording import finish_note
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
 from lovia.errors import LoviaError, UserError
@@ -283,8 +284,9 @@ class _Markdown:
         if isinstance(entry, UserMessage):
             self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{entry.text}\n")
         elif isinstance(entry, AssistantMessage):
-            cut = f" (cut off: {entry.finish_reason})" if entry.finish_reason not in (None, "stop") else ""
-            self.write(f"\n**{entry.agent or 'assistant'}** · {_utc(entry.created_at)}{cut}\n\n{entry.text}\n")
+            note = finish_note(entry.finish_reason)  # as the transcript says it under the answer
+            ended = f" · {note}" if note else ""
+            self.write(f"\n**{entry.agent or 'assistant'}** · {_utc(entry.created_at)}{ended}\n\n{entry.text}\n")
         elif isinstance(entry, ToolCall):
             self.write(f"\n**Tool call** `{entry.name}` (`{entry.call_id}`)\n\n" + _fence(_pretty(entry.arguments),
                                                                                           "json"))

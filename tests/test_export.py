@@ -115,6 +115,22 @@ async def test_markdown_reads_as_a_conversation(session):
     assert "## Run 2 · — · —" in text
 
 
+async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(session):
+    """The heading of an answer cut off says what the app's transcript says under it, never the stored reason."""
+    await session.append("s-export-1", [
+        UserMessage(text="write a long story", created_at=999.0),
+        AssistantMessage(text="Once upon a", agent="bot", finish_reason="cut_off", created_at=1000.0),
+    ], run_id="r-stopped")
+    await session.append("s-export-1", [
+        UserMessage(text="and another", created_at=2000.0),
+        AssistantMessage(text="There was", agent="bot", finish_reason="length", created_at=2001.0),
+    ], run_id="r-limit")
+    text = await export_text(session, "md")
+    assert "**bot** · 1970-01-01 00:16:40 UTC · cut off: the run stopped while this streamed\n\nOnce upon a" in text
+    assert "**bot** · 1970-01-01 00:33:21 UTC · cut off: the model hit its token limit\n\nThere was" in text
+    assert "cut_off" not in text and "(cut off: length)" not in text
+
+
 async def test_page_by_page_gives_what_a_whole_read_gives(session):
     await fill(session)
     for fmt in ("md", "jsonl"):

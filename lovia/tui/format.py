@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 
+from lovia._wording import finish_note as finish_note  # a turn's ending reads the same in the export
 from lovia.usage import Usage
 
 clock: Callable[[], float] = time.time
@@ -118,17 +119,3 @@ def usage(used: Usage) -> str:
     if not used.known:
         tokens += f" ({count(used.unreported_requests, 'request')} unreported)"
     return tokens
-
-
-_FINISH_NOTES = {
-    "length": "cut off: the model hit its token limit",
-    "content_filter": "cut off by the endpoint's content filter",
-    "cut_off": "cut off: the run stopped while this streamed",
-}
-
-
-def finish_note(reason: str | None) -> str:
-    """What a transcript says under a turn that ended for an unusual ``reason``; "" for none."""
-    if not reason:
-        return ""
-    return _FINISH_NOTES.get(reason, f"the model stopped early ({reason})")
