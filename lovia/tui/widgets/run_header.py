@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.geometry import Size
 from textual.widgets import Static
 
+from lovia._wording import step_duration
 from lovia.timing import ModelStep, Step, ToolStep
 from lovia.tui import format
 from lovia.tui.backend import RunState, TranscriptRun
@@ -165,14 +166,6 @@ def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]
     if summary.tool_seconds is not None:
         parts.append(f"tools {step_duration(summary.tool_seconds)}")
     return parts
-
-
-def step_duration(seconds: float | None) -> str:
-    """How long a step took: ``40ms`` under a second (tool calls and first tokens often are), else as
-    durations read (``1.3s``, ``4m 05s``); ``…`` when it never ended."""
-    if seconds is None:
-        return "…"
-    return f"{seconds * 1000:.0f}ms" if seconds < 1 else format.duration(seconds)
 
 
 def header_parts(run: TranscriptRun) -> list[str]:
