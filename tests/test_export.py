@@ -153,6 +153,24 @@ def test_the_export_loads_none_of_the_ui():
     assert loaded.stdout.strip() == "[]"
 
 
+async def test_a_turn_that_came_all_at_once_shows_no_tokens_per_second(session):
+    """A tool-call turn whose chunks all arrived within microseconds has no rate to show (its 1 token over
+    30 µs would read 33333 tok/s); a turn that streamed keeps its rate, and the JSON lines keep the raw times."""
+    steps = [
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1000.0, "first_token_at": 1000.00001,
+         "finished_at": 1000.00004, "output_tokens": 1, "turn": 1},
+        {"kind": "tool", "call_id": "c1", "name": "current_time", "started_at": 1000.001, "finished_at": 1000.002},
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1000.003, "first_token_at": 1000.023,
+         "finished_at": 1000.523, "output_tokens": 10, "turn": 2},
+    ]
+    await session.append("s-export-1", [UserMessage(text="what time is it?", created_at=999.0)], run_id="r1",
+                         meta={"steps": steps})
+    [steps_line] = [line for line in (await export_text(session, "md")).splitlines() if "steps: " in line]
+    first_turn, rest = steps_line.split("current_time")
+    assert "tok/s" not in first_turn and "20 tok/s" in rest
+    run = json.loads((await export_text(session, "jsonl")).splitlines()[1])
+    assert run["steps"] == steps
+
 async def test_page_by_page_gives_what_a_whole_read_gives(session):
     await fill(session)
     for fmt in ("md", "jsonl"):
