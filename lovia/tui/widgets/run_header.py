@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.widgets import Static
 
 from lovia._wording import step_duration
-from lovia.timing import ModelStep, Step, ToolStep
+from lovia.timing import ModelStep, Step, ToolStep, streaming_seconds
 from lovia.tui import format
 from lovia.tui.backend import RunState, TranscriptRun
 
@@ -110,7 +110,9 @@ class StepSummary:
     ``turns`` counts model turns. ``first_token`` is the first turn's time to first token:
     how long the user waited before anything showed (``None`` when nothing arrived).
     ``tokens_per_second`` is the output tokens of the turns whose usage is known over the
-    time they streamed (first token to end), ``None`` when no turn reported usage.
+    time they streamed (first token to end), leaving out a turn that came at once, as the
+    timeline gives it no rate (:func:`~lovia.timing.streaming_seconds`); ``None`` when no turn
+    is left.
     ``tool_seconds`` is the wall time during which at least one tool ran (calls run in
     parallel count once), over the ``tool_calls`` calls that ended; ``None`` without calls.
     ``open_steps`` counts steps that never ended (a crash, or the step running now).
@@ -128,10 +130,10 @@ class StepSummary:
         models = [s for s in steps if isinstance(s, ModelStep)]
         tools = [s for s in steps if isinstance(s, ToolStep)]
         first = next((m.time_to_first_token for m in models), None)
-        streamed = [(m.output_tokens, m.finished_at - m.first_token_at) for m in models
-                    if m.output_tokens is not None and m.first_token_at is not None and m.finished_at is not None]
+        timed = ((m.output_tokens, streaming_seconds(m)) for m in models)
+        streamed = [(n, t) for n, t in timed if n is not None and t is not None]
         seconds = sum(t for _, t in streamed)
-        rate = sum(n for n, _ in streamed) / seconds if streamed and seconds > 0 else None
+        rate = sum(n for n, _ in streamed) / seconds if streamed else None
         ended = [(t.started_at, t.finished_at) for t in tools if t.finished_at is not None]
         return cls(len(models), first, rate, len(tools), busy_seconds(ended) if tools else None,
                    sum(1 for s in steps if s.finished_at is None))
