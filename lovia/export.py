@@ -13,7 +13,9 @@ session is read at once.
 **Markdown** (``md``): the session's title, id, dates and, for a fork, where it came from;
 then a ``## Run N`` heading per stored run with its start time (UTC) and duration, how long
 each of its steps took when they were recorded, then its entries: what the user wrote, the
-answers, each tool call and its result as fenced blocks, handoffs as quotes.
+answers, each tool call and its result as fenced blocks, handoffs as quotes. Durations, and why
+an answer ended early, read as the app's run headers and transcript say them (``4.0s``, ``250ms``;
+``cut off: the model hit its token limit``).
 
 **JSON lines** (``jsonl``): one JSON object a line, told apart by ``"record"``:
 
@@ -48,6 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
+from lovia._wording import duration, finish_note, step_duration
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
 from lovia.errors import LoviaError, UserError
@@ -233,15 +236,6 @@ def _utc(timestamp: float | None) -> str:
     return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
 def _fence(text: str, language: str = "") -> str:
     """``text`` in a fenced block whose fence is longer than any run of backticks inside it."""
     longest = run = 0
@@ -262,7 +256,7 @@ class _Markdown:
         if info is not None:
             self.write(f"- Created: {_utc(info.created_at)}; last activity: {_utc(info.last_activity)}\n"
                        f"- {info.run_count} runs, {info.entry_count} entries, "
-                       f"{_seconds(info.total_run_seconds)} of run time\n")
+                       f"{duration(info.total_run_seconds)} of run time\n")
         if origin is not None:
             self.write(f"- Forked from “{_one_line(origin.title) or origin.session_id}” (`{origin.session_id}`) "
                        f"at entry {origin.entries}, {_utc(origin.forked_at)}\n")
@@ -270,7 +264,7 @@ class _Markdown:
 
     def run(self, span: RunSpan, index: int) -> None:
         segment = Segment(span.run_id, (), span.meta)
-        self.write(f"\n## Run {index} · {_utc(segment.started_at)} · {_seconds(segment.run_seconds)}\n\n")
+        self.write(f"\n## Run {index} · {_utc(segment.started_at)} · {duration(segment.run_seconds)}\n\n")
         notes = [f"run `{span.run_id}`"]
         if span.meta.get("partial"):
             notes.append(f"did not complete ({span.meta.get('ended') or 'partial'})")
@@ -283,8 +277,9 @@ class _Markdown:
         if isinstance(entry, UserMessage):
             self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{entry.text}\n")
         elif isinstance(entry, AssistantMessage):
-            cut = f" (cut off: {entry.finish_reason})" if entry.finish_reason not in (None, "stop") else ""
-            self.write(f"\n**{entry.agent or 'assistant'}** · {_utc(entry.created_at)}{cut}\n\n{entry.text}\n")
+            note = finish_note(entry.finish_reason)  # as the transcript says it under the answer
+            ended = f" · {note}" if note else ""
+            self.write(f"\n**{entry.agent or 'assistant'}** · {_utc(entry.created_at)}{ended}\n\n{entry.text}\n")
         elif isinstance(entry, ToolCall):
             self.write(f"\n**Tool call** `{entry.name}` (`{entry.call_id}`)\n\n" + _fence(_pretty(entry.arguments),
                                                                                           "json"))
@@ -300,13 +295,13 @@ class _Markdown:
 
 def _step(step: Any) -> str:
     if isinstance(step, ModelStep):
-        text = f"{step.model or step.agent} {_seconds(step.duration)}"
+        text = f"{step.model or step.agent} {step_duration(step.duration)}"
         if step.time_to_first_token is not None:
-            text += f" (first token {_seconds(step.time_to_first_token)}"
+            text += f" (first token {step_duration(step.time_to_first_token)}"
             rate = tokens_per_second(step)
             text += f", {rate:.0f} tok/s)" if rate is not None else ")"
         return text
-    return f"{step.name} {_seconds(step.duration)}" + (" (error)" if step.error else "")
+    return f"{step.name} {step_duration(step.duration)}" + (" (error)" if step.error else "")
 
 
 def _one_line(text: str) -> str:

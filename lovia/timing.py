@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "MIN_STREAMING_SECONDS",
     "ModelStep",
     "Step",
     "ToolStep",
@@ -31,8 +32,15 @@ __all__ = [
     "steps_from_list",
     "steps_from_meta",
     "steps_to_meta",
+    "streaming_seconds",
     "tokens_per_second",
 ]
+
+MIN_STREAMING_SECONDS = 0.02
+"""A turn that streamed for less time than this has no tokens per second: its chunks came at once
+(a tool call often arrives whole, its end microseconds after its first chunk), and a rate over so
+little time says how the endpoint batched its chunks, not how fast it writes (1 token in 30 µs
+would read 33333 tok/s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +105,28 @@ Step = ModelStep | ToolStep
 """A step of a run; tell them apart with ``isinstance`` or ``step.kind``."""
 
 
+def streaming_seconds(step: ModelStep) -> float | None:
+    """Seconds the turn streamed, from its first chunk to its end, when that can give a rate.
+
+    ``None`` when the turn has no first chunk or no end, or streamed for less than
+    :data:`MIN_STREAMING_SECONDS` (everything arrived at once: a rate would be meaningless).
+    """
+    if step.first_token_at is None or step.finished_at is None:
+        return None
+    streaming = step.finished_at - step.first_token_at
+    return streaming if streaming >= MIN_STREAMING_SECONDS else None
+
+
 def tokens_per_second(step: ModelStep) -> float | None:
     """Output tokens per second of streaming, from the first chunk to the turn's end.
 
-    ``None`` when the server reported no usage, or the turn has no first chunk, no end, or
-    no time between them (everything arrived at once: a rate would be meaningless).
+    ``None`` when the server reported no usage, or the turn has no time of streaming to measure
+    (see :func:`streaming_seconds`). The figures behind it are stored as they were measured.
     """
-    if step.output_tokens is None or step.first_token_at is None or step.finished_at is None:
+    streaming = streaming_seconds(step)
+    if step.output_tokens is None or streaming is None:
         return None
-    streaming = step.finished_at - step.first_token_at
-    return step.output_tokens / streaming if streaming > 0 else None
+    return step.output_tokens / streaming
 
 
 def step_to_dict(step: Step) -> dict[str, Any]:

@@ -104,8 +104,8 @@ async def test_markdown_reads_as_a_conversation(session):
     text = await export_text(session, "md")
     assert text.startswith("# what time is it?\n")
     assert "- Session: `s-export-1`" in text
-    assert "## Run 1 · 1970-01-01 00:16:39 UTC · 4.0 s" in text
-    assert "demo-1 2.0 s (first token 0.5 s, 20 tok/s), current_time 0.2 s" in text
+    assert "## Run 1 · 1970-01-01 00:16:39 UTC · 4.0s" in text
+    assert "demo-1 2.0s (first token 500ms, 20 tok/s), current_time 250ms" in text
     assert "**You** · 1970-01-01 00:16:39 UTC\n\nwhat time is it?" in text
     assert '**Tool call** `current_time` (`c1`)\n\n```json\n{\n  "tz": "UTC"\n}\n```' in text
     # An output holding a fence is fenced with a longer one, so it cannot close the block early.
@@ -114,6 +114,62 @@ async def test_markdown_reads_as_a_conversation(session):
     assert "**clock** · 1970-01-01 00:16:42 UTC\n\nIt is **noon**." in text
     assert "## Run 2 · — · —" in text
 
+
+async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(session):
+    """The heading of an answer cut off says what the app's transcript says under it, never the stored reason."""
+    await session.append("s-export-1", [
+        UserMessage(text="write a long story", created_at=999.0),
+        AssistantMessage(text="Once upon a", agent="bot", finish_reason="cut_off", created_at=1000.0),
+    ], run_id="r-stopped")
+    await session.append("s-export-1", [
+        UserMessage(text="and another", created_at=2000.0),
+        AssistantMessage(text="There was", agent="bot", finish_reason="length", created_at=2001.0),
+    ], run_id="r-limit")
+    text = await export_text(session, "md")
+    assert "**bot** · 1970-01-01 00:16:40 UTC · cut off: the run stopped while this streamed\n\nOnce upon a" in text
+    assert "**bot** · 1970-01-01 00:33:21 UTC · cut off: the model hit its token limit\n\nThere was" in text
+    assert "cut_off" not in text and "(cut off: length)" not in text
+
+
+async def test_step_times_under_a_second_read_in_milliseconds_as_in_the_app(session):
+    """A first token after 24 ms reads ``24ms``, not ``0.0 s``; a tool call of 40 ms reads ``40ms``."""
+    steps = [
+        {"kind": "model", "agent": "bot", "model": "demo-1", "started_at": 1000.0, "first_token_at": 1000.024,
+         "finished_at": 1003.0, "output_tokens": 60},
+        {"kind": "tool", "call_id": "c1", "name": "current_time", "started_at": 1003.0, "finished_at": 1003.04},
+    ]
+    await session.append("s-export-1", [UserMessage(text="what time is it?", created_at=999.0)], run_id="r1",
+                         meta={"timing": {"started_at": 999.0, "finished_at": 1003.5}, "steps": steps})
+    text = await export_text(session, "md")
+    assert "demo-1 3.0s (first token 24ms, 20 tok/s), current_time 40ms" in text
+    assert "0.0 s" not in text
+
+
+def test_the_export_loads_none_of_the_ui():
+    """``lovia export`` words things as the app does without importing Textual or the app's modules."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, lovia.export; print(sorted(m for m in sys.modules "
+                             "if m.startswith(('textual', 'lovia.tui'))))"], capture_output=True, text=True,
+                            check=True, timeout=120)
+    assert loaded.stdout.strip() == "[]"
+
+
+async def test_a_turn_that_came_all_at_once_shows_no_tokens_per_second(session):
+    """A tool-call turn whose chunks all arrived within microseconds has no rate to show (its 1 token over
+    30 µs would read 33333 tok/s); a turn that streamed keeps its rate, and the JSON lines keep the raw times."""
+    steps = [
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1000.0, "first_token_at": 1000.00001,
+         "finished_at": 1000.00004, "output_tokens": 1, "turn": 1},
+        {"kind": "tool", "call_id": "c1", "name": "current_time", "started_at": 1000.001, "finished_at": 1000.002},
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1000.003, "first_token_at": 1000.023,
+         "finished_at": 1000.523, "output_tokens": 10, "turn": 2},
+    ]
+    await session.append("s-export-1", [UserMessage(text="what time is it?", created_at=999.0)], run_id="r1",
+                         meta={"steps": steps})
+    [steps_line] = [line for line in (await export_text(session, "md")).splitlines() if "steps: " in line]
+    first_turn, rest = steps_line.split("current_time")
+    assert "tok/s" not in first_turn and "20 tok/s" in rest
+    run = json.loads((await export_text(session, "jsonl")).splitlines()[1])
+    assert run["steps"] == steps
 
 async def test_page_by_page_gives_what_a_whole_read_gives(session):
     await fill(session)

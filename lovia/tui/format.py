@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 
+# Durations and a turn's ending read the same in the export (lovia.export), which loads no UI.
+from lovia._wording import duration as duration, finish_note as finish_note
 from lovia.usage import Usage
 
 clock: Callable[[], float] = time.time
@@ -49,21 +51,6 @@ def when_ago(timestamp: float | None, now: float | None = None) -> str:
     if timestamp is None:
         return "—"
     return f"{when(timestamp)} · {ago(timestamp, now)}"
-
-
-def duration(seconds: float | None) -> str:
-    """``0.4s``, ``12s``, ``4m 05s``, ``2h 03m``; ``—`` when unknown."""
-    if seconds is None:
-        return "—"
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
 
 
 def size(chars: int) -> str:
@@ -118,17 +105,3 @@ def usage(used: Usage) -> str:
     if not used.known:
         tokens += f" ({count(used.unreported_requests, 'request')} unreported)"
     return tokens
-
-
-_FINISH_NOTES = {
-    "length": "cut off: the model hit its token limit",
-    "content_filter": "cut off by the endpoint's content filter",
-    "cut_off": "cut off: the run stopped while this streamed",
-}
-
-
-def finish_note(reason: str | None) -> str:
-    """What a transcript says under a turn that ended for an unusual ``reason``; "" for none."""
-    if not reason:
-        return ""
-    return _FINISH_NOTES.get(reason, f"the model stopped early ({reason})")

@@ -26,7 +26,7 @@ from lovia.session import SessionInfo
 from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
-from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows
+from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows, step_figures
 from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
@@ -96,6 +96,17 @@ def test_a_summary_counts_turns_first_token_rate_and_tool_time_once_for_parallel
     unknown = StepSummary.of([ModelStep("a", None, T0, None, None)])
     assert (unknown.first_token, unknown.tokens_per_second, unknown.tool_seconds, unknown.open_steps) == \
         (None, None, None, 1)
+
+
+def test_a_turn_that_came_at_once_has_no_rate_in_the_timeline_and_adds_none_to_the_header():
+    """A tool-call turn whose end came 30 µs after its first chunk (the demo model's) would read 33333 tok/s:
+    its timeline row gives no rate, the header's rate is the streamed turns' alone, and none when it is alone."""
+    burst = ModelStep("assistant", "demo", T0, T0 + 0.00001, T0 + 0.00004, 50, 1, turn=1)
+    streamed = ModelStep("assistant", "demo", T0 + 0.1, T0 + 0.2, T0 + 1.2, 60, 50, turn=2)
+    assert step_figures(burst, "completed") == "ttft 0ms · 50→1 tok"
+    assert "50 tok/s" in step_figures(streamed, "completed")
+    assert StepSummary.of([burst, streamed]).tokens_per_second == pytest.approx(50.0)
+    assert StepSummary.of([burst]).tokens_per_second is None
 
 
 def test_a_header_folds_its_timing_to_fit_and_a_run_without_steps_reads_as_before():

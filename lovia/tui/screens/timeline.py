@@ -29,12 +29,13 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Static
 
+from lovia._wording import step_duration
 from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import LIVE_STATES, ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
 from lovia.tui.store_errors import told_on
-from lovia.tui.widgets.run_header import StepSummary, header_parts, step_duration, timing_parts
+from lovia.tui.widgets.run_header import StepSummary, header_parts, timing_parts
 
 WIDE = 110
 """From this many columns of rows, each row also says when its step started and its figures."""

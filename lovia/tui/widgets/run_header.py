@@ -10,8 +10,9 @@ from textual.content import Content
 from textual.geometry import Size
 from textual.widgets import Static
 
+from lovia._wording import step_duration
 from lovia.run_state import first_line
-from lovia.timing import ModelStep, Step, ToolStep
+from lovia.timing import ModelStep, Step, ToolStep, streaming_seconds
 from lovia.tui import format
 from lovia.tui.backend import RunState, TranscriptRun
 
@@ -131,7 +132,9 @@ class StepSummary:
     ``turns`` counts model turns. ``first_token`` is the first turn's time to first token:
     how long the user waited before anything showed (``None`` when nothing arrived).
     ``tokens_per_second`` is the output tokens of the turns whose usage is known over the
-    time they streamed (first token to end), ``None`` when no turn reported usage.
+    time they streamed (first token to end), leaving out a turn that came at once, as the
+    timeline gives it no rate (:func:`~lovia.timing.streaming_seconds`); ``None`` when no turn
+    is left.
     ``tool_seconds`` is the wall time during which at least one tool ran (calls run in
     parallel count once), over the ``tool_calls`` calls that ended, and those that never ended
     counted up to ``until`` when given (a crashed run's last known moment); ``None`` without
@@ -150,10 +153,10 @@ class StepSummary:
         models = [s for s in steps if isinstance(s, ModelStep)]
         tools = [s for s in steps if isinstance(s, ToolStep)]
         first = next((m.time_to_first_token for m in models), None)
-        streamed = [(m.output_tokens, m.finished_at - m.first_token_at) for m in models
-                    if m.output_tokens is not None and m.first_token_at is not None and m.finished_at is not None]
+        timed = ((m.output_tokens, streaming_seconds(m)) for m in models)
+        streamed = [(n, t) for n, t in timed if n is not None and t is not None]
         seconds = sum(t for _, t in streamed)
-        rate = sum(n for n, _ in streamed) / seconds if streamed and seconds > 0 else None
+        rate = sum(n for n, _ in streamed) / seconds if streamed else None
         ended = [(t.started_at, end) for t in tools
                  if (end := t.finished_at if t.finished_at is not None else until) is not None and end > t.started_at]
         return cls(len(models), first, rate, len(tools), busy_seconds(ended) if tools else None,
@@ -189,14 +192,6 @@ def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]
     if summary.tool_seconds is not None:
         parts.append(f"tools {step_duration(summary.tool_seconds)}")
     return parts
-
-
-def step_duration(seconds: float | None) -> str:
-    """How long a step took: ``40ms`` under a second (tool calls and first tokens often are), else as
-    durations read (``1.3s``, ``4m 05s``); ``…`` when it never ended."""
-    if seconds is None:
-        return "…"
-    return f"{seconds * 1000:.0f}ms" if seconds < 1 else format.duration(seconds)
 
 
 def header_parts(run: TranscriptRun) -> list[str]:

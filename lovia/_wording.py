@@ -1,0 +1,47 @@
+"""How lovia words durations and a turn's unusual ending, in plain text, wherever they are shown.
+
+One definition for the terminal UI (:mod:`lovia.tui.format` re-exports :func:`duration` and
+:func:`finish_note` for its widgets) and for ``lovia export``. Nothing here imports Textual or
+draws anything, so the export, run from the shell, loads none of the UI.
+"""
+
+from __future__ import annotations
+
+__all__ = ["duration", "finish_note", "step_duration"]
+
+
+def duration(seconds: float | None) -> str:
+    """``0.4s``, ``12s``, ``4m 05s``, ``2h 03m``; ``—`` when unknown."""
+    if seconds is None:
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def step_duration(seconds: float | None) -> str:
+    """How long a step took: ``40ms`` under a second (tool calls and first tokens often are), else as
+    durations read (``1.3s``, ``4m 05s``); ``…`` when it never ended."""
+    if seconds is None:
+        return "…"
+    return f"{seconds * 1000:.0f}ms" if seconds < 1 else duration(seconds)
+
+
+_FINISH_NOTES = {
+    "length": "cut off: the model hit its token limit",
+    "content_filter": "cut off by the endpoint's content filter",
+    "cut_off": "cut off: the run stopped while this streamed",
+}
+
+
+def finish_note(reason: str | None) -> str:
+    """What a transcript says under a turn that ended for an unusual ``reason``; "" for none."""
+    if not reason:
+        return ""
+    return _FINISH_NOTES.get(reason, f"the model stopped early ({reason})")
