@@ -7,7 +7,12 @@ draws anything, so the export, run from the shell, loads none of the UI.
 
 from __future__ import annotations
 
-__all__ = ["duration", "finish_note", "step_duration"]
+__all__ = ["count", "duration", "finish_note", "step_duration"]
+
+
+def count(number: int, singular: str, plural: str | None = None) -> str:
+    """``1 run``, ``3 runs``."""
+    return f"{number} {singular if number == 1 else (plural or singular + 's')}"
 
 
 def duration(seconds: float | None) -> str:

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
-from lovia._wording import duration, finish_note, step_duration
+from lovia._wording import count, duration, finish_note, step_duration
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
 from lovia.errors import LoviaError, UserError
@@ -255,7 +255,7 @@ class _Markdown:
         self.write(f"# {_one_line(title)}\n\n- Session: `{session_id}`\n")
         if info is not None:
             self.write(f"- Created: {_utc(info.created_at)}; last activity: {_utc(info.last_activity)}\n"
-                       f"- {info.run_count} runs, {info.entry_count} entries, "
+                       f"- {count(info.run_count, 'run')}, {count(info.entry_count, 'entry', 'entries')}, "
                        f"{duration(info.total_run_seconds)} of run time\n")
         if origin is not None:
             self.write(f"- Forked from “{_one_line(origin.title) or origin.session_id}” (`{origin.session_id}`) "
@@ -435,6 +435,7 @@ async def _command(args: argparse.Namespace) -> int:
             sys.stdout.flush()
         else:
             summary = await write_export(session, session_id, args.output, fmt=args.format)
-            print(f"lovia export: wrote {summary.runs} runs, {summary.entries} entries of {session_id} "
+            print(f"lovia export: wrote {count(summary.runs, 'run')}, {count(summary.entries, 'entry', 'entries')} "
+                  f"of {session_id} "
                   f"to {args.output}", file=sys.stderr)
     return 0

@@ -113,6 +113,13 @@ async def test_markdown_reads_as_a_conversation(session):
     assert "> ⇢ handed from **bot** to **clock**" in text
     assert "**clock** · 1970-01-01 00:16:42 UTC\n\nIt is **noon**." in text
     assert "## Run 2 · — · —" in text
+    assert "- 2 runs, 7 entries, " in text
+
+
+async def test_one_run_and_one_entry_are_counted_in_the_singular(session):
+    await session.append("s-export-1", [UserMessage(text="hi", created_at=999.0)], run_id="r-1")
+    text = await export_text(session, "md")
+    assert "- 1 run, 1 entry, " in text
 
 
 async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(session):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from markdown_it import MarkdownIt
 
 # Durations and a turn's ending read the same in the export (lovia.export), which loads no UI.
-from lovia._wording import duration as duration, finish_note as finish_note
+from lovia._wording import count as count, duration as duration, finish_note as finish_note
 from lovia.usage import Usage
 
 clock: Callable[[], float] = time.time
@@ -85,11 +85,6 @@ def plain_text(markdown: str) -> str:
 
 
 _MARKDOWN = MarkdownIt("commonmark").enable("table").enable("strikethrough")
-
-
-def count(number: int, singular: str, plural: str | None = None) -> str:
-    """``1 run``, ``3 runs``."""
-    return f"{number} {singular if number == 1 else (plural or singular + 's')}"
 
 
 def usage(used: Usage) -> str:
