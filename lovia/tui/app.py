@@ -320,17 +320,19 @@ class LoviaApp(App[None]):
         listed = {info.session_id for info in pane.sessions}
         session_id = main.chat.session_id
         keys = self.lovia_keymap.key_text
-        yield SystemCommand("Filter sessions", "Type to narrow the sessions list", main.filter_sessions)
+        yield SystemCommand("Filter sessions", f"Type to narrow the sessions list ({keys('sessions.filter')} in it)",
+                            main.filter_sessions)
         yield SystemCommand("Next sessions time view", f"Now: {pane.time_view.name}. By last activity, active today, "
                             f"active this week, longest first ({keys('sessions.time_view')} in the sessions pane)",
                             pane.next_time_view)
         if session_id in listed and not main.chat.running:
             if pane.query_one(SessionList).check_action("rename", ()):
-                yield SystemCommand("Rename session", "Give the open session a new title",
+                yield SystemCommand("Rename session", f"Give the open session a new title ({keys('sessions.rename')})",
                                     lambda: pane.post_message(SessionsPane.Action("rename", session_id)))
-            yield SystemCommand("Delete session", f"Move the open session to the trash ({keys('main.trash')} "
-                                "restores it)"
-                                if self.backend.can_trash else "Delete the open session for good",
+            yield SystemCommand("Delete session", f"Move the open session to the trash; {keys('main.trash')} "
+                                f"restores it ({keys('sessions.delete')} in the sessions list)"
+                                if self.backend.can_trash else
+                                f"Delete the open session for good ({keys('sessions.delete')} in the sessions list)",
                                 lambda: pane.post_message(SessionsPane.Action("delete", session_id)))
 
     def _run_commands(self, main: MainScreen) -> Iterable[SystemCommand]:

@@ -470,6 +470,9 @@ async def test_copy_code_takes_only_a_block_the_message_shows_as_code(tmp_path):
         await type_and_send(pilot, "one")
         transcript = app.screen.chat.transcript
         transcript.focus()
+        await pilot.press("y")
+        await pilot.pause()
+        assert told(app)[-1].message == "Select an answer to copy its last code block (↑/↓)."  # none selected yet
         await pilot.press("end")
         await pilot.press("y")
         await pilot.pause()

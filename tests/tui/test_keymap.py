@@ -478,8 +478,8 @@ async def test_the_palette_offers_search_and_the_mcp_servers_and_says_each_comma
         assert commands["Search"].endswith("(ctrl+k)"), "the key in force, as [keys] moved it"
         assert commands["MCP servers"].endswith("(f5)")
         assert commands["Quit"] == "Quit lovia; it asks first while an answer is running (ctrl+q)"
-        for title in ("New session", "Next theme", "Help", "Send message", "Next pane", "Trash"):
-            assert re.search(r"\((\S+)\)$", commands[title]), title
+        for title in ("New session", "Next theme", "Help", "Send message", "Next pane", "Trash", "Filter sessions"):
+            assert re.search(r"\([^()]+\)$", commands[title]), title
         for title, screen in (("Search", SearchScreen), ("MCP servers", ServersScreen)):
             await pilot.press("ctrl+p")
             await pilot.pause()

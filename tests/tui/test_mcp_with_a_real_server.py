@@ -90,7 +90,9 @@ def test_servers_in_the_config_file_without_the_sdk_say_how_to_install_it(tmp_pa
     monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real_find_spec(name, *a))
-    with pytest.raises(UserError, match=r"pip install 'lovia\[mcp\]' \(or start with --no-mcp\)"):
+    # By the SDK's own name: a package named lovia on PyPI is another project.
+    with pytest.raises(UserError, match=r"pip install 'mcp>=2.0,<3' \(lovia's mcp extra: pip install -e "
+                                        r"'\.\[mcp\]' in lovia's checkout\) \(or start with --no-mcp\)"):
         build_app(build_parser().parse_args([]))
     assert build_app(build_parser().parse_args(["--no-mcp"])).backend.mcp.servers == []
 

@@ -1008,7 +1008,9 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_copy_code(self) -> None:
         view = self.selected_view
         blocks = view.code_blocks() if isinstance(view, AssistantMessageView) else []
-        if blocks:
+        if view is None:
+            self.notify("Select an answer to copy its last code block (↑/↓).", severity="warning")
+        elif blocks:
             self.post_message(self.CopyRequested(blocks[-1], "code block"))
         else:
             self.notify("The selected message has no code block.", severity="warning")
