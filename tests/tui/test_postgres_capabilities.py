@@ -71,7 +71,7 @@ async def test_a_postgres_store_without_search_trash_fork_or_undo_hides_them_and
 
         titles = {command.title: command.help for command in app.get_system_commands(app.screen)}
         assert not {"Trash", "Fork from selected message", "Undo rewind"} & set(titles)
-        assert titles["Delete session"] == "Delete the open session for good"
+        assert titles["Delete session"] == "Delete the open session for good (delete in the sessions list)"
 
         # delete asks, then removes it for good (no trash to move it to)
         screen.query_one(SessionsPane).post_message(SessionsPane.Action("delete", session_id))
