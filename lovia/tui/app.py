@@ -313,10 +313,9 @@ class LoviaApp(App[None]):
         yield SystemCommand("Help", f"Every key lovia knows ({keys('app.help')})", self.action_help)
 
     def _session_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
-        panes = main.query(SessionsPane)
-        if not panes:
+        pane = main.pane("sessions")  # not a query of the screen: that would walk every message shown
+        if not isinstance(pane, SessionsPane):
             return
-        pane = panes.first()
         listed = {info.session_id for info in pane.sessions}
         session_id = main.chat.session_id
         keys = self.lovia_keymap.key_text
@@ -336,10 +335,11 @@ class LoviaApp(App[None]):
                                 lambda: pane.post_message(SessionsPane.Action("delete", session_id)))
 
     def _run_commands(self, main: MainScreen) -> Iterable[SystemCommand]:
-        lists = main.query(RunList)
+        side = main.pane("runs")
+        lists: list[RunList] = list(side.query(RunList)) if side is not None else []
         if not lists:
             return
-        run_list = lists.first()
+        run_list = lists[0]
         highlighted = run_list.highlighted
         run_id = run_list.get_option_at_index(highlighted).id if highlighted is not None else None
         run = next((r for r in main.query_one(RunsPane).runs if r.run_id == run_id), None)

@@ -49,7 +49,8 @@ from lovia.tui.widgets.sessions_pane import PAGE, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.transcript import Transcript
 
-PANES = ["#session-list", "#transcript", "#composer", "#run-list", "CheckpointInspector"]
+PANES = ("session-list", "transcript", "composer", "run-list", "inspector")
+"""The panes tab and shift+tab move between, by id, in order."""
 CHANGE_CHECK_SECONDS = 1.0
 """How often the main screen asks the stores whether another window or process wrote to them."""
 OpenSessionMark = tuple[str, SessionInfo | None, tuple[tuple[str, str, float, int], ...]]
@@ -188,7 +189,7 @@ class MainScreen(Screen):
             with side:
                 if self.backend.can_list_runs:
                     yield RunsPane()
-                yield CheckpointInspector()
+                yield CheckpointInspector(id="inspector")
         yield LoviaFooter()
 
     async def on_mount(self) -> None:
@@ -347,7 +348,8 @@ class MainScreen(Screen):
 
     def _listed_runs_now(self) -> dict[str, RunState]:
         """How the runs the runs pane lists read now; no store call (a dead owner is seen by its pid)."""
-        panes = self.query(RunsPane)
+        side = self._panes.get("runs")  # a query of the screen would walk every message shown, each second
+        panes: list[RunsPane] = list(side.query(RunsPane)) if side is not None else []
         return {r.run_id: run_state(r.head) for pane in panes for r in pane.runs}
 
     def _busy_here(self) -> bool:
@@ -477,9 +479,10 @@ class MainScreen(Screen):
 
     def focus_pane(self, step: int) -> None:
         """Move focus to the next (or previous) pane on screen; folded panes are skipped."""
-        shown = set(self.focus_chain)
-        panes = [w for selector in PANES for w in self.query(selector)
-                 if w in shown and (self.maximized is None or self.maximized in w.ancestors_with_self)]
+        # From the focus chain, not a query of the screen: that would walk every message shown.
+        shown = {w.id: w for w in self.focus_chain if w.id in PANES}
+        panes = [shown[name] for name in PANES if name in shown
+                 and (self.maximized is None or self.maximized in shown[name].ancestors_with_self)]
         if not panes:
             return
         focused = self.focused

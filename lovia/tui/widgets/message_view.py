@@ -11,9 +11,25 @@ class MessageView(Widget):
     """Something the transcript's cursor can select and copy."""
 
     DEFAULT_CSS = """
-    MessageView { height: auto; padding: 0 1; }
+    /* The cursor's bar has its column on every message, blank off the cursor: moving the cursor
+       changes colours only, so it lays out no message again and the text never shifts. */
+    MessageView { height: auto; padding: 0 1; border-left: blank; }
     MessageView.-selected { background: $boost; border-left: thick $accent; }
     """
+
+    def select(self, selected: bool = True) -> None:
+        """Show (or stop showing) the transcript's cursor on this message.
+
+        Only this widget is restyled: no rule styles what it holds by the cursor, and Textual's
+        default restyles every descendant (an answer's hundreds of blocks, its code highlighted
+        again: a tenth of a second a key). What it holds is drawn again on the new background.
+        """
+        if self.has_class("-selected") == selected:
+            return
+        self.set_class(selected, "-selected", update=False)
+        self.app.stylesheet.update_nodes([self], animate=True)
+        for widget in self.walk_children(Widget):
+            widget.refresh()
 
     def copy_text(self) -> str:
         """What ``copy`` puts on the clipboard."""

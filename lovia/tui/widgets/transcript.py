@@ -122,7 +122,9 @@ class Transcript(VerticalScroll, can_focus=True):
     ]
 
     DEFAULT_CSS = """
-    Transcript { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+    /* The focus bar's column is always there, blank without focus: focus changes a colour only,
+       so no message is laid out again (seconds in a long session) and the text never shifts. */
+    Transcript { height: 1fr; padding: 0 1 0 0; border-left: blank; scrollbar-size-vertical: 1; }
     Transcript:focus { border-left: tall $accent; }
     """
 
@@ -257,7 +259,12 @@ class Transcript(VerticalScroll, can_focus=True):
     @property
     def run_ids(self) -> set[str]:
         """The runs shown, by id: those of every page read since it opened, in-flight ones and those started here."""
-        return self._seen_runs | {header.run_id for header in self.query(RunHeader)}
+        return self._seen_runs | {header.run_id for header in self._headers()}
+
+    def _headers(self) -> list[RunHeader]:
+        """The run headers mounted, in order. They are children of the transcript: a query would
+        walk every widget of every message (the footer asks for ``run_ids`` at each key)."""
+        return [child for child in self.children if isinstance(child, RunHeader)]
 
     @property
     def older_hidden(self) -> int:
@@ -656,7 +663,7 @@ class Transcript(VerticalScroll, can_focus=True):
         await self._rebuild_after(header, run)
 
     def _header_of(self, run_id: str) -> RunHeader | None:
-        return next((h for h in self.query(RunHeader) if h.run_id == run_id and h.display), None)
+        return next((h for h in self._headers() if h.run_id == run_id and h.display), None)
 
     async def _rebuild_after(self, header: RunHeader, run: TranscriptRun) -> None:
         """Replace what is shown under ``header`` (up to the next run's) by ``run``'s entries."""
@@ -773,7 +780,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def _set_selected(self, view: MessageView | None) -> None:
         """Select ``view`` (``None``: nothing) without scrolling to it: what changing the pages needs."""
         if self._selected_view is not None and self._selected_view is not view:
-            self._selected_view.remove_class("-selected")
+            self._selected_view.select(False)
         views = self.views if view is not None else []
         if view not in views:
             view = None
@@ -786,13 +793,22 @@ class Transcript(VerticalScroll, can_focus=True):
         """Pages came or went: the selection stays on its message (or goes, with its page)."""
         self._set_selected(self.selected_view)
 
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """Restyle the transcript alone when it gains or loses focus.
+
+        Only its own border depends on its focus (no rule styles a message by it). Textual's
+        default restyles every descendant too: a long session holds thousands of widgets, and
+        moving focus into or out of the conversation took seconds.
+        """
+        self.app.stylesheet.update_nodes([self], animate=True)
+
     def watch_selected(self, old: int, new: int) -> None:
         views = self.views
         if self._selected_view is not None:
-            self._selected_view.remove_class("-selected")
+            self._selected_view.select(False)
         if 0 <= new < len(views):
             view = self._selected_view = views[new]
-            view.add_class("-selected")
+            view.select()
             self.scroll_to_widget(view, animate=False)
             run = self._run_of(view)
             if run is not None and run.run_id != self._selected_run:
@@ -1050,7 +1066,7 @@ class Transcript(VerticalScroll, can_focus=True):
         view = self.selected_view
         header = self.header_above(view) if view is not None else None
         if header is None and view is None:
-            header = next((h for h in reversed(self.query(RunHeader)) if h.display), None)
+            header = next((h for h in reversed(self._headers()) if h.display), None)
         if header is None:
             self.notify("No run to show: select a message of one (↑/↓).", severity="warning")
             return
