@@ -10,6 +10,7 @@ pilot on a real SQLite file, at both sizes.
 from __future__ import annotations
 
 import pytest
+from textual.scrollbar import ScrollBar
 
 from lovia import SQLiteSession
 from lovia.entries import AssistantMessage, UserMessage
@@ -55,6 +56,11 @@ class Restyles:
         del self.app.stylesheet.apply
 
 
+def inside(transcript, nodes) -> list:
+    """The nodes among ``nodes`` that the transcript holds (its scrollbar is its own)."""
+    return [node for node in nodes if transcript in node.ancestors and not isinstance(node, ScrollBar)]
+
+
 def text_column(view: MessageView) -> int:
     return view.content_region.x
 
@@ -68,8 +74,7 @@ async def test_focus_into_and_out_of_the_conversation_restyles_no_message(tmp_pa
         await app.main.open_session("s-long")
         await settle(pilot)
         transcript = app.main.chat.transcript
-        inside = sum(1 for _ in transcript.walk_children())
-        assert inside > 300  # long answers: hundreds of widgets
+        assert sum(1 for _ in transcript.walk_children()) > 300  # long answers: hundreds of widgets
         last = transcript.views[-1]
         column = text_column(last)
         for _ in range(2):
@@ -80,7 +85,7 @@ async def test_focus_into_and_out_of_the_conversation_restyles_no_message(tmp_pa
                 assert text_column(last) == column  # the focus bar takes a column kept for it
                 app.main.query_one("#composer").focus()
                 await settle(pilot)
-            shown = [node for node in restyled.nodes if transcript in node.ancestors]
+            shown = inside(transcript, restyled.nodes)
             assert len(shown) < 20, f"{len(shown)} widgets of the transcript restyled"
             assert text_column(last) == column
 
@@ -105,7 +110,43 @@ async def test_the_message_cursor_restyles_only_the_messages_it_leaves_and_reach
         assert transcript.selected == len(views) - 4
         assert views[-4].has_class("-selected")
         assert [view for view in views if view.has_class("-selected")] == [views[-4]]
-        inside = [node for node in restyled.nodes if transcript in node.ancestors]
-        assert all(isinstance(node, MessageView) for node in inside), \
-            f"{sum(not isinstance(node, MessageView) for node in inside)} widgets inside messages restyled"
+        held = inside(transcript, restyled.nodes)
+        assert all(isinstance(node, MessageView) for node in held), \
+            f"{sum(not isinstance(node, MessageView) for node in held)} widgets inside messages restyled"
         assert [text_column(view) for view in views] == columns  # the cursor's bar has a column kept for it
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_dialogs_panes_and_edits_restyle_nothing_inside_the_messages(tmp_path, size):
+    """The screen's classes (covered by a dialog, a pane shown or folded) and the chat panel's
+    (editing) style no message: changing them restyles what is around the messages only."""
+    await long_session(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await app.main.open_session("s-long")
+        await settle(pilot)
+        transcript = app.main.chat.transcript
+        with Restyles(app) as restyled:
+            for keys in (["f1"], ["ctrl+p"], ["ctrl+b"], ["ctrl+o"]):
+                await pilot.press(*keys)
+                await settle(pilot)
+                await pilot.press("escape")
+                await settle(pilot)
+        assert app.screen is app.main
+        assert not inside(transcript, restyled.nodes)
+        assert restyled.nodes  # the control: what the classes style was restyled
+
+        transcript.focus()
+        await pilot.press("up", "up")  # the last question
+        await settle(pilot)
+        with Restyles(app) as restyled:
+            await pilot.press("e")
+            await settle(pilot)
+            assert app.main.chat.has_class("-editing")
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not app.main.chat.has_class("-editing")
+        held = inside(transcript, restyled.nodes)
+        assert all(isinstance(node, MessageView) for node in held), \
+            f"{sum(not isinstance(node, MessageView) for node in held)} widgets inside messages restyled"

@@ -34,6 +34,7 @@ from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
 from lovia.tui.keymap import keymap_of
+from lovia.tui.restyle import set_class_sparing
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.mcp_servers import ServersScreen
 from lovia.tui.screens.prompt import PromptScreen
@@ -514,12 +515,12 @@ class MainScreen(Screen):
         if pane is None:
             return
         if self.folded(name):
-            self.remove_class(f"-{name}-closed")
+            self._set_screen_class(False, f"-{name}-closed")
             for other in SIDE_PANES:  # one overlay at a time
-                self.set_class(show and other == name, f"-{other}-open")
+                self._set_screen_class(show and other == name, f"-{other}-open")
         else:
-            self.remove_class(f"-{name}-open")
-            self.set_class(not show, f"-{name}-closed")
+            self._set_screen_class(False, f"-{name}-open")
+            self._set_screen_class(not show, f"-{name}-closed")
         if show:  # at once, so that focus never rests in a pane being hidden
             targets = pane.query("#session-list" if name == "sessions" else "#run-list, CheckpointInspector")
             self.set_focus(targets.first())
@@ -629,19 +630,24 @@ class MainScreen(Screen):
         return True
 
     def on_screen_suspend(self) -> None:
-        self.add_class("-covered")
+        self._set_screen_class(True, "-covered")
 
     def on_screen_resume(self) -> None:
-        self.remove_class("-covered")
+        self._set_screen_class(False, "-covered")
+
+    def _set_screen_class(self, add: bool, name: str) -> None:
+        """Add or remove one of the screen's classes; the messages are not restyled (no rule of a
+        pane folded or shown, the footer hidden under a dialog or the welcome styles them)."""
+        set_class_sparing(self, add, name, spared=self.chat.transcript)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         # An overlay is for a quick look: it folds again once focus moves to the conversation.
         if self.query_one("#conversation") in event.widget.ancestors:
             for name in SIDE_PANES:
-                self.remove_class(f"-{name}-open")
+                self._set_screen_class(False, f"-{name}-open")
 
     def _welcome_if_empty(self) -> None:
-        self.set_class(not self.chat.transcript.children and not self.chat.running, "-empty")
+        self._set_screen_class(not self.chat.transcript.children and not self.chat.running, "-empty")
 
     @on(ChatPanel.Changed)
     def _conversation_changed(self, event: ChatPanel.Changed) -> None:

@@ -49,6 +49,7 @@ from lovia.tui.backend import (
 )
 from lovia.tui.clipboard import copy_text
 from lovia.tui.keymap import keymap_of
+from lovia.tui.restyle import set_class_sparing
 from lovia.tui.screens.choice import Choice, ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.store_errors import told_on
@@ -468,7 +469,7 @@ class ChatPanel(Vertical):
             else "its answer"
         self.query_one("#editing", Static).update(f"Editing: enter resends it, dropping {drops}; escape gives "
                                                   "your draft back.")
-        self.add_class("-editing")
+        set_class_sparing(self, True, "-editing", spared=self.transcript)
         self.composer.add_class("-editing")
         self._put_in_composer(target.message.text)
         self.composer.focus()
@@ -485,7 +486,7 @@ class ChatPanel(Vertical):
         if self._editing is None:
             return
         self._editing = None
-        self.remove_class("-editing")
+        set_class_sparing(self, False, "-editing", spared=self.transcript)
         self.composer.remove_class("-editing")
         self._put_in_composer(self._draft)
         self._draft = ""
