@@ -14,6 +14,10 @@ entries as ``screenshots/demo_data.py`` writes them) and a 10-entry one of the s
 - scrolling through: ``pagedown`` from the first page over ``--scroll`` entries of the long
   session; the process's RSS at the end against after the first quarter of the way (bounded
   memory does not grow with the distance), and the most widgets mounted on the way.
+- long answers (``answers``): a session of six runs whose answers are long formatted markdown
+  (headings, lists, code blocks: over a thousand widgets mounted) against six one-line
+  answers: focus moved into the transcript and back to the composer, the message cursor moved
+  up a message, and the help screen opened and closed, each until the screen is drawn.
 
 Every figure is the median of ``--repeat`` repetitions with the lowest and highest.
 """
@@ -39,6 +43,7 @@ from _stats import TUI_COLUMNS, Figure, print_table, ratios  # noqa: E402
 from textual import events  # noqa: E402
 
 LONG, SHORT = "s-long-history", "s-short-history"
+LONG_ANSWERS, SHORT_ANSWERS = "s-long-answers", "s-short-answers"
 SIZES = {"80x24": (80, 24), "160x45": (160, 45)}
 FRAME_MS = 1000 / 60
 
@@ -82,6 +87,29 @@ async def build(db: Path, entries: int) -> None:
                 AssistantMessage(text=f"Step {i} changed **{i % 7} files**; nothing else moved.",
                                  agent="assistant", created_at=BASE_TIME + i)],
                 meta={"timing": {"started_at": BASE_TIME + i, "finished_at": BASE_TIME + i + 1}})
+
+
+def long_answer() -> str:
+    """An answer of six sections, each two paragraphs, a nested list and a 15-line code block."""
+    code = "\n".join(f"total_{i} = sum(values[:{i}]) * 2  # running total" for i in range(15))
+    section = ("The *config* is read with `tomllib` and **validated** before use; every key has a "
+               "default so that a partial file still works. " * 2
+               + f"\n\n- one\n- two\n  - nested\n\n```python\n{code}\n```\n")
+    return "\n".join(f"## Part {k}\n\n{section}" for k in range(6))
+
+
+async def build_answers(db: Path) -> None:
+    """Two sessions of six runs: long formatted answers, and one-line answers."""
+    from lovia import AssistantMessage, SQLiteSession, UserMessage
+    from screenshots.demo_data import BASE_TIME
+
+    async with SQLiteSession(db, wal=True) as session:
+        for session_id, text in ((LONG_ANSWERS, long_answer()), (SHORT_ANSWERS, "A one-line answer.")):
+            for i in range(6):
+                await session.append(session_id, [
+                    UserMessage(text=f"Question {i}", created_at=BASE_TIME + i),
+                    AssistantMessage(text=text, agent="assistant", created_at=BASE_TIME + i)],
+                    meta={"timing": {"started_at": BASE_TIME + i, "finished_at": BASE_TIME + i + 1}})
 
 
 def rss_after_open_kb(db: Path, session_id: str, size: tuple[int, int]) -> float:
@@ -150,6 +178,45 @@ def moved(transcript, key: str) -> Callable[[], bool]:
     return lambda: transcript.scroll_y != before and transcript.scroll_y == transcript.scroll_target_y
 
 
+async def until_drawn(app, act: Callable[[], object], done: Callable[[], bool]) -> float:
+    """``act()`` until ``done()`` holds and the screen is drawn."""
+    start = time.perf_counter()
+    act()
+    while not done():  # noqa: ASYNC110 - the app's own loop runs meanwhile; a yield is the finest step
+        await asyncio.sleep(0)
+    await drawn(app)
+    return time.perf_counter() - start
+
+
+ANSWER_MOVES = ("focus into the transcript", "focus back to the composer", "cursor up a message",
+                "help opened", "help closed")
+
+
+async def answer_moves(app, pilot, session_id: str) -> list[float]:
+    """The times of :data:`ANSWER_MOVES` in ``session_id``, in order."""
+    screen = app.screen
+    await screen.open_session(session_id)
+    await settled(pilot)
+    transcript, composer = screen.chat.transcript, screen.query_one("#composer")
+    into = await until_drawn(app, transcript.focus, lambda: transcript.has_focus)
+    await settled(pilot)
+    back = await until_drawn(app, composer.focus, lambda: composer.has_focus)
+    await settled(pilot)
+    transcript.focus()
+    await settled(pilot)
+    selected = transcript.selected
+    up = await until_drawn(app, lambda: app.post_message(events.Key("up", None)),
+                           lambda: transcript.selected not in (selected, -1))
+    await settled(pilot)
+    help_open = await until_drawn(app, lambda: app.post_message(events.Key("f1", None)),
+                                  lambda: app.screen is not screen)
+    await settled(pilot)
+    help_closed = await until_drawn(app, lambda: app.post_message(events.Key("escape", None)),
+                                    lambda: app.screen is screen)
+    await settled(pilot)
+    return [into, back, up, help_open, help_closed]
+
+
 async def in_app(db: Path, repeat: int, size: tuple[int, int], scroll: int,
                  parts: tuple[str, ...]) -> dict[str, tuple[list[float], ...]]:
     """Open and key timings (long, short) and the scroll-through memory (after, before) in one app."""
@@ -173,6 +240,13 @@ async def in_app(db: Path, repeat: int, size: tuple[int, int], scroll: int,
                     await settled(pilot)
         found["open"] = opened
         found.update(keys)
+        if "answers" in parts:
+            moves: dict[str, tuple[list[float], list[float]]] = {move: ([], []) for move in ANSWER_MOVES}
+            for _ in range(repeat):
+                for session_id, index in ((LONG_ANSWERS, 0), (SHORT_ANSWERS, 1)):
+                    for move, took in zip(ANSWER_MOVES, await answer_moves(app, pilot, session_id), strict=True):
+                        moves[move][index].append(took)
+            found.update(moves)
         if "scroll" not in parts:
             return found
 
@@ -216,6 +290,10 @@ def rows_for(db: Path, repeat: int, size: tuple[int, int], entries: int, scroll:
         table.append((f"{at}: `{key}` in it, until drawn (baseline: in the 10-entry one)", Figure.of(long).ms(),
                       Figure.of(short).ms(),
                       f"{ratios(long, short).times()}; +{extra.median:.1f} ms ({extra.low:.1f}-{extra.high:.1f})"))
+    for move in ANSWER_MOVES if "answers" in parts else ():
+        long, short = found[move]
+        table.append((f"{at}: {move}, six long formatted answers shown (baseline: six one-line answers)",
+                      Figure.of(long).ms(), Figure.of(short).ms(), ratios(long, short).times()))
     if "scroll" not in parts:
         return table
     after, before, most, first, reached = found["scroll"]
@@ -231,7 +309,7 @@ def mb(figure: Figure) -> str:
 
 
 async def rows(db: Path, repeat: int, *, entries: int = 100_000, sizes: tuple[str, ...] = ("80x24",),
-               scroll: int = 2_000, parts: tuple[str, ...] = ("open", "keys", "scroll")
+               scroll: int = 2_000, parts: tuple[str, ...] = ("open", "keys", "scroll", "answers")
                ) -> list[tuple[str, str, str, str]]:
     """The long-history rows of the TUI table: measure, lovia, baseline, ratio.
 
@@ -240,6 +318,8 @@ async def rows(db: Path, repeat: int, *, entries: int = 100_000, sizes: tuple[st
     with tempfile.TemporaryDirectory() as tmp:
         own = Path(tmp) / "history.db"
         await build(own, entries)
+        if "answers" in parts:
+            await build_answers(own)
         table: list[tuple[str, str, str, str]] = []
         for size in sizes:
             table += await asyncio.to_thread(rows_for, own, repeat, SIZES[size], entries, scroll, parts)
@@ -252,7 +332,8 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--scroll", type=int, default=2_000, help="entries to page down through")
     parser.add_argument("--size", action="append", choices=sorted(SIZES), help="terminal size (repeatable)")
-    parser.add_argument("--parts", default="open,keys,scroll", help="what to measure: open, keys, scroll")
+    parser.add_argument("--parts", default="open,keys,scroll,answers",
+                        help="what to measure: open, keys, scroll, answers")
     args = parser.parse_args()
     table = asyncio.run(rows(Path(), args.repeat, entries=args.entries, sizes=tuple(args.size or ["80x24"]),
                              scroll=args.scroll, parts=tuple(args.parts.split(","))))

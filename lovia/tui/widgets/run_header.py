@@ -36,7 +36,7 @@ class RunHeader(Static):
     DEFAULT_CSS = """
     RunHeader {
         color: $text-muted;
-        margin: 1 0 0 0;
+        margin: 1 0 0 1;  /* a column apart from the transcript's focus bar, as messages are */
         text-style: dim;
     }
     RunHeader.-interrupted, RunHeader.-crashed, RunHeader.-failed, RunHeader.-partial {
