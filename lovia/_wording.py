@@ -7,7 +7,10 @@ draws anything, so the export, run from the shell, loads none of the UI.
 
 from __future__ import annotations
 
-__all__ = ["count", "duration", "finish_note", "step_duration"]
+__all__ = ["NOT_TIMED", "count", "duration", "finish_note", "step_duration"]
+
+NOT_TIMED = "time not recorded"
+"""What a run stored without the spec's ``timing`` (appended by other code) says in place of its times."""
 
 
 def count(number: int, singular: str, plural: str | None = None) -> str:

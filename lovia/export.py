@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
-from lovia._wording import count, duration, finish_note, step_duration
+from lovia._wording import NOT_TIMED, count, duration, finish_note, step_duration
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
 from lovia.errors import LoviaError, UserError
@@ -264,7 +264,9 @@ class _Markdown:
 
     def run(self, span: RunSpan, index: int) -> None:
         segment = Segment(span.run_id, (), span.meta)
-        self.write(f"\n## Run {index} · {_utc(segment.started_at)} · {duration(segment.run_seconds)}\n\n")
+        times = [_utc(segment.started_at) if segment.started_at is not None else "",
+                 duration(segment.run_seconds) if segment.run_seconds is not None else ""]
+        self.write(f"\n## Run {index} · {' · '.join(part for part in times if part) or NOT_TIMED}\n\n")
         notes = [f"run `{span.run_id}`"]
         if span.meta.get("partial"):
             notes.append(f"did not complete ({span.meta.get('ended') or 'partial'})")

@@ -112,7 +112,7 @@ async def test_markdown_reads_as_a_conversation(session):
     assert "````text\n12:00 ``` not a fence end\n````" in text
     assert "> ⇢ handed from **bot** to **clock**" in text
     assert "**clock** · 1970-01-01 00:16:42 UTC\n\nIt is **noon**." in text
-    assert "## Run 2 · — · —" in text
+    assert "## Run 2 · time not recorded\n" in text  # stored without the spec's timing
     assert "- 2 runs, 7 entries, " in text
 
 

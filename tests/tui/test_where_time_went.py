@@ -125,6 +125,14 @@ def test_a_header_folds_its_timing_to_fit_and_a_run_without_steps_reads_as_befor
     assert header_line(replace(run, steps=()), None, 200) == f"── {format.when(T0)} · 4.1s ──"
 
 
+def test_a_run_stored_without_times_says_so_instead_of_placeholders():
+    """A run appended by other code without the spec's ``timing`` (no start, no duration)."""
+    untimed = TranscriptRun("r", (), "completed", None, None)
+    assert header_line(untimed, None) == "── time not recorded ──"
+    assert header_line(replace(untimed, started_at=T0), None) == f"── {format.when(T0)} ──"
+    assert header_line(replace(untimed, duration=4.1), None) == "── 4.1s ──"
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_run_headers_show_where_time_went_at_every_size(tmp_path, size):
     db = tmp_path / "lovia.db"

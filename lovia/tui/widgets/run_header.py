@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.geometry import Size
 from textual.widgets import Static
 
-from lovia._wording import step_duration
+from lovia._wording import NOT_TIMED, step_duration
 from lovia.run_state import first_line
 from lovia.timing import ModelStep, Step, ToolStep, streaming_seconds
 from lovia.tui import format
@@ -195,14 +195,15 @@ def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]
 
 
 def header_parts(run: TranscriptRun) -> list[str]:
-    """What a run header says, part by part."""
-    parts = [format.when(run.started_at)]
+    """What a run header says, part by part; times not recorded (a run appended without the spec's
+    ``timing``, by other code) are left out, and a run with none says so."""
+    parts = [format.when(run.started_at) if run.started_at is not None else ""]
     ran = f"ran {format.duration(run.active_seconds)}" if run.active_seconds else ""
     if run.state == "completed" and run.partial:
         parts.append(partial_label(run))
         parts.append(ran)
     elif run.state == "completed":
-        took = format.duration(run.duration)
+        took = format.duration(run.duration) if run.duration is not None else ""
         parts.append(took)
         if ran and format.duration(run.active_seconds) != took:
             parts.append(ran)
@@ -212,4 +213,4 @@ def header_parts(run: TranscriptRun) -> list[str]:
         parts.extend(["running elsewhere", run.owner or "in another process"])
     else:
         parts.extend([run.state, ran])
-    return [part for part in parts if part]
+    return [part for part in parts if part] or [NOT_TIMED]
