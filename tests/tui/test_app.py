@@ -460,6 +460,35 @@ async def test_keys_arriving_in_one_burst_are_sent_whole(tmp_path):
         assert [e.text for e in await stored(tmp_path / "lovia.db", chat.session_id)] == ["wait 20", "ok"]
 
 
+async def test_keys_on_a_message_say_to_select_one_and_y_copies_code_the_user_wrote_too(tmp_path):
+    """With nothing selected, c, y and enter say so (c and enter did nothing); y finds a code
+    block in the user's own message (it said there was none)."""
+    from lovia import AssistantMessage, SQLiteSession, UserMessage
+
+    async with SQLiteSession(tmp_path / "lovia.db", wal=True) as session:
+        await session.append("s-code", [UserMessage(text="fix this:\n\n```python\nprint('hi')\n```"),
+                                        AssistantMessage(text="Thanks.")], run_id="r-1")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.main.open_session("s-code")
+        await settle(pilot)
+        transcript = app.main.chat.transcript
+        transcript.focus()
+        await pilot.pause()
+        for key, said in (("c", "Select a message to copy it (↑/↓)."),
+                          ("enter", "Select a message to expand it (↑/↓)."),
+                          ("y", "Select a message to copy its last code block (↑/↓).")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert told(app)[-1].message == said
+        await pilot.press("up", "up")  # the question
+        assert transcript.selected_view.code_blocks() == ["print('hi')"]
+        await pilot.press("y")
+        await pilot.pause()
+        assert "code block" in told(app)[-1].message and "no code block" not in told(app)[-1].message
+
+
 async def test_copy_code_takes_only_a_block_the_message_shows_as_code(tmp_path):
     # Three backticks inside a sentence (the demo model quotes what it was sent) open no code block:
     # a pattern over the text took the rest of the message for one.
@@ -472,7 +501,7 @@ async def test_copy_code_takes_only_a_block_the_message_shows_as_code(tmp_path):
         transcript.focus()
         await pilot.press("y")
         await pilot.pause()
-        assert told(app)[-1].message == "Select an answer to copy its last code block (↑/↓)."  # none selected yet
+        assert told(app)[-1].message == "Select a message to copy its last code block (↑/↓)."  # none selected yet
         await pilot.press("end")
         await pilot.press("y")
         await pilot.pause()

@@ -359,3 +359,36 @@ async def test_the_footer_is_hidden_under_another_screen_whose_keys_differ(tmp_p
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is main)
         assert footer.visible
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_tab_leaves_the_transcript_in_one_press_however_many_tool_calls_it_shows(tmp_path, size):
+    """A tool call is selected by the cursor and expanded by enter; its title is no stop of tab
+    (each one was: focus went where nothing showed it)."""
+    from lovia import AssistantMessage, ToolCall, ToolResult
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        entries = [UserMessage(text="use the tools")]
+        for n in range(3):
+            entries += [ToolCall(call_id=f"c{n}", name="calculate", arguments='{"expression": "1+1"}'),
+                        ToolResult(call_id=f"c{n}", output="2", name="calculate")]
+        await session.append("s-tools", [*entries, AssistantMessage(text="Done.")], run_id="r-1")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await app.main.open_session("s-tools")
+        await settle(pilot)
+        transcript, composer = app.main.chat.transcript, app.main.query_one("#composer")
+        transcript.focus()
+        await settle(pilot)
+        await pilot.press("tab")
+        await settle(pilot)
+        assert app.focused is composer
+        await pilot.press("shift+tab")
+        await settle(pilot)
+        assert app.focused is transcript
+        await pilot.press("up", "up")  # the last call
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not transcript.selected_view.query_one("Collapsible").collapsed

@@ -311,3 +311,39 @@ async def test_a_run_landing_while_the_open_transcript_reloads_is_shown_at_the_n
         await screen.check_other_windows()
         await settle(pilot)
         assert chat.transcript.run_ids == {"first", "second", "late"}
+
+
+async def test_a_session_this_window_opened_itself_is_not_taken_for_a_change_elsewhere(tmp_path):
+    """A fork opens its new session from the chat, not through the screen: the next check, which
+    sees this window's own writes, read the new session against the old one's mark and told a
+    reader whose cursor was up the transcript that another window had changed it."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for session_id in ("s-a", "s-b"):
+            for n in range(3):
+                await session.append(session_id, [UserMessage(text=f"question {n}"),
+                                                  AssistantMessage(text=f"answer {n}")], run_id=f"{session_id}-{n}")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen: MainScreen = app.main
+        screen._change_timer.pause()  # the checks are driven here, one at a time
+        await screen.open_session("s-a")
+        await settle(pilot)
+        await screen.check_other_windows()
+        await screen.chat.open_session("s-b")  # as a fork opens the session it made
+        transcript = screen.chat.transcript
+        transcript.focus()
+        await pilot.press("up", "up", "up")  # the reader is up the transcript
+        await settle(pilot)
+        async with SQLiteSession(db, wal=True) as session:  # a write: the check reads the stores again
+            await session.append("s-c", [UserMessage(text="elsewhere")], run_id="s-c-0")
+        told(app).clear()
+        assert await screen.check_other_windows() is True
+        assert not [n for n in told(app) if "changed in another window" in n.message]
+
+        # The control: a change to the session now open, while the reader is up it, is told.
+        async with SQLiteSession(db, wal=True) as session:
+            await session.append("s-b", [UserMessage(text="from elsewhere")], run_id="s-b-3")
+        assert await screen.check_other_windows() is True
+        assert [n for n in told(app) if "changed in another window" in n.message]

@@ -319,6 +319,10 @@ class MainScreen(Screen):
                 if reading:  # nothing left to read there: on to writing a new message
                     self.query_one("#composer").focus()
                 mark = None
+            elif mark is not None and (self._open_session_mark is None or self._open_session_mark[0] != mark[0]):
+                # A session this window opened itself without a mark (a fork, a new session): what it
+                # shows was read at its opening, nothing to tell the reader about.
+                self._reload_waiting = False
             elif mark != self._open_session_mark:
                 if not self._reload_waiting and self._reader_away():
                     self.notify("This conversation changed in another window; it updates once you are back at "
@@ -339,8 +343,9 @@ class MainScreen(Screen):
             self._open_session_mark = before_reload
         return changed
 
-    async def _mark_open_session(self) -> OpenSessionMark | None:
-        session_id = self.chat.session_id
+    async def _mark_open_session(self, session_id: str | None = None) -> OpenSessionMark | None:
+        """What the stores say of the open session (or of ``session_id``, about to be opened)."""
+        session_id = session_id or self.chat.session_id
         if session_id is None:
             return None
         in_flight = await self.backend.runs(session_id=session_id)
@@ -380,7 +385,12 @@ class MainScreen(Screen):
         open session, from what it holds, unless ``sessions`` are given to show. False when the
         session could not be read (the chat said why and shows what it showed).
         """
+        # Marked before the chat reads it (see check_other_windows): a write landing meanwhile
+        # differs from the mark, and the next check shows it.
+        mark = await self._mark_open_session(session_id) if session_id is not None else None
         opened = await self.chat.open_session(session_id)
+        if opened:
+            self._open_session_mark, self._reload_waiting = mark, False
         if not opened:
             if self.chat.session_id is not None:
                 return False  # what was open stays open, as it was

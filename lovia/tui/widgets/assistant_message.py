@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import time
 
-from markdown_it import MarkdownIt
 from textual.app import ComposeResult
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
@@ -14,7 +13,7 @@ from textual.worker import Worker
 from lovia.entries import AssistantMessage
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
-from lovia.tui.widgets.message_view import MessageView
+from lovia.tui.widgets.message_view import MessageView, code_blocks
 from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 
 FRAME_SECONDS = 1 / 60
@@ -151,10 +150,4 @@ class AssistantMessageView(MessageView):
         return self.text
 
     def code_blocks(self) -> list[str]:
-        """The contents of the code blocks the message shows, as the markdown view parses them.
-
-        A fence inside a line (a quote of three backticks in a sentence) opens no block, and a block
-        inside a list or a quote is one: each is what Textual's ``Markdown`` draws as code.
-        """
-        tokens = MarkdownIt("gfm-like").parse(self.text)  # Textual's Markdown's parser, which the views keep
-        return [token.content.rstrip("\n") for token in tokens if token.type in ("fence", "code_block")]
+        return code_blocks(self.text)

@@ -88,7 +88,8 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "copy_run_id", "Copy run id", id="inspector.copy_run_id")]
 
     DEFAULT_CSS = """
-    CheckpointInspector { height: 1fr; padding: 0 1; }
+    /* The focus bar's column is kept, blank without focus: the text does not shift as focus moves. */
+    CheckpointInspector { height: 1fr; padding: 0 1; border-left: blank; }
     CheckpointInspector:focus { border-left: tall $accent; }
     CheckpointInspector .pane-title { color: $text-muted; text-style: bold; }
     CheckpointInspector .dangling { color: $warning; }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from markdown_it import MarkdownIt
 from textual.widget import Widget
 
 
@@ -34,6 +35,20 @@ class MessageView(Widget):
     def copy_text(self) -> str:
         """What ``copy`` puts on the clipboard."""
         return ""
+
+    def code_blocks(self) -> list[str]:
+        """The code blocks of the message, whose last ``y`` copies."""
+        return []
+
+
+def code_blocks(markdown: str) -> list[str]:
+    """The contents of the code blocks in ``markdown``, as Textual's ``Markdown`` parses it.
+
+    A fence inside a line (a quote of three backticks in a sentence) opens no block, and a block
+    inside a list or a quote is one: each is what Textual's ``Markdown`` draws as code.
+    """
+    tokens = MarkdownIt("gfm-like").parse(markdown)  # Textual's Markdown's parser, which the views keep
+    return [token.content.rstrip("\n") for token in tokens if token.type in ("fence", "code_block")]
 
 
 @runtime_checkable

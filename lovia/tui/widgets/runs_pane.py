@@ -76,8 +76,9 @@ class RunsPane(Vertical):
     DEFAULT_CSS = """
     RunsPane { height: 1fr; }
     RunsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
-    RunsPane RunList { height: 1fr; border: none; }
-    RunsPane RunList:focus { border-left: tall $accent; }
+    /* The focus bar's column is kept, blank without focus: the list does not shift as focus moves. */
+    RunsPane RunList { height: 1fr; border: none; border-left: blank; }
+    RunsPane RunList:focus { border: none; border-left: tall $accent; }
     """
 
     class Highlighted(Message):

@@ -143,8 +143,9 @@ class SessionsPane(Vertical):
     SessionsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
     SessionsPane.-time-view .pane-title { color: $accent; }
     SessionsPane Input { margin: 0 0 1 0; }
-    SessionsPane SessionList { height: 1fr; border: none; }
-    SessionsPane SessionList:focus { border-left: tall $accent; }
+    /* The focus bar's column is kept, blank without focus: the list does not shift as focus moves. */
+    SessionsPane SessionList { height: 1fr; border: none; border-left: blank; }
+    SessionsPane SessionList:focus { border: none; border-left: tall $accent; }
     """
 
     class Selected(Message):

@@ -63,6 +63,11 @@ class ToolCallView(MessageView):
             yield Static(Text(self.result.output if self.result else ""), classes="output")
         self._set_classes()
 
+    def on_mount(self) -> None:
+        # The transcript's cursor selects a call and enter expands it: its title taking focus made
+        # tab stop on every call of the conversation, with nothing on screen to say where focus was.
+        self.query_one("CollapsibleTitle").can_focus = False
+
     def _title(self) -> str:
         head = f"⚙ {self.call.name}({one_line(self.call.arguments or '', 40)})"
         if note := finish_note(self.call.finish_reason):

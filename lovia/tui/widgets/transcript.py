@@ -1013,19 +1013,23 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def action_expand(self) -> None:
         view = self.selected_view
-        if isinstance(view, Expandable):
+        if view is None:
+            self.notify("Select a message to expand it (↑/↓).", severity="warning")
+        elif isinstance(view, Expandable):
             view.toggle()
 
     def action_copy(self) -> None:
         view = self.selected_view
-        if view is not None:
+        if view is None:
+            self.notify("Select a message to copy it (↑/↓).", severity="warning")
+        else:
             self.post_message(self.CopyRequested(view.copy_text(), "message"))
 
     def action_copy_code(self) -> None:
         view = self.selected_view
-        blocks = view.code_blocks() if isinstance(view, AssistantMessageView) else []
+        blocks = view.code_blocks() if view is not None else []
         if view is None:
-            self.notify("Select an answer to copy its last code block (↑/↓).", severity="warning")
+            self.notify("Select a message to copy its last code block (↑/↓).", severity="warning")
         elif blocks:
             self.post_message(self.CopyRequested(blocks[-1], "code block"))
         else:

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from lovia.entries import UserMessage
-from lovia.tui.widgets.message_view import MessageView
+from lovia.tui.widgets.message_view import MessageView, code_blocks
 
 
 class UserMessageView(MessageView):
@@ -27,3 +27,6 @@ class UserMessageView(MessageView):
 
     def copy_text(self) -> str:
         return self.message.text
+
+    def code_blocks(self) -> list[str]:
+        return code_blocks(self.message.text)
