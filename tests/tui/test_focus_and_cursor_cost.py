@@ -35,6 +35,18 @@ async def long_session(db) -> None:
                                             AssistantMessage(text=long_answer())], run_id=f"r{r}")
 
 
+async def app_on_long_answers(tmp_path):
+    await long_session(tmp_path / "lovia.db")
+    return make_app(tmp_path / "lovia.db")
+
+
+async def opened(pilot) -> None:
+    """The app started, with the session of long answers open."""
+    await settle(pilot)
+    await pilot.app.main.open_session("s-long")
+    await settle(pilot)
+
+
 class Restyles:
     """Every node the app's stylesheet restyles while the block runs."""
 
@@ -67,12 +79,9 @@ def text_column(view: MessageView) -> int:
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_focus_into_and_out_of_the_conversation_restyles_no_message(tmp_path, size):
-    await long_session(tmp_path / "lovia.db")
-    app = make_app(tmp_path / "lovia.db")
+    app = await app_on_long_answers(tmp_path)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        await app.main.open_session("s-long")
-        await settle(pilot)
+        await opened(pilot)
         transcript = app.main.chat.transcript
         assert sum(1 for _ in transcript.walk_children()) > 300  # long answers: hundreds of widgets
         last = transcript.views[-1]
@@ -92,12 +101,9 @@ async def test_focus_into_and_out_of_the_conversation_restyles_no_message(tmp_pa
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_message_cursor_restyles_only_the_messages_it_leaves_and_reaches(tmp_path, size):
-    await long_session(tmp_path / "lovia.db")
-    app = make_app(tmp_path / "lovia.db")
+    app = await app_on_long_answers(tmp_path)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        await app.main.open_session("s-long")
-        await settle(pilot)
+        await opened(pilot)
         transcript = app.main.chat.transcript
         transcript.focus()
         await settle(pilot)
@@ -120,12 +126,9 @@ async def test_the_message_cursor_restyles_only_the_messages_it_leaves_and_reach
 async def test_dialogs_panes_and_edits_restyle_nothing_inside_the_messages(tmp_path, size):
     """The screen's classes (covered by a dialog, a pane shown or folded) and the chat panel's
     (editing) style no message: changing them restyles what is around the messages only."""
-    await long_session(tmp_path / "lovia.db")
-    app = make_app(tmp_path / "lovia.db")
+    app = await app_on_long_answers(tmp_path)
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        await app.main.open_session("s-long")
-        await settle(pilot)
+        await opened(pilot)
         transcript = app.main.chat.transcript
         with Restyles(app) as restyled:
             for keys in (["f1"], ["ctrl+p"], ["ctrl+b"], ["ctrl+o"]):
