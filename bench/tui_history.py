@@ -160,12 +160,7 @@ async def opening(app, session_id: str) -> float:
 
 async def answer(app, key: str, done: Callable[[], bool]) -> float:
     """A key press until ``done()`` holds and the screen is drawn (pages read in the background not waited for)."""
-    start = time.perf_counter()
-    app.post_message(events.Key(key, None))
-    while not done():  # noqa: ASYNC110 - the app's own loop runs meanwhile; a yield is the finest step
-        await asyncio.sleep(0)
-    await drawn(app)
-    return time.perf_counter() - start
+    return await until_drawn(app, lambda: app.post_message(events.Key(key, None)), done)
 
 
 def moved(transcript, key: str) -> Callable[[], bool]:
@@ -205,14 +200,11 @@ async def answer_moves(app, pilot, session_id: str) -> list[float]:
     transcript.focus()
     await settled(pilot)
     selected = transcript.selected
-    up = await until_drawn(app, lambda: app.post_message(events.Key("up", None)),
-                           lambda: transcript.selected not in (selected, -1))
+    up = await answer(app, "up", lambda: transcript.selected not in (selected, -1))
     await settled(pilot)
-    help_open = await until_drawn(app, lambda: app.post_message(events.Key("f1", None)),
-                                  lambda: app.screen is not screen)
+    help_open = await answer(app, "f1", lambda: app.screen is not screen)
     await settled(pilot)
-    help_closed = await until_drawn(app, lambda: app.post_message(events.Key("escape", None)),
-                                    lambda: app.screen is screen)
+    help_closed = await answer(app, "escape", lambda: app.screen is screen)
     await settled(pilot)
     return [into, back, up, help_open, help_closed]
 

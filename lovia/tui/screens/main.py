@@ -51,7 +51,7 @@ from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.transcript import Transcript
 
 PANES = ("session-list", "transcript", "composer", "run-list", "inspector")
-"""The panes tab and shift+tab move between, by id, in order."""
+"""The panes f6 and shift+f6 move between, by id, in order."""
 CHANGE_CHECK_SECONDS = 1.0
 """How often the main screen asks the stores whether another window or process wrote to them."""
 OpenSessionMark = tuple[str, SessionInfo | None, tuple[tuple[str, str, float, int], ...]]
@@ -490,7 +490,7 @@ class MainScreen(Screen):
 
     def focus_pane(self, step: int) -> None:
         """Move focus to the next (or previous) pane on screen; folded panes are skipped."""
-        # From the focus chain, not a query of the screen: that would walk every message shown.
+        # One walk (the focus chain's), not a query of the whole screen per pane.
         shown = {w.id: w for w in self.focus_chain if w.id in PANES}
         panes = [shown[name] for name in PANES if name in shown
                  and (self.maximized is None or self.maximized in shown[name].ancestors_with_self)]

@@ -7,6 +7,8 @@ from typing import Protocol, runtime_checkable
 from markdown_it import MarkdownIt
 from textual.widget import Widget
 
+from lovia.tui.restyle import set_class_sparing
+
 
 class MessageView(Widget):
     """Something the transcript's cursor can select and copy."""
@@ -23,14 +25,9 @@ class MessageView(Widget):
 
         Only this widget is restyled: no rule styles what it holds by the cursor, and Textual's
         default restyles every descendant (an answer's hundreds of blocks, its code highlighted
-        again: a tenth of a second a key). What it holds is drawn again on the new background.
+        again: a tenth of a second a key). The new background refreshes what it holds.
         """
-        if self.has_class("-selected") == selected:
-            return
-        self.set_class(selected, "-selected", update=False)
-        self.app.stylesheet.update_nodes([self], animate=True)
-        for widget in self.walk_children(Widget):
-            widget.refresh()
+        set_class_sparing(self, selected, "-selected", spared=self)
 
     def copy_text(self) -> str:
         """What ``copy`` puts on the clipboard."""
