@@ -354,7 +354,7 @@ class MainScreen(Screen):
 
     def _listed_runs_now(self) -> dict[str, RunState]:
         """How the runs the runs pane lists read now; no store call (a dead owner is seen by its pid)."""
-        side = self._panes.get("runs")  # a query of the screen would walk every message shown, each second
+        side = self.pane("runs")  # a query of the screen would walk every message shown, each second
         panes: list[RunsPane] = list(side.query(RunsPane)) if side is not None else []
         return {r.run_id: run_state(r.head) for pane in panes for r in pane.runs}
 
