@@ -131,6 +131,23 @@ def test_the_markdown_block_update_we_override_exists():
     assert list(inspect.signature(MarkdownFence.__init__).parameters) == ["self", "markdown", "token", "code"]
 
 
+def test_the_markdown_blocks_we_grow_in_place_exist():
+    # lovia.tui.widgets.streaming_markdown grows lists and quotes in place (GrowingList): it imports
+    # their classes from textual.widgets._markdown (not exported), reads a parsed block's _blocks and
+    # _content, and calls _copy_context. Their compose shapes are held by tests/tui/test_streaming_lists.py
+    # (a streamed list paints as Textual's own).
+    from textual.widgets import _markdown
+
+    names = ("MarkdownBlockQuote", "MarkdownBullet", "MarkdownBulletList", "MarkdownList", "MarkdownListItem",
+             "MarkdownOrderedList", "MarkdownParagraph")
+    assert all(isinstance(getattr(_markdown, name, None), type) for name in names)
+    block = _markdown.MarkdownBlock.__new__(_markdown.MarkdownBlock)
+    source = inspect.getsource(_markdown.MarkdownBlock.__init__)
+    assert "self._blocks" in source and "self._content" in source
+    assert callable(getattr(block, "_copy_context", None))
+    assert "symbol" in _markdown.MarkdownBullet.__dict__
+
+
 async def test_the_screen_can_be_read_as_the_terminal_gets_it():
     # tests/tui/test_streaming_speed.py compares what two answers paint with Screen._compositor.render_update,
     # as App.export_screenshot does.

@@ -13,6 +13,9 @@ own ``append`` once. Streaming highlights each label on its own, so a construct 
 labels (a long docstring) may be coloured differently for a moment; once a block is complete,
 :meth:`StreamedFence.make_exact` highlights it whole, off the event loop, and updates the labels
 that differ: the finished block paints exactly as Textual's ``MarkdownFence`` paints the same code.
+
+Lists and quotes grow in place (:class:`GrowingList`, :class:`GrowingBlockQuote`): Textual
+rebuilds them whole on every append, which made an update inside a list cost a mount of it.
 """
 
 from __future__ import annotations
@@ -25,8 +28,21 @@ from dataclasses import dataclass
 from markdown_it.token import Token
 from rich.cells import cell_len
 from textual.await_complete import AwaitComplete
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Label, Markdown
+
+# Private module: the list and quote blocks are not exported (guarded in tests/tui/test_textual_private_names.py).
+from textual.widgets._markdown import (
+    MarkdownBlockQuote,
+    MarkdownBullet,
+    MarkdownBulletList,
+    MarkdownList,
+    MarkdownListItem,
+    MarkdownOrderedList,
+    MarkdownParagraph,
+)
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from lovia.tui.idle import IDLE_WORK
@@ -202,6 +218,131 @@ class StreamedFence(MarkdownFence):
             self.exact_soon()
 
 
+async def _grow(shown: MarkdownBlock, rebuilt: MarkdownBlock) -> None:
+    """Make ``shown`` (a block inside a list or quote) show ``rebuilt``, its source parsed again.
+
+    A paragraph or a code block is updated in place, and only when it changed (the items above the
+    growing one do not change); a nested list or quote grows as its parent does; any other block
+    (a heading, a table, a rule), or a block of another kind, is replaced by the one rebuilt.
+    """
+    if type(shown) is type(rebuilt):
+        if isinstance(shown, StreamedFence):
+            assert isinstance(rebuilt, StreamedFence)
+            if (shown.code, shown.lexer) != (rebuilt.code, rebuilt.lexer):
+                await shown._update_from_block(rebuilt)
+            return
+        if isinstance(shown, MarkdownParagraph):
+            if _same(shown._content, rebuilt._content):
+                shown._copy_context(rebuilt)
+            else:
+                await shown._update_from_block(rebuilt)
+            return
+        if isinstance(shown, (GrowingList, GrowingBlockQuote)):
+            await shown.grow(rebuilt)
+            return
+    parent = shown.parent
+    assert isinstance(parent, Widget)
+    await parent.mount(rebuilt, before=shown)
+    await shown.remove()
+
+
+async def _grow_blocks(container: Widget, blocks: list[MarkdownBlock]) -> None:
+    """Make ``container``'s blocks (mounted) those of ``blocks`` (parsed, not mounted), changing what differs."""
+    shown = list(container.children)
+    if len(shown) > len(blocks):
+        await container.remove_children(shown[len(blocks):])
+    for old, new in zip(shown, blocks, strict=False):
+        await _grow(old, new)  # type: ignore[arg-type]  # a block holds blocks only
+    if len(blocks) > len(shown):
+        await container.mount_all(blocks[len(shown):])
+
+
+class GrowingList(MarkdownList):
+    """A list that an append grows in place instead of building it again.
+
+    Textual's ``Markdown.append`` removes the document's last block and mounts it again when it
+    is a list, on every append: every item, bullet and paragraph of the list, so a list item
+    streaming word by word cost a mount of the whole list per update (bench/tui_stream.py, mixed
+    markdown: an update inside a three-item list took 7-28 ms against 1 ms in a paragraph, and the
+    display lag's worst tokens were those). Here the items shown keep their widgets: the growing
+    paragraph's text is set, a bullet whose symbol changed is set, new items are mounted.
+
+    Promise: the list paints as the one Textual builds from the same source.
+    """
+
+    async def _update_from_block(self, block: MarkdownBlock) -> None:
+        if type(block) is type(self):
+            await self.grow(block)
+        else:
+            await MarkdownBlock._update_from_block(self, block)
+
+    async def grow(self, rebuilt: MarkdownBlock) -> None:
+        """Show ``rebuilt``'s items (parsed, not mounted): the rows as ``compose`` makes them, bullet then blocks."""
+        self._copy_context(rebuilt)
+        self.source_range = rebuilt.source_range
+        items = [block for block in rebuilt._blocks if isinstance(block, MarkdownListItem)]
+        rows = list(self.children)
+        if len(rows) > len(items):
+            await self.remove_children(rows[len(items):])
+        added: list[Horizontal] = []
+        for index, (item, symbol) in enumerate(zip(items, self.bullets(items), strict=True)):
+            if index >= len(rows):
+                bullet = MarkdownBullet()
+                bullet.symbol = symbol
+                added.append(Horizontal(bullet, Vertical(*item._blocks)))
+                continue
+            shown_bullet, blocks = rows[index].children
+            assert isinstance(shown_bullet, MarkdownBullet)
+            if shown_bullet.symbol != symbol:
+                widen = len(shown_bullet.symbol) != len(symbol)
+                shown_bullet.symbol = symbol
+                if widen:  # the bullet's width is its symbol's (``width: auto``); the reactive repaints only
+                    shown_bullet.refresh(layout=True)
+            await _grow_blocks(blocks, item._blocks)
+        if added:
+            await self.mount_all(added)
+
+    def bullets(self, items: list[MarkdownListItem]) -> list[str]:
+        """The items' bullets, as this kind of list's ``compose`` draws them."""
+        return [item.bullet for item in items]
+
+
+# Textual's class first: a widget takes the default CSS of its first base's line only (the
+# rows' ``height: auto`` is MarkdownBulletList's), and GrowingList adds no CSS.
+class GrowingBulletList(MarkdownBulletList, GrowingList):
+    """A bullet list an append grows in place (see :class:`GrowingList`)."""
+
+
+class GrowingOrderedList(MarkdownOrderedList, GrowingList):
+    """A numbered list an append grows in place (see :class:`GrowingList`)."""
+
+    def bullets(self, items: list[MarkdownListItem]) -> list[str]:
+        # As MarkdownOrderedList.compose: numbered from the first item's number, right-aligned together.
+        try:
+            start = int(items[0].bullet) if items else 1
+        except ValueError:
+            start = 1
+        numbers = [f"{number}. " for number in range(start, start + len(items))]
+        width = max((len(number) for number in numbers), default=0)
+        return [number.rjust(width + 1) for number in numbers]
+
+
+class GrowingBlockQuote(MarkdownBlockQuote):
+    """A quote an append grows in place, as :class:`GrowingList` does a list."""
+
+    async def _update_from_block(self, block: MarkdownBlock) -> None:
+        if type(block) is type(self):
+            await self.grow(block)
+        else:
+            await MarkdownBlock._update_from_block(self, block)
+
+    async def grow(self, rebuilt: MarkdownBlock) -> None:
+        """Show ``rebuilt``'s blocks (parsed, not mounted), changing what differs."""
+        self._copy_context(rebuilt)
+        self.source_range = rebuilt.source_range
+        await _grow_blocks(self, rebuilt._blocks)
+
+
 @dataclass
 class _OpenFence:
     """The answer ends inside this top-level fence opened by ``marker`` at column 0; ``body`` follows that line."""
@@ -260,9 +401,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         IDLE_WORK.call(self.unfold_all)
 
     def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
-        if block_name in ("fence", "code_block"):
-            return StreamedFence
-        return super().get_block_class(block_name)
+        return _STREAMED_BLOCKS.get(block_name) or super().get_block_class(block_name)
 
     @property
     def fences(self) -> Sequence[StreamedFence]:
@@ -311,3 +450,13 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         if any(_closes(line, marker) for line in body.split("\n")):
             return None
         return _OpenFence(last, marker, body)
+
+
+_STREAMED_BLOCKS: dict[str, type[MarkdownBlock]] = {
+    "fence": StreamedFence,
+    "code_block": StreamedFence,
+    "bullet_list_open": GrowingBulletList,
+    "ordered_list_open": GrowingOrderedList,
+    "blockquote_open": GrowingBlockQuote,
+}
+"""The blocks a streaming answer builds instead of Textual's: each updates in place as the answer grows."""

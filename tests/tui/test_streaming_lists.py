@@ -1,0 +1,81 @@
+"""Lists and quotes grow in place as an answer streams (issue 9, item 3: display lag).
+
+Textual's ``Markdown.append`` removes the document's last block and mounts it again when it is
+a list or a quote: every item, bullet and paragraph, on every update while an item streams.
+:class:`~lovia.tui.widgets.streaming_markdown.GrowingList` keeps the widgets shown and changes
+what differs. These tests hold its promises with real widgets in a real Textual app: the streamed
+list paints as Textual paints the same text loaded whole, whatever the pieces it came in, and an
+update inside the last item mounts nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Markdown
+
+from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
+from tests.tui.test_streaming_speed import painted
+
+LISTS = {
+    "nested bullets and numbers": "- first point\n- second with `code`\n  1. nested\n  2. and **more**\n- third\n\nAfter.\n",
+    "a numbered list past nine": "".join(f"{n}. item number {n} of twelve\n" for n in range(1, 13)) + "\nEnd.\n",
+    "numbers from seven": "7. seven\n8. eight\n9. nine\n10. ten\n",
+    "loose items": "- one\n\n- two, after a blank line\n\n  with a second paragraph\n- three\n",
+    "code inside an item": "- run this:\n\n  ```python\n  print('hi')\n  x = 1\n  ```\n- then that\n",
+    "a quote holding a list": "> quoted\n>\n> - a\n> - b with *em*\n\nOut.\n",
+    "an item that turns into a heading": "- a\n- b\n-\n\npara\n",
+    "a list then a paragraph then a list": "- a\n- b\n\nmiddle text\n\n* c\n* d\n",
+    "a heading inside an item": "- # big\n- small\n",
+}
+
+
+class Side(App[None]):
+    """A streaming markdown beside the same text as Textual's ``Markdown`` builds it whole."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield StreamingMarkdown(id="live")
+            yield Markdown(self.text, id="whole")
+
+
+def rows_of(app: App, widget_id: str):
+    return painted(app, app.query_one(f"#{widget_id}").region)
+
+
+@pytest.mark.parametrize("piece", [1, 3, 17])
+@pytest.mark.parametrize("name", list(LISTS))
+async def test_a_streamed_list_paints_as_the_whole_text_loaded(name, piece):
+    text = LISTS[name]
+    app = Side(text)
+    async with app.run_test(size=(70, 80)) as pilot:
+        live = app.query_one("#live", StreamingMarkdown)
+        for start in range(0, len(text), piece):
+            await live.append(text[start:start + piece])
+            await pilot.pause()
+        await live.flush()
+        await pilot.pause()
+        assert rows_of(app, "live") == rows_of(app, "whole")
+
+
+async def test_a_word_added_to_the_last_item_mounts_nothing():
+    app = Side("")
+    async with app.run_test(size=(70, 40)) as pilot:
+        live = app.query_one("#live", StreamingMarkdown)
+        await live.append("- first point\n- second")
+        await pilot.pause()
+        shown = list(live.query("*"))
+        listed = live.children[-1]  # the list
+        await live.append(" point, longer")
+        await pilot.pause()
+        await live.append(" still\n- a third")
+        await pilot.pause()
+        assert live.children[-1] is listed
+        after = list(live.query("*"))
+        assert after[:len(shown)] == shown  # the same widgets, the third item's row added after them
+        assert len(after) == len(shown) + 4  # its row, bullet, column and paragraph
