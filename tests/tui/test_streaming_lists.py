@@ -19,7 +19,8 @@ from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 from tests.tui.test_streaming_speed import painted
 
 LISTS = {
-    "nested bullets and numbers": "- first point\n- second with `code`\n  1. nested\n  2. and **more**\n- third\n\nAfter.\n",
+    "nested bullets and numbers":
+        "- first point\n- second with `code`\n  1. nested\n  2. and **more**\n- third\n\nAfter.\n",
     "a numbered list past nine": "".join(f"{n}. item number {n} of twelve\n" for n in range(1, 13)) + "\nEnd.\n",
     "numbers from seven": "7. seven\n8. eight\n9. nine\n10. ten\n",
     "loose items": "- one\n\n- two, after a blank line\n\n  with a second paragraph\n- three\n",
