@@ -2,10 +2,12 @@
 
 Textual's ``Markdown.append`` removes the document's last block and mounts it again when it is
 a list or a quote: every item, bullet and paragraph, on every update while an item streams.
-:class:`~lovia.tui.widgets.streaming_markdown.GrowingList` keeps the widgets shown and changes
+:class:`~lovia.tui.widgets.streaming_markdown.GrowsInPlace` keeps the widgets shown and changes
 what differs. These tests hold its promises with real widgets in a real Textual app: the streamed
-list paints as Textual paints the same text loaded whole, whatever the pieces it came in, and an
-update inside the last item mounts nothing.
+list paints as Textual paints the same text loaded whole, in pieces of one, three and seventeen
+characters, and an update inside the last item mounts nothing. (Textual's own ``append`` paints
+some texts otherwise than the whole text, with its classes as with these: it never parses again
+before the last top-level block, so "1. a\n\n2. b" streamed a character at a time is two lists.)
 """
 
 from __future__ import annotations

@@ -132,14 +132,14 @@ def test_the_markdown_block_update_we_override_exists():
 
 
 def test_the_markdown_blocks_we_grow_in_place_exist():
-    # lovia.tui.widgets.streaming_markdown grows lists and quotes in place (GrowingList): it imports
+    # lovia.tui.widgets.streaming_markdown grows lists and quotes in place (GrowsInPlace): it imports
     # their classes from textual.widgets._markdown (not exported), reads a parsed block's _blocks and
     # _content, and calls _copy_context. Their compose shapes are held by tests/tui/test_streaming_lists.py
     # (a streamed list paints as Textual's own).
     from textual.widgets import _markdown
 
-    names = ("MarkdownBlockQuote", "MarkdownBullet", "MarkdownBulletList", "MarkdownList", "MarkdownListItem",
-             "MarkdownOrderedList", "MarkdownParagraph")
+    names = ("MarkdownBlockQuote", "MarkdownBullet", "MarkdownBulletList", "MarkdownListItem", "MarkdownOrderedList",
+             "MarkdownParagraph")
     assert all(isinstance(getattr(_markdown, name, None), type) for name in names)
     block = _markdown.MarkdownBlock.__new__(_markdown.MarkdownBlock)
     source = inspect.getsource(_markdown.MarkdownBlock.__init__)

@@ -14,8 +14,8 @@ labels (a long docstring) may be coloured differently for a moment; once a block
 :meth:`StreamedFence.make_exact` highlights it whole, off the event loop, and updates the labels
 that differ: the finished block paints exactly as Textual's ``MarkdownFence`` paints the same code.
 
-Lists and quotes grow in place (:class:`GrowingList`, :class:`GrowingBlockQuote`): Textual
-rebuilds them whole on every append, which made an update inside a list cost a mount of it.
+Lists and quotes grow in place (:class:`GrowsInPlace`): Textual rebuilds them whole on every
+append, which made an update inside a list cost a mount of it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from textual.widgets._markdown import (
     MarkdownBlockQuote,
     MarkdownBullet,
     MarkdownBulletList,
-    MarkdownList,
     MarkdownListItem,
     MarkdownOrderedList,
     MarkdownParagraph,
@@ -200,7 +199,9 @@ class StreamedFence(MarkdownFence):
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         # Markdown.append rebuilt the document's last block from its source: take its code, keep the labels.
         if isinstance(block, StreamedFence):
-            self.lexer = block.lexer
+            if block.lexer != self.lexer:
+                self.lexer = block.lexer
+                self._chunks = []  # highlighted for another language: every chunk again
             await self.show(block.code)
         else:
             await MarkdownBlock._update_from_block(self, block)
@@ -237,7 +238,8 @@ async def _grow(shown: MarkdownBlock, rebuilt: MarkdownBlock) -> None:
             else:
                 await shown._update_from_block(rebuilt)
             return
-        if isinstance(shown, (GrowingList, GrowingBlockQuote)):
+        if isinstance(shown, GrowsInPlace):
+            shown._copy_context(rebuilt)
             await shown.grow(rebuilt)
             return
     parent = shown.parent
@@ -257,35 +259,43 @@ async def _grow_blocks(container: Widget, blocks: list[MarkdownBlock]) -> None:
         await container.mount_all(blocks[len(shown):])
 
 
-class GrowingList(MarkdownList):
-    """A list that an append grows in place instead of building it again.
+class GrowsInPlace(MarkdownBlock):
+    """A block that an append grows in place, where Textual builds it again.
 
-    Textual's ``Markdown.append`` removes the document's last block and mounts it again when it
-    is a list, on every append: every item, bullet and paragraph of the list, so a list item
-    streaming word by word cost a mount of the whole list per update (bench/tui_stream.py, mixed
-    markdown: an update inside a three-item list took 7-28 ms against 1 ms in a paragraph, and the
-    display lag's worst tokens were those). Here the items shown keep their widgets: the growing
-    paragraph's text is set, a bullet whose symbol changed is set, new items are mounted.
+    Textual's ``Markdown.append`` re-parses the document's last block and, unless it is a
+    paragraph, a table or a fence, removes it and mounts the new one: every item, bullet and
+    paragraph of a list, on every update while an item streams (bench/tui_stream.py, mixed
+    markdown: an update inside a three-item list took 7-28 ms against 1 ms in a paragraph, and
+    the display lag's worst tokens were those). A block that grows in place keeps the widgets it
+    shows and changes what differs (see :func:`_grow`); a heading, table or rule inside it is still
+    built again at each update, as Textual does.
 
-    Promise: the list paints as the one Textual builds from the same source.
+    Promise: it paints as the block Textual builds from the same source at each update.
     """
 
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         if type(block) is type(self):
+            self._copy_context(block)
             await self.grow(block)
         else:
             await MarkdownBlock._update_from_block(self, block)
 
     async def grow(self, rebuilt: MarkdownBlock) -> None:
-        """Show ``rebuilt``'s items (parsed, not mounted): the rows as ``compose`` makes them, bullet then blocks."""
-        self._copy_context(rebuilt)
-        self.source_range = rebuilt.source_range
+        """Show ``rebuilt``'s blocks (parsed, not mounted): by default, the blocks it holds (a quote's)."""
+        await _grow_blocks(self, rebuilt._blocks)
+
+
+class GrowingList(GrowsInPlace):
+    """A list that grows in place: the rows shown keep their widgets, new items are mounted."""
+
+    async def grow(self, rebuilt: MarkdownBlock) -> None:
+        """Show ``rebuilt``'s items: the rows as the list's ``compose`` makes them, bullet then blocks."""
         items = [block for block in rebuilt._blocks if isinstance(block, MarkdownListItem)]
         rows = list(self.children)
         if len(rows) > len(items):
             await self.remove_children(rows[len(items):])
         added: list[Horizontal] = []
-        for index, (item, symbol) in enumerate(zip(items, self.bullets(items), strict=True)):
+        for index, (item, symbol) in enumerate(zip(items, self.symbols(items), strict=True)):
             if index >= len(rows):
                 bullet = MarkdownBullet()
                 bullet.symbol = symbol
@@ -294,29 +304,29 @@ class GrowingList(MarkdownList):
             shown_bullet, blocks = rows[index].children
             assert isinstance(shown_bullet, MarkdownBullet)
             if shown_bullet.symbol != symbol:
-                widen = len(shown_bullet.symbol) != len(symbol)
+                resized = len(shown_bullet.symbol) != len(symbol)
                 shown_bullet.symbol = symbol
-                if widen:  # the bullet's width is its symbol's (``width: auto``); the reactive repaints only
+                if resized:  # the bullet's width is its symbol's (``width: auto``); the reactive repaints only
                     shown_bullet.refresh(layout=True)
             await _grow_blocks(blocks, item._blocks)
         if added:
             await self.mount_all(added)
 
-    def bullets(self, items: list[MarkdownListItem]) -> list[str]:
-        """The items' bullets, as this kind of list's ``compose`` draws them."""
+    def symbols(self, items: list[MarkdownListItem]) -> list[str]:
+        """The items' bullet symbols, as this kind of list's ``compose`` draws them."""
         return [item.bullet for item in items]
 
 
 # Textual's class first: a widget takes the default CSS of its first base's line only (the
-# rows' ``height: auto`` is MarkdownBulletList's), and GrowingList adds no CSS.
+# rows' ``height: auto`` is MarkdownBulletList's), and the growing classes add none.
 class GrowingBulletList(MarkdownBulletList, GrowingList):
-    """A bullet list an append grows in place (see :class:`GrowingList`)."""
+    """A bullet list that grows in place (see :class:`GrowsInPlace`)."""
 
 
 class GrowingOrderedList(MarkdownOrderedList, GrowingList):
-    """A numbered list an append grows in place (see :class:`GrowingList`)."""
+    """A numbered list that grows in place (see :class:`GrowsInPlace`)."""
 
-    def bullets(self, items: list[MarkdownListItem]) -> list[str]:
+    def symbols(self, items: list[MarkdownListItem]) -> list[str]:
         # As MarkdownOrderedList.compose: numbered from the first item's number, right-aligned together.
         try:
             start = int(items[0].bullet) if items else 1
@@ -327,20 +337,8 @@ class GrowingOrderedList(MarkdownOrderedList, GrowingList):
         return [number.rjust(width + 1) for number in numbers]
 
 
-class GrowingBlockQuote(MarkdownBlockQuote):
-    """A quote an append grows in place, as :class:`GrowingList` does a list."""
-
-    async def _update_from_block(self, block: MarkdownBlock) -> None:
-        if type(block) is type(self):
-            await self.grow(block)
-        else:
-            await MarkdownBlock._update_from_block(self, block)
-
-    async def grow(self, rebuilt: MarkdownBlock) -> None:
-        """Show ``rebuilt``'s blocks (parsed, not mounted), changing what differs."""
-        self._copy_context(rebuilt)
-        self.source_range = rebuilt.source_range
-        await _grow_blocks(self, rebuilt._blocks)
+class GrowingBlockQuote(MarkdownBlockQuote, GrowsInPlace):
+    """A quote that grows in place (see :class:`GrowsInPlace`)."""
 
 
 @dataclass
