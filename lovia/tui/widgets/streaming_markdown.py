@@ -239,8 +239,7 @@ async def _grow(shown: MarkdownBlock, rebuilt: MarkdownBlock) -> None:
                 await shown._update_from_block(rebuilt)
             return
         if isinstance(shown, GrowsInPlace):
-            shown._copy_context(rebuilt)
-            await shown.grow(rebuilt)
+            await shown._update_from_block(rebuilt)
             return
     parent = shown.parent
     assert isinstance(parent, Widget)
