@@ -54,7 +54,7 @@ async def streamed_then_loaded(tmp_path, text: str, *, stop_after: int | None = 
     """Stream ``text`` through the app (escape once ``stop_after`` characters show), then reopen the session.
 
     Returns what the answer's markdown painted as streamed and as loaded from the store, the streamed view,
-    whether each of its code blocks was highlighted whole and into how many labels, and the notices.
+    whether each of its code blocks was highlighted whole and in how many chunks it streamed, and the notices.
     """
     model = ScriptedModel([ScriptedTurn(text=text, chunk_chars=40, delay=0.004)])
     app = make_app(tmp_path / "lovia.db", model=model)
@@ -74,7 +74,7 @@ async def streamed_then_loaded(tmp_path, text: str, *, stop_after: int | None = 
         assert not chat.running
         assert streamed.outer_size.height < chat.transcript.size.height, "the answer must fit the screen to be compared"
         as_streamed = painted(app, streamed.query_one(Markdown).region)
-        fences = [(fence.exact, len(fence.labels)) for fence in streamed.query(StreamedFence)]
+        fences = [(fence.exact, fence.chunks) for fence in streamed.query(StreamedFence)]
         notices = [notice.copy_text() for notice in chat.transcript.query(NoticeView)]
         await app.main.open_session(chat.session_id)
         await settle(pilot)
@@ -88,7 +88,7 @@ async def test_a_long_code_block_streamed_paints_as_the_same_answer_loaded(tmp_p
     text = answer(150)
     as_streamed, as_loaded, streamed, fences, _ = await streamed_then_loaded(tmp_path, text)
     assert streamed.text == text and streamed.shown_length == len(text)
-    assert fences[0][1] > 3  # streamed as several labels
+    assert fences[0][1] > 3  # streamed as several chunks
     assert all(exact for exact, _ in fences)  # and coloured as whole blocks at the end
     assert len(as_streamed) > 150
     assert as_streamed == as_loaded

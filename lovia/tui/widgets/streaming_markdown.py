@@ -5,14 +5,15 @@ For a long fenced code block that is the whole block, on every append: markdown-
 ``MarkdownFence`` highlights all of it, and its one ``Label`` renders every line again. A
 2,000-line block then streams at a few lines a second and the app answers keys late.
 
-Here a code block is shown as labels of :data:`CHUNK_LINES` lines (:class:`StreamedFence`): a
-growing block re-highlights and re-renders only its last label. While the answer ends inside
-an open top-level fence, :class:`StreamingMarkdown` does not parse at all: new lines go straight
-to the fence, until a closing fence line (or the end of the answer) hands the text to Textual's
-own ``append`` once. Streaming highlights each label on its own, so a construct that spans two
-labels (a long docstring) may be coloured differently for a moment; once a block is complete,
-:meth:`StreamedFence.make_exact` highlights it whole, off the event loop, and updates the labels
-that differ: the finished block paints exactly as Textual's ``MarkdownFence`` paints the same code.
+Here a code block is one :class:`~lovia.tui.widgets.code_lines.CodeLines`, highlighted in chunks
+of :data:`CHUNK_LINES` lines (:class:`StreamedFence`): a growing block re-highlights its last
+chunk and renders the lines that changed. While the answer ends inside an open top-level fence,
+:class:`StreamingMarkdown` does not parse at all: new lines go straight to the fence, until a
+closing fence line (or the end of the answer) hands the text to Textual's own ``append`` once.
+Streaming highlights each chunk on its own, so a construct that spans two chunks (a long
+docstring) may be coloured differently for a moment; once a block is complete,
+:meth:`StreamedFence.make_exact` highlights it whole, off the event loop, and shows the lines that
+differ: the finished block paints exactly as Textual's ``MarkdownFence`` paints the same code.
 
 Lists and quotes grow in place (:class:`GrowsInPlace`): Textual rebuilds them whole on every
 append, which made an update inside a list cost a mount of it.
@@ -26,12 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from markdown_it.token import Token
-from rich.cells import cell_len
 from textual.await_complete import AwaitComplete
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widget import Widget
-from textual.widgets import Label, Markdown
+from textual.widgets import Markdown
 
 # Private module: the list and quote blocks are not exported (guarded in tests/tui/test_textual_private_names.py).
 from textual.widgets._markdown import (
@@ -45,64 +45,49 @@ from textual.widgets._markdown import (
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from lovia.tui.idle import IDLE_WORK
+from lovia.tui.widgets.code_lines import CodeLines, same_paint
 from lovia.tui.widgets.settled_lines import FoldsSettled
 
 CHUNK_LINES = 32
-"""Lines per label of a code block: a growing block re-renders at most this many lines per update."""
+"""Lines of a code block highlighted together while it streams (its last line is highlighted alone)."""
 
 _OPENING_FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n?")  # at column 0: the only openers streamed without parsing
 
 
-def code_chunks(code: str) -> list[str]:
-    """``code`` cut into runs of :data:`CHUNK_LINES` lines; empty code is one empty chunk (an empty label)."""
-    lines = code.splitlines()  # as textual.highlight splits, so a chunk's lines are the highlighted lines
-    if not lines:
-        return [""]
-    return ["\n".join(lines[start:start + CHUNK_LINES]) for start in range(0, len(lines), CHUNK_LINES)]
+def code_chunks(code: str) -> list[tuple[int, str]]:
+    """``code`` cut into chunks, each with the index of its first line: runs of :data:`CHUNK_LINES`
+    lines, then the last line alone (the one a streamed block is growing), so that an update
+    inside the last line highlights that line only. Empty code is one empty chunk."""
+    lines = code.splitlines() or [""]  # as textual.highlight splits, so a chunk's lines are the highlighted lines
+    last = len(lines) - 1
+    return [*((start, "\n".join(lines[start:min(start + CHUNK_LINES, last)])) for start in range(0, last, CHUNK_LINES)),
+            (last, lines[last])]
 
 
-def _extent(content: Content) -> tuple[int, int]:
-    """The lines and columns ``content`` takes in a label."""
-    lines = content.plain.split("\n")
-    return len(lines), max(cell_len(line) for line in lines)
-
-
-def _same(one: Content, other: Content) -> bool:
-    """Whether two contents paint the same (``Content.__eq__`` compares the text only)."""
-    return one.plain == other.plain and list(one.spans) == list(other.spans)
-
-
-def _highlighted_chunks(code: str, language: str, ansi: bool, dark: bool) -> list[Content]:
-    """``code`` highlighted whole, as ``MarkdownFence`` does, then cut into chunks (run in a thread)."""
-    lines = MarkdownFence.highlight(code, language, ansi=ansi, dark=dark).split("\n", allow_blank=True)
-    newline = Content("\n")
-    return [newline.join(lines[start:start + CHUNK_LINES]) for start in range(0, max(len(lines), 1), CHUNK_LINES)]
+def _highlighted_lines(code: str, language: str, ansi: bool, dark: bool) -> list[Content]:
+    """``code`` highlighted whole, as ``MarkdownFence`` does, cut into lines (run in a thread)."""
+    return MarkdownFence.highlight(code, language, ansi=ansi, dark=dark).split("\n", allow_blank=True)
 
 
 class StreamedFence(MarkdownFence):
-    """A fenced code block as labels of :data:`CHUNK_LINES` lines.
+    """A fenced code block drawn by one :class:`CodeLines`, highlighted :data:`CHUNK_LINES` lines at a time.
 
-    Promises: :meth:`show` re-highlights and re-renders only the labels whose lines changed;
-    after :meth:`make_exact`, the block paints exactly as ``MarkdownFence`` paints ``code``.
+    Promises: :meth:`show` highlights again only the chunks whose lines changed, and the lines
+    render again only where they changed; after :meth:`make_exact`, the block paints exactly as
+    ``MarkdownFence`` paints ``code``.
 
-    Its labels are not folded (:mod:`lovia.tui.widgets.settled_lines`) while it grows: a label is
-    one widget for 32 lines, cheap to lay out, and capturing what it paints is not (bench/tui_stream.py,
-    the 2,000-line block: folding them measured a lag p95 of 710 and 1,108 ms against 278 and 289 ms
-    without, the first part streamed as fast as it goes arriving as one batch of ~1,400 lines to capture).
+    Its lines are not folded (:mod:`lovia.tui.widgets.settled_lines`) while it grows: it is one
+    widget, cheap to lay out, and capturing what it paints is not (bench/tui_stream.py, the
+    2,000-line block, when it was labels: folding them measured a lag p95 of 710 and 1,108 ms
+    against 278 and 289 ms without, the first part streamed as fast as it goes arriving as one
+    batch of ~1,400 lines to capture).
     """
 
-    # MarkdownFence pads its label 1 2 (1 0 with ANSI colours): the chunks share that padding, the first
-    # taking the top and the last the bottom. (A padding-top rule sets all four sides in Textual.)
+    # MarkdownFence pads its label 1 2 (1 0 with ANSI colours): the lines take the label's place.
     DEFAULT_CSS = """
     StreamedFence {
-        & > Label.code-chunk { padding: 0 2; }
-        & > Label.code-chunk.first-chunk { padding: 1 2 0 2; }
-        & > Label.code-chunk.last-chunk { padding: 0 2 1 2; }
-        & > Label.code-chunk.first-chunk.last-chunk { padding: 1 2; }
-        &:ansi > Label.code-chunk { padding: 0 0; }
-        &:ansi > Label.code-chunk.first-chunk { padding: 1 0 0 0; }
-        &:ansi > Label.code-chunk.last-chunk { padding: 0 0 1 0; }
-        &:ansi > Label.code-chunk.first-chunk.last-chunk { padding: 1 0; }
+        & > CodeLines { padding: 1 2; }
+        &:ansi > CodeLines { padding: 1 0; }
     }
     """
 
@@ -113,82 +98,60 @@ class StreamedFence(MarkdownFence):
         self.lexer = token.info
         self.auto_links = False  # no links in code, as MarkdownFence
         self.exact = False
-        """Whether the labels hold ``code`` highlighted whole (else chunk by chunk, as it streamed)."""
-        self._chunks: list[str] = []
-        self._contents: list[Content] = []
+        """Whether the lines hold ``code`` highlighted whole (else chunk by chunk, as it streamed)."""
+        self._chunks: list[tuple[int, str]] = []
         self._highlighted_with: tuple[bool, bool] | None = None
+        self._lines = CodeLines()
 
     @property
-    def labels(self) -> list[Label]:
-        return list(self.query_children(Label))
+    def chunks(self) -> int:
+        """How many chunks the code was highlighted in, as it streamed."""
+        return len(self._chunks)
+
+    @property
+    def lines(self) -> CodeLines:
+        return self._lines
 
     def compose(self):
         self._chunks = code_chunks(self.code)
-        self._contents = [self._highlight_chunk(chunk) for chunk in self._chunks]
-        for index, content in enumerate(self._contents):
-            yield Label(content, expand=True, classes=self._classes_of(index, len(self._contents)))
+        self._lines.show([line for _, chunk in self._chunks for line in self._highlight_chunk(chunk)])
+        yield self._lines
 
-    @staticmethod
-    def _classes_of(index: int, count: int) -> str:
-        return " ".join(["code-chunk", *(["first-chunk"] if index == 0 else []),
-                         *(["last-chunk"] if index == count - 1 else [])])
-
-    def _highlight_chunk(self, chunk: str) -> Content:
+    def _highlight_chunk(self, chunk: str) -> list[Content]:
+        """The chunk's lines, highlighted on their own."""
         # An unlabelled block would be guessed at from each chunk alone, costly and unstable while it
         # streams: it streams plain, and make_exact guesses once from the whole block, as MarkdownFence does.
         self._highlighted_with = ansi, dark = self._palette()
-        return self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark)
+        return self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark).split("\n", allow_blank=True)
 
-    async def show(self, code: str) -> None:
-        """Show ``code``: only the chunks whose lines changed are highlighted and rendered again."""
+    async def show(self, code: str, *, growing: bool = False) -> None:
+        """Show ``code``: only the chunks whose lines changed are highlighted again, the lines that changed rendered.
+
+        ``growing``: more code is coming (see :meth:`CodeLines.show`).
+        """
         self.code = code
         self.exact = False
         chunks = code_chunks(code)
-        labels = self.labels
-        count, before = len(chunks), len(labels)
-        added: list[Label] = []
-        for index, chunk in enumerate(chunks):
-            if index < len(self._chunks) and self._chunks[index] == chunk:
-                continue
-            content = self._highlight_chunk(chunk)
-            if index < before:
-                # A longer last line within the label's width and height changes no size: no layout,
-                # so the screen repaints this label alone (the usual update while a line streams).
-                labels[index].update(content, layout=_extent(content) != _extent(self._contents[index]))
-                self._contents[index] = content
-            else:
-                added.append(Label(content, expand=True, classes=self._classes_of(index, count)))
-                self._contents.append(content)
-        if count < before:  # the code lost lines (a closing fence line seen at last)
-            await self.remove_children(labels[count:])
-            del self._contents[count:]
-        if count != before:  # only the labels whose place changed (old last, new last) change class
-            for index in {before - 1, count - 1}:
-                if 0 <= index < min(before, count):
-                    labels[index].set_classes(self._classes_of(index, count))
-        if added:
-            await self.mount_all(added)
+        first_changed = next((index for index, (old, new) in enumerate(zip(self._chunks, chunks, strict=False))
+                              if old != new), min(len(self._chunks), len(chunks)))
+        # From the first chunk that changed; when none did, after the last line (lines dropped, or the
+        # room kept for growing changes).
+        start = chunks[first_changed][0] if first_changed < len(chunks) else chunks[-1][0] + 1
+        lines = [line for _, chunk in chunks[first_changed:] for line in self._highlight_chunk(chunk)]
+        self._lines.show(lines, start=start, growing=growing)
         self._chunks = chunks
 
     async def make_exact(self) -> None:
-        """Highlight the whole block off the event loop and update the labels that differ.
+        """Highlight the whole block off the event loop and show the lines that differ.
 
         A no-op if the code changed meanwhile (the change calls for another pass) or the block left.
         """
         code = self.code
         self._highlighted_with = ansi, dark = self._palette()
-        contents = await asyncio.to_thread(_highlighted_chunks, code, self.lexer, ansi, dark)
+        lines = await asyncio.to_thread(_highlighted_lines, code, self.lexer, ansi, dark)
         if code != self.code or not self.is_attached:
             return
-        labels = self.labels
-        if not labels:  # not composed yet: its compose highlights it, chunk by chunk
-            return
-        if len(contents) != len(labels):  # cannot happen: both cut the same lines; show plainly rather than wrong
-            raise RuntimeError(f"a code block of {len(labels)} labels was highlighted into {len(contents)} chunks")
-        for index, (label, content) in enumerate(zip(labels, contents, strict=True)):
-            if not _same(content, self._contents[index]):
-                label.update(content)
-                self._contents[index] = content
+        self._lines.show(lines)
         self.exact = True
 
     def exact_soon(self) -> None:
@@ -197,7 +160,7 @@ class StreamedFence(MarkdownFence):
             self.run_worker(self.make_exact(), group="highlight", exclusive=True)
 
     async def _update_from_block(self, block: MarkdownBlock) -> None:
-        # Markdown.append rebuilt the document's last block from its source: take its code, keep the labels.
+        # Markdown.append rebuilt the document's last block from its source: take its code, keep the lines.
         if isinstance(block, StreamedFence):
             if block.lexer != self.lexer:
                 self.lexer = block.lexer
@@ -212,9 +175,9 @@ class StreamedFence(MarkdownFence):
 
     def notify_style_update(self) -> None:
         # MarkdownFence highlights its whole code again on every style update (hover included); the
-        # labels only need it when the palette changed, and get it in make_exact, off the event loop.
+        # lines only need it when the palette changed, and get it in make_exact, off the event loop.
         MarkdownBlock.notify_style_update(self)
-        if self._contents and self._palette() != self._highlighted_with:
+        if self._chunks and self._palette() != self._highlighted_with:
             self.exact = False
             self.exact_soon()
 
@@ -233,7 +196,7 @@ async def _grow(shown: MarkdownBlock, rebuilt: MarkdownBlock) -> None:
                 await shown._update_from_block(rebuilt)
             return
         if isinstance(shown, MarkdownParagraph):
-            if _same(shown._content, rebuilt._content):
+            if same_paint(shown._content, rebuilt._content):
                 shown._copy_context(rebuilt)
             else:
                 await shown._update_from_block(rebuilt)
@@ -415,7 +378,8 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         if opened is not None and not opened.closes(markdown):
             opened.body += markdown
             self._held += markdown
-            await opened.fence.show(opened.body.rstrip())  # what markdown-it and MarkdownFence would make of it
+            # What markdown-it and MarkdownFence would make of it; more is coming.
+            await opened.fence.show(opened.body.rstrip(), growing=True)
             return
         await self._parse(self._held + markdown)
 
