@@ -6,8 +6,8 @@ headings, lists, code and quotes), and it grows on every update, so each update 
 them out (170 ms each late in that answer): at 200 tokens/s its display fell seconds behind.
 
 Capturing the lines costs about what rendering them does (~0.5-1 ms a row here), once: worth it
-for markdown blocks (a widget or more per line or two), not for a code block's labels (a widget
-per 32 lines), which stay as they are.
+for markdown blocks (a widget or more per line or two), not for a code block (one widget that
+draws its lines, :mod:`lovia.tui.widgets.code_lines`), which stays as it is.
 
 Blocks an answer has finished will never change while it streams. A container that
 :class:`FoldsSettled` hides such children (``display: none``: Textual no longer lays them out)
