@@ -186,3 +186,86 @@ async def test_the_room_is_smaller_on_a_small_screen():
         lines.show([Content(f"x = {i}") for i in range(40)], growing=True)
         await pilot.pause()
         assert lines.size.height == 44
+
+
+async def test_the_room_shrinks_when_the_screen_does():
+    app = One()
+    async with app.run_test(size=(80, 60)) as pilot:
+        lines = app.query_one(CodeLines)
+        lines.show([Content(f"x = {i}") for i in range(40)], growing=True)
+        await pilot.pause()
+        assert lines.size.height == 48
+        await pilot.resize_terminal(80, 24)
+        lines.show([Content(f"x = {i}") for i in range(41)], growing=True)
+        await pilot.pause()
+        assert lines.size.height == 45
+
+
+async def test_a_line_after_a_blank_line_streams_in_its_place():
+    # Highlighting drops a chunk's trailing empty line: the line being written after a blank line was
+    # shown a line too high, over the blank line, and its earlier text stayed below the chunk ("def g"
+    # above "def g(x").
+    app = Streamed()
+    async with app.run_test(size=(80, 40)) as pilot:
+        markdown = app.query_one(StreamingMarkdown)
+        await markdown.append("```python\ndef f():\n    pass\n")
+        await pilot.pause()
+        for piece in ("\n", "def g", "(x"):
+            await markdown.append(piece)
+            await pilot.pause()
+        fence = app.query_one(StreamedFence)
+        assert fence.code == "def f():\n    pass\n\ndef g(x"
+        assert [line.plain for line in fence.lines.lines] == fence.code.split("\n")
+
+
+GO = "func f() error {\n" + "\t" * 10 + 'return fmt.Errorf("THE-END")\n}'
+
+
+async def test_a_line_widened_by_tabs_is_drawn_whole():
+    # A tab counts no cells for rich's cell_len but is drawn 8 wide: the line was measured short,
+    # wrapped, and only its first row drawn (Textual's label wraps it onto a row of its own).
+    class Go(App[None]):
+        def compose(self) -> ComposeResult:
+            yield CodeLines(MarkdownFence.highlight(GO, "go", dark=True).split("\n", allow_blank=True))
+
+    app = Go()
+    async with app.run_test(size=(80, 20)) as pilot:
+        await pilot.pause()
+        lines = app.query_one(CodeLines)
+        assert lines.size.width >= 80 + len('return fmt.Errorf("THE-END")')
+        drawn = "".join(segment.text for segment in lines.render_line(1))
+        assert drawn.rstrip().endswith('return fmt.Errorf("THE-END")')
+
+
+async def test_a_longest_line_growing_within_the_width_lays_nothing_out(monkeypatch):
+    app = Streamed()
+    async with app.run_test(size=(120, 60)) as pilot:
+        markdown = app.query_one(StreamingMarkdown)
+        await markdown.append("```python\n" + "".join(f"x = {i}\n" for i in range(40)))
+        await pilot.pause()
+        await markdown.append("y = ")
+        await pilot.pause()
+        layouts = layouts_asked_by_show(monkeypatch)
+        for piece in ("compute(", "alpha, ", "beta, ", "gamma)"):  # the longest line so far, far within 116 columns
+            await markdown.append(piece)
+            await pilot.pause()
+        assert layouts and not any(layouts)
+
+
+async def test_an_answer_ended_inside_an_open_block_gives_back_the_room_at_once():
+    # flush parsed nothing (the held text was dropped before Textual's append saw it): the block kept its
+    # room until its whole-block highlight ended in the background, and the source lacked the held text.
+    app = Streamed()
+    async with app.run_test(size=(80, 60)) as pilot:
+        markdown = app.query_one(StreamingMarkdown)
+        await markdown.append("```python\n" + "".join(f"x = {i}\n" for i in range(40)))
+        await pilot.pause()
+        for piece in ("y = 1\n", "z = 2\n", "w = 3"):
+            await markdown.append(piece)
+            await pilot.pause()
+        lines = app.query_one(StreamedFence).lines
+        assert lines.size.height > len(lines.lines)  # room while it streams
+        await markdown.flush()  # what the answer's end does first
+        await pilot.pause()
+        assert markdown.source.endswith("w = 3")
+        assert lines.size.height == len(lines.lines) == 43

@@ -22,6 +22,9 @@ from textual.style import Style
 from textual.visual import Visual
 from textual.widget import Widget
 
+TAB_SIZE = 8
+"""As Textual's ``Content`` draws a tab."""
+
 ROOM_LINES = 8
 """Blank lines at most that a growing block keeps below its last line, so that it lays out once per that many.
 
@@ -35,17 +38,21 @@ def same_paint(one: Content, other: Content) -> bool:
 
 
 def _width(line: Content) -> int:
-    return cell_len(line.plain)
+    """The cells ``line`` takes as drawn: its tabs expanded (``cell_len`` counts a tab as none, and
+    a line measured short would wrap, its end lost; Textual's label wraps it onto a row of its own)."""
+    plain = line.plain
+    return line.expand_tabs(TAB_SIZE).cell_length if "\t" in plain else cell_len(plain)
 
 
 class CodeLines(Widget):
-    """Lines of highlighted code, painted exactly as a ``Label(Content("\\n".join(lines)), expand=True)``.
+    """Lines of highlighted code, painted exactly as a ``Label(Content("\\n".join(lines)), expand=True)``,
+    but for a line that tabs make wider than the label measures: drawn whole here, wrapped there.
 
     Promises: :meth:`show` renders again only the lines that changed, and lays the widget out
     again only when its size changed (a line added beyond the room kept for growing, a line
-    removed, the widest line changed); a line
-    once rendered is not rendered again until it, the width, the style or the selection changes.
-    Selecting text with the mouse and copying it work as in a label.
+    removed, a line wider than the block); a line once rendered is not rendered again until it,
+    the width, the style or the selection changes. Selecting text with the mouse and copying it
+    work as in a label.
     """
 
     DEFAULT_CSS = """
@@ -72,11 +79,13 @@ class CodeLines(Widget):
         """Show ``lines`` in place of the lines from ``start`` on (those before are kept).
 
         ``growing``: more lines are coming, so the block keeps blank room below its last line (see
-        :data:`ROOM_LINES`) and lays out again only once they
-        fill it, instead of at every line: a layout is of the whole screen, and costs a frame and
-        more in a long transcript. Shown with ``growing`` false, the block takes its lines' height.
+        :data:`ROOM_LINES`) and lays out again only once they fill it, instead of at every line: a
+        layout is of the whole screen, and costs a frame and more in a long transcript. Shown with
+        ``growing`` false, the block takes its lines' height.
         """
         old = self._lines
+        if start > len(old):
+            raise ValueError(f"lines shown from {start}, after the {len(old)} lines there are")
         new = old[:start] + list(lines)
         if not new:
             new = [Content("")]
@@ -93,8 +102,11 @@ class CodeLines(Widget):
             widest = max([widest, *(_width(new[y]) for y in changed if y < len(new))])
         for y in changed:
             self._rendered.pop(y, None)
-        if height != self._height or widest != self._widest:
-            self._height, self._widest = height, widest
+        # The width is the container's unless a line is wider: a longest line growing within it
+        # changes no size.
+        resized = height != self._height or (widest != self._widest and max(widest, self._widest) >= self.size.width)
+        self._height, self._widest = height, widest
+        if resized:
             self.refresh(layout=True)
         else:
             width = self.size.width
@@ -104,10 +116,11 @@ class CodeLines(Widget):
         """The rows for ``count`` lines: room kept below them while they grow."""
         if not growing:
             return count
-        if count <= self._height <= count + ROOM_LINES:
-            return self._height
         rows = self.screen.size.height if self.is_attached else 0
-        return count + min(ROOM_LINES, count // 4, rows // 6)
+        room = min(ROOM_LINES, count // 4, rows // 6)
+        if count <= self._height <= count + room:
+            return self._height
+        return count + room
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return max(container.width, self._widest)  # a label's ``expand``: as wide as its container at least

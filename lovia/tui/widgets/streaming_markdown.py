@@ -118,11 +118,15 @@ class StreamedFence(MarkdownFence):
         yield self._lines
 
     def _highlight_chunk(self, chunk: str) -> list[Content]:
-        """The chunk's lines, highlighted on their own."""
+        """The chunk's lines, highlighted on their own: as many as it holds."""
         # An unlabelled block would be guessed at from each chunk alone, costly and unstable while it
         # streams: it streams plain, and make_exact guesses once from the whole block, as MarkdownFence does.
         self._highlighted_with = ansi, dark = self._palette()
-        return self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark).split("\n", allow_blank=True)
+        lines = self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark).split("\n", allow_blank=True)
+        # Highlighting drops a chunk's trailing empty line (a blank line before the line being
+        # written): the lines after it would be shown a line too high.
+        missing = chunk.count("\n") + 1 - len(lines)
+        return [*lines, *[Content("")] * missing]
 
     async def show(self, code: str, *, growing: bool = False) -> None:
         """Show ``code``: only the chunks whose lines changed are highlighted again, the lines that changed rendered.
@@ -386,7 +390,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
     async def flush(self) -> None:
         """Parse what was held back: the blocks become exactly those of Textual's ``append``."""
         if self._held:
-            await self._parse("")
+            await self._parse(self._held)
 
     async def _parse(self, markdown: str) -> None:
         closing, self._open, self._held = self._open, None, ""
