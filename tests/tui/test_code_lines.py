@@ -269,3 +269,22 @@ async def test_an_answer_ended_inside_an_open_block_gives_back_the_room_at_once(
         await pilot.pause()
         assert markdown.source.endswith("w = 3")
         assert lines.size.height == len(lines.lines) == 43
+
+
+async def test_a_mouse_drag_selects_what_it_selects_in_a_label():
+    async def drag(pilot, widget, start, end) -> str | None:
+        await pilot.mouse_down(widget, offset=start)
+        await pilot.hover(widget, offset=end)
+        await pilot.mouse_up(widget, offset=end)
+        await pilot.pause()
+        return pilot.app.screen.get_selected_text()
+
+    app = Beside()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        in_label = await drag(pilot, app.query_one("#label", Label), (6, 2), (12, 4))
+        app.screen.clear_selection()
+        await pilot.pause()
+        in_lines = await drag(pilot, app.query_one(CodeLines), (6, 2), (12, 4))
+        assert in_lines == in_label
+        assert in_lines and in_lines.startswith('"""Runs') and in_lines.endswith("for i i")

@@ -125,8 +125,8 @@ class StreamedFence(MarkdownFence):
         lines = self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark).split("\n", allow_blank=True)
         # Highlighting drops a chunk's trailing empty line (a blank line before the line being
         # written): the lines after it would be shown a line too high.
-        missing = chunk.count("\n") + 1 - len(lines)
-        return [*lines, *[Content("")] * missing]
+        held = chunk.count("\n") + 1
+        return [*lines[:held], *[Content("")] * (held - len(lines))]
 
     async def show(self, code: str, *, growing: bool = False) -> None:
         """Show ``code``: only the chunks whose lines changed are highlighted again, the lines that changed rendered.
