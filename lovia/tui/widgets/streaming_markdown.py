@@ -128,7 +128,7 @@ class StreamedFence(MarkdownFence):
         held = chunk.count("\n") + 1
         return [*lines[:held], *[Content("")] * (held - len(lines))]
 
-    async def show(self, code: str, *, growing: bool = False) -> None:
+    def show(self, code: str, *, growing: bool = False) -> None:
         """Show ``code``: only the chunks whose lines changed are highlighted again, the lines that changed rendered.
 
         ``growing``: more code is coming (see :meth:`CodeLines.show`).
@@ -169,7 +169,7 @@ class StreamedFence(MarkdownFence):
             if block.lexer != self.lexer:
                 self.lexer = block.lexer
                 self._chunks = []  # highlighted for another language: every chunk again
-            await self.show(block.code)
+            self.show(block.code)
         else:
             await MarkdownBlock._update_from_block(self, block)
 
@@ -383,7 +383,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
             opened.body += markdown
             self._held += markdown
             # What markdown-it and MarkdownFence would make of it; more is coming.
-            await opened.fence.show(opened.body.rstrip(), growing=True)
+            opened.fence.show(opened.body.rstrip(), growing=True)
             return
         await self._parse(self._held + markdown)
 
