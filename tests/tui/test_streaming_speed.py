@@ -152,3 +152,22 @@ async def test_a_growing_code_block_is_not_highlighted_again_whole(tmp_path, hig
         assert view.query(StreamedFence).first().exact  # highlighted whole once, off the loop
     assert highlighted_on_the_loop and max(highlighted_on_the_loop) <= CHUNK_LINES
 
+
+
+async def test_a_code_block_is_highlighted_whole_only_after_the_screen_was_drawn(tmp_path):
+    # The whole-block highlight holds the GIL in its thread: started at once, it slowed the drawing of
+    # a stopped answer's end and notice (bench/tui_stream.py, "shown stopped": ~6 frames against ~3).
+    text = answer(100)
+    app = make_app(tmp_path / "lovia.db", model=ScriptedModel([ScriptedTurn(text=text)]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await type_and_send(pilot, "hi")
+        await settle(pilot)
+        fence = app.main.chat.transcript.query(StreamedFence).first()
+        assert fence.exact
+        fence.show(fence.code + "\n# one more line")
+        assert not fence.exact
+        fence.exact_soon()
+        assert not [worker for worker in app.workers if worker.group == "highlight"], "nothing started before a refresh"
+        await settle(pilot)
+        assert fence.exact

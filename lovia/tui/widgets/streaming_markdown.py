@@ -159,7 +159,15 @@ class StreamedFence(MarkdownFence):
         self.exact = True
 
     def exact_soon(self) -> None:
-        """Run :meth:`make_exact` in a worker (the app's ``workers.wait_for_complete`` waits for it)."""
+        """Run :meth:`make_exact` in a worker once the screen has been drawn again.
+
+        The whole-block highlight holds the GIL in its thread for tens of milliseconds: started at
+        once, it slowed the drawing of what called for it (a stopped answer's end and its notice).
+        """
+        if self.is_attached:
+            self.call_after_refresh(self._start_exact)
+
+    def _start_exact(self) -> None:
         if self.is_attached:
             self.run_worker(self.make_exact(), group="highlight", exclusive=True)
 
