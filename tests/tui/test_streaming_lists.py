@@ -5,9 +5,10 @@ a list or a quote: every item, bullet and paragraph, on every update while an it
 :class:`~lovia.tui.widgets.streaming_markdown.GrowsInPlace` keeps the widgets shown and changes
 what differs. These tests hold its promises with real widgets in a real Textual app: the streamed
 list paints as Textual paints the same text loaded whole, in pieces of one, three and seventeen
-characters, and an update inside the last item mounts nothing. (Textual's own ``append`` paints
-some texts otherwise than the whole text, with its classes as with these: it never parses again
-before the last top-level block, so "1. a\n\n2. b" streamed a character at a time is two lists.)
+characters, and an update inside the last item mounts nothing. Textual's own ``append`` never
+parses again before the last top-level block, so "1. a\n\n2. b" streamed a character at a time
+was two lists: a block that may join the list before it is parsed from that list
+(``StreamingMarkdown._list_joined_by``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ LISTS = {
     "an item that turns into a heading": "- a\n- b\n-\n\npara\n",
     "a list then a paragraph then a list": "- a\n- b\n\nmiddle text\n\n* c\n* d\n",
     "a heading inside an item": "- # big\n- small\n",
+    # Loose lists, as models write steps: an item after a blank line was parsed alone first, and
+    # Textual's append never parses before the last block again (two lists, a blank row between).
+    "a loose numbered list": "Steps:\n\n1. First\n\n2. Second\n\n3. Third\n\nDone.\n",
+    "loose items with paragraphs": "1. **Install**\n\n   Run the command.\n\n2. **Open**\n\n   Press enter.\n\nEnd.\n",
+    "loose bullets": "Points:\n\n- one\n\n- two\n\n+ other kind\n\nEnd.\n",
+    "a list then a number that starts no item": "- a\n\n2024 was a year.\n\n3.5 is a number.\n",
+    "a list then an indented line too short": "1. a\n\n b, not inside\n",
+    "a loose list after settled blocks":
+        "".join(f"Paragraph {n}.\n\n" for n in range(12)) + "1. a\n\n2. b\n\n3. c\n\nEnd.\n",
 }
 
 

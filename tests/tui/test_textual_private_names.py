@@ -131,6 +131,31 @@ def test_the_markdown_block_update_we_override_exists():
     assert list(inspect.signature(MarkdownFence.__init__).parameters) == ["self", "markdown", "token", "code"]
 
 
+async def test_the_line_markdown_append_parses_from_can_be_set():
+    # lovia.tui.widgets.streaming_markdown.StreamingMarkdown._parse sets Markdown._last_parsed_line, the
+    # source line Markdown.append parses from (the last block's), to a list's start when the last block may
+    # join that list; the block rebuilt first then updates the document's last block left.
+    from textual.widgets import Markdown
+
+    source = inspect.getsource(Markdown.append)
+    assert "self._last_parsed_line" in source and "existing_blocks[-1]" in source
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Markdown()
+
+    async with One().run_test() as pilot:
+        markdown = pilot.app.query_one(Markdown)
+        await markdown.append("1. a\n\n2")
+        assert [type(block).__name__ for block in markdown.children] == ["MarkdownOrderedList", "MarkdownParagraph"]
+        assert markdown._last_parsed_line == 2  # the last block's line
+        await markdown.query_children().last().remove()
+        markdown._last_parsed_line = 0
+        await markdown.append(". b\n")
+        assert [type(block).__name__ for block in markdown.children] == ["MarkdownOrderedList"]
+        assert len(markdown.children[0].children) == 2  # its two rows
+
+
 def test_the_markdown_blocks_we_grow_in_place_exist():
     # lovia.tui.widgets.streaming_markdown grows lists and quotes in place (GrowsInPlace): it imports
     # their classes from textual.widgets._markdown (not exported), reads a parsed block's _blocks and

@@ -51,6 +51,8 @@ from lovia.tui.widgets.settled_lines import FoldsSettled
 CHUNK_LINES = 32
 """Lines of a code block highlighted together while it streams (its last line is highlighted alone)."""
 
+_MAY_JOIN_A_LIST = re.compile(r"[ \t]|[-+*](?:[ \t]|$)|\d{1,9}(?:[.)](?:[ \t]|$)|$)")
+"""A first line that makes (or may yet make) a block after a list part of it: indented, or a list item's start."""
 _OPENING_FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n?")  # at column 0: the only openers streamed without parsing
 
 
@@ -385,7 +387,9 @@ class StreamingMarkdown(Markdown, FoldsSettled):
 
     async def _append(self, markdown: str) -> None:
         blocks = self.blocks
-        self.fold_settled(blocks[len(self.folded):-1])  # only the last block changes: Textual rebuilds it
+        # Only the last block changes (Textual rebuilds it), and a list before it that it may still join.
+        changing = 2 if self._list_joined_by(markdown) is not None else 1
+        self.fold_settled(blocks[len(self.folded):-changing])
         opened = self._open
         if opened is not None and not opened.closes(markdown):
             opened.body += markdown
@@ -403,10 +407,34 @@ class StreamingMarkdown(Markdown, FoldsSettled):
     async def _parse(self, markdown: str) -> None:
         closing, self._open, self._held = self._open, None, ""
         if markdown:
+            joined = self._list_joined_by(markdown)
+            if joined is not None:
+                # Textual's append parses from the last block on: parsed from the list instead, the
+                # list grows in place by what joins it, as markdown-it parses the whole answer.
+                await self.blocks[-1].remove()
+                self._last_parsed_line = joined.source_range[0]
             await super().append(markdown)
         self._open = self._open_fence()
         if closing is not None and (self._open is None or self._open.fence is not closing.fence):
             closing.fence.exact_soon()  # complete now: coloured as a whole, in the background
+
+    def _list_joined_by(self, markdown: str) -> MarkdownBlock | None:
+        """The list before the last block, when that block, with ``markdown`` appended, may belong to it.
+
+        Textual's ``append`` never parses again before the last top-level block, but a list's next
+        item or indented paragraph after a blank line is parsed alone first, as a block of its own:
+        "1. a\n\n2. b" streamed became two lists with a blank row between, where the whole text is
+        one (a loose list, as models often write them). The last block may join the list when its
+        first line is indented or starts as a list item does (or may still, being short).
+        """
+        blocks = self.blocks
+        if len(blocks) < 2 or not isinstance(blocks[-2], MarkdownBulletList | MarkdownOrderedList):
+            return None
+        if blocks[-2] in self.folded[-1:]:  # shown as captured lines: it has settled
+            return None
+        lines = (self.source + markdown).splitlines()
+        start = blocks[-1].source_range[0]
+        return blocks[-2] if start < len(lines) and _MAY_JOIN_A_LIST.match(lines[start]) else None
 
     def _open_fence(self) -> _OpenFence | None:
         """The fence the document ends inside, if it is a top-level one opened at column 0."""
