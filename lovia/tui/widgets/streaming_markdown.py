@@ -387,27 +387,29 @@ class StreamingMarkdown(Markdown, FoldsSettled):
 
     async def _append(self, markdown: str) -> None:
         blocks = self.blocks
-        # Only the last block changes (Textual rebuilds it), and a list before it that it may still join.
-        changing = 2 if self._list_joined_by(markdown) is not None else 1
-        self.fold_settled(blocks[len(self.folded):-changing])
         opened = self._open
         if opened is not None and not opened.closes(markdown):
+            self.fold_settled(blocks[len(self.folded):-1])  # only the last block, the fence, changes
             opened.body += markdown
             self._held += markdown
             # What markdown-it and MarkdownFence would make of it; more is coming.
             opened.fence.show(opened.body.rstrip(), growing=True)
             return
-        await self._parse(self._held + markdown)
+        markdown = self._held + markdown
+        joined = self._list_joined_by(markdown)
+        # Only the last block changes (Textual rebuilds it), and a list before it that it joins.
+        self.fold_settled(blocks[len(self.folded):-2 if joined else -1])
+        await self._parse(markdown, joined)
 
     async def flush(self) -> None:
         """Parse what was held back: the blocks become exactly those of Textual's ``append``."""
         if self._held:
-            await self._parse(self._held)
+            await self._parse(self._held, self._list_joined_by(self._held))
 
-    async def _parse(self, markdown: str) -> None:
+    async def _parse(self, markdown: str, joined: MarkdownBlock | None) -> None:
+        """Hand ``markdown`` to Textual's ``append``; from the list ``joined`` when the last block may join it."""
         closing, self._open, self._held = self._open, None, ""
         if markdown:
-            joined = self._list_joined_by(markdown)
             if joined is not None:
                 # Textual's append parses from the last block on: parsed from the list instead, the
                 # list grows in place by what joins it, as markdown-it parses the whole answer.
