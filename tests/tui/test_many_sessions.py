@@ -5,6 +5,8 @@ Queries are counted by stores that count their calls (``tests/tui/counting.py``)
 
 from __future__ import annotations
 
+import pytest
+
 from lovia import BUILTIN_TOOLS, Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.models import DemoModel
 from lovia.tui.app import LoviaApp
@@ -115,3 +117,32 @@ async def test_the_store_lists_a_page_as_the_start_of_the_whole_list(tmp_path):
         assert await session.list_sessions(limit=10) == every[:10]
         assert every[0].session_id == "s-0003" and every[0].run_count == 2
         assert await session.list_sessions(query="title of", limit=1) == [await session.session_info("s-0005")]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_lists_read_again_leave_the_cursor_where_the_user_put_it(tmp_path, size):
+    # The lists are read again in the background (after the first paint with a page of sessions or more,
+    # when another window wrote, after a run): each moved the list's cursor back to the open session, so
+    # enter, pressed just after, opened that one instead of the session the user had picked.
+    db = tmp_path / "lovia.db"
+    await many_sessions(db, PAGE + 5)
+    app, _, _ = counted_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("ctrl+b")
+        options = app.screen.query_one("#session-list")
+        options.focus()
+        await pilot.press("down", "down", "down")
+        picked = options.get_option_at_index(options.highlighted).id
+        assert picked == f"s-{PAGE + 1:04d}"
+        await app.screen.refresh_lists()
+        await pilot.pause()
+        assert options.get_option_at_index(options.highlighted).id == picked
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.chat.session_id == picked
+        # Opening another session moves the cursor to it, as before.
+        await app.screen.open_session(f"s-{PAGE + 4:04d}")
+        await settle(pilot)
+        assert options.get_option_at_index(options.highlighted).id == f"s-{PAGE + 4:04d}"

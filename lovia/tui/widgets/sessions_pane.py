@@ -186,14 +186,18 @@ class SessionsPane(Vertical):
         yield SessionList(id="session-list", can_rename=self._can_rename)
 
     def show(self, sessions: Sequence[SessionInfo], current: str | None) -> None:
-        """Show those of ``sessions`` the filter matches (see :func:`matches`), keeping ``current`` highlighted.
+        """Show those of ``sessions`` the filter matches (see :func:`matches`); ``current`` is the open one.
 
         ``sessions`` are every session, newest first; options are drawn for the first
-        :data:`PAGE` matches (or as many as were drawn before, or down to ``current``).
+        :data:`PAGE` matches (or as many as were drawn before, or down to ``current``). The
+        session highlighted stays so while the open one is the same (the lists are read again
+        in the background: the cursor of a user picking a session must not move under them);
+        ``current`` is highlighted when it changed, or when the highlighted one is gone.
         """
+        keep_highlight = current == self._current
         self.listed = list(sessions)
         self._current = current
-        self._filter(keep_options=True)
+        self._filter(keep_options=True, keep_highlight=keep_highlight)
 
     def update_session(self, session_id: str, listing: SessionListing | None, current: str | None) -> None:
         """Put one session's new listing in its place by activity (``None``: it is gone); ``current`` is the open one.
@@ -226,10 +230,10 @@ class SessionsPane(Vertical):
     def _index_of(self, session_id: str) -> int | None:
         return next((i for i, info in enumerate(self.sessions) if info.session_id == session_id), None)
 
-    def _filter(self, *, keep_options: bool, from_top: bool = False) -> None:
+    def _filter(self, *, keep_options: bool, keep_highlight: bool = False, from_top: bool = False) -> None:
         self._since = self.time_view.since(format.clock())
         self.sessions = self._shown_of(self.listed)
-        self._draw(self._options_for if keep_options else 0, keep_highlight=False, from_top=from_top)
+        self._draw(self._options_for if keep_options else 0, keep_highlight=keep_highlight, from_top=from_top)
 
     def _shown_of(self, listed: list[SessionInfo]) -> list[SessionInfo]:
         """Those of ``listed`` (newest first) the filter and the time view let through, in the view's order."""
@@ -265,7 +269,7 @@ class SessionsPane(Vertical):
                              for info in sessions[:count]])
         self._more_marker(options)
         if sessions:  # the open session if it is listed, else the first match, so enter opens something
-            wanted = highlighted_id if highlighted_id in index else current
+            wanted = highlighted_id if index.get(highlighted_id or "", count) < count else current
             options.highlighted = 0 if from_top else index.get(wanted or "", 0)
         else:
             options.add_option(Option(Text(self._empty_hint(), style="dim"), disabled=True))
