@@ -15,6 +15,7 @@ from lovia import (
     PagedSession,
     RenamableSession,
     RewindableSession,
+    SearchableSession,
     Session,
     ToolCall,
     ToolResult,
@@ -335,6 +336,29 @@ async def test_list_sessions_reports_titles_counts_and_timings(session):
     assert infos[0].title == ""
     assert await session.session_info("u1") == u1
     assert await session.session_info("nobody") is None
+
+
+async def test_an_untitled_sessions_title_is_its_first_user_message_wherever_it_is(session):
+    # SQLite lists many sessions in one statement, reading their first messages from the search index:
+    # each case here must give the title the one-session lookup gives.
+    await session.append("lead", [reply("hello"), user("Second in its run")], run_id="r1")
+    await session.append("late", [reply("no user here")], run_id="r1")
+    await session.append("late", [user("From the second run"), reply("ok")], run_id="r2")
+    await session.append("empty", [user(""), reply("ok")], run_id="r1")
+    await session.append("empty", [user("a later message")], run_id="r2")
+    await session.append("none", [reply("only answers")], run_id="r1")
+    await session.append("named", [user("first words")], run_id="r1")
+    await session.rename_session("named", "A name given")
+    titles = {info.session_id: info.title for info in await session.list_sessions()}
+    assert titles == {"lead": "Second in its run", "late": "From the second run", "empty": "",
+                      "none": "", "named": "A name given"}
+    for session_id, title in titles.items():
+        info = await session.session_info(session_id)
+        assert info is not None and info.title == title
+    if isinstance(session, SearchableSession):
+        hits = await session.search("second")
+        assert {hit.session_id: hit.title for hit in hits} == {"lead": "Second in its run",
+                                                              "late": "From the second run"}
 
 
 async def test_a_sessions_total_run_time_counts_the_time_its_runs_were_active(session):
