@@ -130,7 +130,9 @@ async def test_keys_put_the_thaw_off_but_not_past_the_latest(collector_in_app, m
         IDLE_WORK.input_seen()
         await asyncio.sleep(0.05)
         assert time.monotonic() - started < 10, "never thawed while keys kept coming"
-    assert 0.95 <= thawed_at[-1] - started < 1.5
+    # Not before the latest, and long before a thaw the keys kept putting off would be: the loop
+    # itself can be held up by a full collection of the whole test process (1.6 s once in CI).
+    assert 0.95 <= thawed_at[-1] - started < 5
 
 
 async def test_an_answer_starting_before_the_thaw_keeps_everything_frozen_until_its_own_end(collector_in_app):

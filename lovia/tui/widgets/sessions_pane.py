@@ -203,8 +203,11 @@ class SessionsPane(Vertical):
         """Put one session's new listing in its place by activity (``None``: it is gone); ``current`` is the open one.
 
         Only that session's option is redrawn when it stays where it was; when it moves (or the
-        open session changed), the options drawn so far are redrawn, never the whole list.
+        open session changed), the options drawn so far are redrawn, never the whole list. The
+        highlight stays where it was, or goes to ``current`` when the open session changed (as
+        in :meth:`show`).
         """
+        opened_another = current != self._current
         before = self._index_of(session_id)
         self.listed = [info for info in self.listed if info.session_id != session_id]
         if listing is not None:
@@ -212,7 +215,7 @@ class SessionsPane(Vertical):
             self.listed.insert(bisect.bisect_left(keys, -_activity(listing)), listing)
         matched = self._shown_of(self.listed)
         after = next((i for i, info in enumerate(matched) if info.session_id == session_id), None)
-        same_place = before is not None and before == after and current == self._current
+        same_place = before is not None and before == after and not opened_another
         self.sessions, self._current = matched, current
         if same_place and after is not None and after < self._options_for:
             self.query_one(SessionList).replace_option_prompt_at_index(
@@ -220,7 +223,7 @@ class SessionsPane(Vertical):
         elif same_place:
             pass  # below the options drawn: nothing on screen changes
         else:
-            self._draw(self._options_for, keep_highlight=True)
+            self._draw(self._options_for, keep_highlight=not opened_another)
 
     @property
     def current(self) -> str | None:
