@@ -2,7 +2,6 @@
 
 import asyncio
 import gc
-import time
 import weakref
 
 import pytest
@@ -103,36 +102,55 @@ async def test_in_the_app_an_answers_end_thaws_and_collects_once_the_user_is_idl
     assert gone() is None, "the cycle that died while frozen was collected at the thaw"
 
 
+class _Clock:
+    """The idle queue's clock, moved on by the test alone: a loop held up (a full collection of the whole
+    test process took over a second in CI) must not count as the user being idle or waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 async def test_keys_put_the_thaw_off_but_not_past_the_latest(collector_in_app, monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr("lovia.tui.idle.time", clock)
     thawed_at: list[float] = []
     thaw = collector_in_app._thaw
 
     def timed_thaw(*, collect: bool) -> None:
-        # When the thaw starts, not when the test sees it: its full pass takes as long as the
-        # process is big (over half a second late in the whole suite).
-        thawed_at.append(time.monotonic())
+        thawed_at.append(clock.now)
         thaw(collect=collect)
+
+    async def until_thawed() -> None:
+        for _ in range(400):  # the queue's timer runs on the loop's own clock: let it
+            if not gc.get_freeze_count():
+                return
+            await asyncio.sleep(0.025)
+        raise AssertionError("never thawed")
 
     monkeypatch.setattr(collector_in_app, "_thaw", timed_thaw)
     collector_in_app.stream_started()
     collector_in_app.stream_ended()
     for _ in range(5):  # typing for 0.5 s: the thaw waits
-        await asyncio.sleep(0.1)
+        clock.now += 0.1
         IDLE_WORK.input_seen()
+        await asyncio.sleep(0.1)
         assert gc.get_freeze_count()
-    await asyncio.sleep(0.35)
-    assert gc.get_freeze_count() == 0, "thawed 0.2 s after the last key"
+    clock.now += 0.25
+    await until_thawed()
+    assert thawed_at[-1] - clock.now == 0, "thawed once 0.2 s passed after the last key"
 
     collector_in_app.stream_started()
     collector_in_app.stream_ended()
-    started = time.monotonic()
+    started = clock.now
     while gc.get_freeze_count():  # keys never stop: thawed at the latest after 1 s
+        clock.now += 0.05
         IDLE_WORK.input_seen()
         await asyncio.sleep(0.05)
-        assert time.monotonic() - started < 10, "never thawed while keys kept coming"
-    # Not before the latest, and long before a thaw the keys kept putting off would be: the loop
-    # itself can be held up by a full collection of the whole test process (1.6 s once in CI).
-    assert 0.95 <= thawed_at[-1] - started < 5
+        assert clock.now - started < 3, "keys kept putting the thaw off"
+    assert 1.0 <= thawed_at[-1] - started <= 1.25
 
 
 async def test_an_answer_starting_before_the_thaw_keeps_everything_frozen_until_its_own_end(collector_in_app):
