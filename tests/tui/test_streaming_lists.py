@@ -39,6 +39,8 @@ LISTS = {
     "loose bullets": "Points:\n\n- one\n\n- two\n\n+ other kind\n\nEnd.\n",
     "a list then a number that starts no item": "- a\n\n2024 was a year.\n\n3.5 is a number.\n",
     "a list then an indented line too short": "1. a\n\n b, not inside\n",
+    # A line after a table is one of its rows until it starts another block: the table loses a row.
+    "a numbered item right after a table": "| a | b |\n|---|---|\n| 1 | 2 |\n1) x\n\nAfter.\n",
     "a loose list after settled blocks":
         "".join(f"Paragraph {n}.\n\n" for n in range(12)) + "1. a\n\n2. b\n\n3. c\n\nEnd.\n",
 }

@@ -170,6 +170,11 @@ def test_the_markdown_blocks_we_grow_in_place_exist():
     source = inspect.getsource(_markdown.MarkdownBlock.__init__)
     assert "self._blocks" in source and "self._content" in source
     assert callable(getattr(block, "_copy_context", None))
+    # StreamedTable compares the rows a table shows (_rows) with those of the table rebuilt
+    # (_get_headers_and_rows) before letting Textual's _update_from_block add the new ones.
+    assert "self._rows" in inspect.getsource(_markdown.MarkdownTable.__init__)
+    assert callable(getattr(_markdown.MarkdownTable, "_get_headers_and_rows", None))
+    assert "MarkdownTable" in names or isinstance(getattr(_markdown, "MarkdownTable", None), type)
     assert "symbol" in _markdown.MarkdownBullet.__dict__
 
 

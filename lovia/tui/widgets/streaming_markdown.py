@@ -41,6 +41,7 @@ from textual.widgets._markdown import (
     MarkdownListItem,
     MarkdownOrderedList,
     MarkdownParagraph,
+    MarkdownTable,
 )
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
@@ -317,6 +318,22 @@ class GrowingBlockQuote(MarkdownBlockQuote, GrowsInPlace):
     """A quote that grows in place (see :class:`GrowsInPlace`)."""
 
 
+class StreamedTable(MarkdownTable):
+    """A table whose last row an append may take back: built again then, where Textual's update raised.
+
+    A line after a table's rows is a row until it is seen to start another block ("| 1 | 2 |\n1"
+    then ")": a numbered item), and the table rebuilt from the source has a row fewer. Textual's
+    update adds the rows past those shown, and with none it raised (``UnboundLocalError`` out of
+    ``MarkdownTableContent._update_rows``) out of the answer's update.
+    """
+
+    async def _update_from_block(self, block: MarkdownBlock) -> None:
+        if isinstance(block, MarkdownTable) and len(block._get_headers_and_rows()[1]) < len(self._rows):
+            await MarkdownBlock._update_from_block(self, block)
+        else:
+            await super()._update_from_block(block)
+
+
 @dataclass
 class _OpenFence:
     """The answer ends inside this top-level fence opened by ``marker`` at column 0; ``body`` follows that line."""
@@ -461,5 +478,6 @@ _STREAMED_BLOCKS: dict[str, type[MarkdownBlock]] = {
     "bullet_list_open": GrowingBulletList,
     "ordered_list_open": GrowingOrderedList,
     "blockquote_open": GrowingBlockQuote,
+    "table_open": StreamedTable,
 }
 """The blocks a streaming answer builds instead of Textual's: each updates in place as the answer grows."""
