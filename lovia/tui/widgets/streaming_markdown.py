@@ -52,8 +52,8 @@ from lovia.tui.widgets.settled_lines import FoldsSettled
 CHUNK_LINES = 32
 """Lines of a code block highlighted together while it streams (its last line is highlighted alone)."""
 
-_MAY_JOIN_A_LIST = re.compile(r"[ \t]|[-+*](?:[ \t]|$)|\d{1,9}(?:[.)](?:[ \t]|$)|$)")
-"""A first line that makes (or may yet make) a block after a list part of it: indented, or a list item's start."""
+_LIST_ITEM = re.compile(r" {0,3}([-+*]|\d{1,9}[.)])(?=[ \t]|$)( *)")
+"""A list item's first line: its marker, then the spaces before its text."""
 _OPENING_FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n?")  # at column 0: the only openers streamed without parsing
 
 
@@ -444,7 +444,9 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         item or indented paragraph after a blank line is parsed alone first, as a block of its own:
         "1. a\n\n2. b" streamed became two lists with a blank row between, where the whole text is
         one (a loose list, as models often write them). The last block may join the list when its
-        first line is indented or starts as a list item does (or may still, being short).
+        first line is indented as far as the list's items' text, or starts an item with the list's
+        own marker (or may still, being a number alone). Only then: a block parsed from the list
+        that does not join it is mounted again, at every append while it is the last.
         """
         blocks = self.blocks
         if len(blocks) < 2 or not isinstance(blocks[-2], MarkdownBulletList | MarkdownOrderedList):
@@ -452,8 +454,21 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         if blocks[-2] in self.folded[-1:]:  # shown as captured lines: it has settled
             return None
         lines = (self.source + markdown).splitlines()
-        start = blocks[-1].source_range[0]
-        return blocks[-2] if start < len(lines) and _MAY_JOIN_A_LIST.match(lines[start]) else None
+        listed, start = blocks[-2].source_range[0], blocks[-1].source_range[0]
+        item = _LIST_ITEM.match(lines[listed]) if listed < len(lines) else None
+        if item is None or start >= len(lines):
+            return None
+        line = lines[start].expandtabs(4)
+        spaces = len(item.group(2))
+        text_column = item.end(1) + (spaces if 1 <= spaces <= 4 else 1)  # CommonMark: more is indented code
+        if len(line) - len(line.lstrip(" ")) >= text_column:
+            return blocks[-2]  # indented as the items' text: inside the last item
+        marker, other = item.group(1), _LIST_ITEM.match(line)
+        if other is not None:  # an item: of this list when its marker is of the same kind
+            joins = other.group(1) == marker if marker in "-+*" else other.group(1)[-1] == marker[-1]
+        else:  # a number alone may still become one
+            joins = marker[-1] in ".)" and line.isdigit() and len(line) <= 9
+        return blocks[-2] if joins else None
 
     def _open_fence(self) -> _OpenFence | None:
         """The fence the document ends inside, if it is a top-level one opened at column 0."""
