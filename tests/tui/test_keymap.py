@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
 
 from lovia import Agent, tool
 from lovia.cli import main as lovia_main
@@ -30,6 +29,7 @@ from lovia.tui.keymap import (
 )
 from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
+from lovia.tui.widgets.footer import LoviaFooter
 from tests.tui.conftest import make_app, settle, told, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,7 +208,7 @@ def test_moving_one_of_two_actions_on_a_key_keeps_the_other_there():
 
 
 def footer_keys(app) -> dict[str, str]:
-    return {key.action: key.key for key in app.screen.query(FooterKey)}
+    return {entry.action: entry.key for entry, _, _ in app.screen.query_one(LoviaFooter).spans()}
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -262,7 +262,7 @@ async def test_a_moved_key_in_a_pane_and_in_the_composer(tmp_path, size):
         await wait_for(pilot, lambda: app.clipboard.startswith("hi"))
         # in its declared place (Textual puts a moved binding last, where 80 columns would leave it out)
         assert footer_keys(app).get("copy") == "ctrl+y"
-        actions_shown = [key.action for key in app.screen.query(FooterKey)]
+        actions_shown = [entry.action for entry in app.screen.query_one(LoviaFooter).entries]
         assert actions_shown.index("copy") == actions_shown.index("expand") + 1
 
 
@@ -423,7 +423,7 @@ async def test_the_footer_keeps_its_order_when_keys_move(tmp_path, size):
             await settle(pilot)
             app.screen.chat.composer.focus()
             await settle(pilot)
-            shown.append([(key.action, key.key) for key in app.screen.query(FooterKey)])
+            shown.append([(entry.action, entry.key) for entry, _, _ in app.screen.query_one(LoviaFooter).spans()])
     default, moved = shown
     assert [action for action, _ in moved] == [action for action, _ in default]
     assert ("submit", "f9") in moved and ("submit", "enter") in default
@@ -435,8 +435,8 @@ async def test_the_palette_and_quit_keys_move_too(tmp_path):
     app = make_app(tmp_path / "lovia.db", keys={"app.command_palette": ("f11",), "app.quit": ("ctrl+w",)})
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        palette_entry = next(k for k in app.screen.query(FooterKey) if k.has_class("-command-palette"))
-        assert palette_entry.key == "f11"
+        palette_entry = app.screen.query_one(LoviaFooter).palette
+        assert palette_entry is not None and palette_entry.key == "f11"
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert not isinstance(app.screen, CommandPalette)

@@ -233,11 +233,10 @@ async def test_the_footer_at_80_columns_shows_whole_entries_and_f1_help(tmp_path
         for pane in ("#composer", "#session-list", "#run-list", "#transcript"):
             app.screen.query_one(pane).focus()
             await settle(pilot)
-            keys = list(app.screen.query("FooterKey"))
-            palette = next(key for key in keys if key.has_class("-command-palette"))
-            entries = [key for key in keys if key is not palette]
-            assert "help" in [key.action for key in entries], pane
-            assert all(key.region.width > 0 and key.region.right <= palette.region.x for key in entries), pane
+            *entries, (palette, palette_start, _) = app.screen.query_one("LoviaFooter").spans()
+            assert "help" in [entry.action for entry, _, _ in entries], pane
+            assert all(start < end <= palette_start - 1 for _, start, end in entries), pane  # whole, left of its line
+            assert palette.action == "command_palette"
         await pilot.press("f1")
         await settle(pilot)
         assert type(app.screen).__name__ == "HelpScreen"

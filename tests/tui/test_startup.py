@@ -8,7 +8,6 @@ import json
 import shutil
 
 import pytest
-from textual.widgets._footer import FooterKey
 
 from lovia import AssistantMessage, SQLiteSession, UserMessage
 from lovia.cli import build_app, build_parser
@@ -49,7 +48,7 @@ async def test_the_first_paint_shows_the_composers_keys_in_the_footer(lovia_comm
         assert app.main_screen is not None and app.main_screen.is_mounted
 
         def record() -> None:
-            keys_at_first_paint.extend(key.action for key in app.main.query_one(LoviaFooter).query(FooterKey))
+            keys_at_first_paint.extend(entry.action for entry in app.main.query_one(LoviaFooter).entries)
             painted.set()
 
         app.main.call_after_refresh(record)
@@ -59,7 +58,7 @@ async def test_the_first_paint_shows_the_composers_keys_in_the_footer(lovia_comm
         assert not any("filter" in action or "rename" in action for action in keys_at_first_paint)
         await pilot.pause()
         # and it stays so once the app settles
-        assert [key.action for key in app.main.query_one(LoviaFooter).query(FooterKey)] == keys_at_first_paint
+        assert [entry.action for entry in app.main.query_one(LoviaFooter).entries] == keys_at_first_paint
 
 
 async def test_the_collector_paused_while_the_app_starts_runs_again_after_the_first_paint(lovia_command):

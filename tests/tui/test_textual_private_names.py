@@ -92,30 +92,6 @@ async def test_a_crash_report_shows_no_local_variables(tmp_path):
     assert secret not in report
 
 
-def test_the_footer_keys_we_pick_from_exist():
-    # lovia.tui.widgets.footer.LoviaFooter keeps the FooterKeys Textual's Footer.compose yields
-    # that fit whole, reading each one's key_display, description and action.
-    from textual.widgets._footer import FooterKey
-
-    key = FooterKey("f1", "f1", "Help", "help")
-    assert (key.key_display, key.description, key.action) == ("f1", "Help", "help")
-
-
-async def test_the_footers_bindings_ready_flag_exists():
-    # LoviaFooter recomposes only when what its entries are made from changed, and that includes
-    # Footer._bindings_ready (the footer shows nothing until the screen's bindings are known).
-    from textual.widgets import Footer
-
-    class FooterApp(App[None]):
-        def compose(self) -> ComposeResult:
-            yield Footer()
-
-    app = FooterApp()
-    async with app.run_test() as pilot:
-        await pilot.pause()
-        assert app.query_one(Footer)._bindings_ready is True
-
-
 def test_the_markdown_block_update_we_override_exists():
     # lovia.tui.widgets.streaming_markdown.StreamedFence overrides MarkdownBlock._update_from_block, which
     # Markdown.append calls on the document's last block with the block rebuilt from its source, and
@@ -206,13 +182,3 @@ def test_the_compositor_settled_lines_lays_a_container_out_with_exists():
     assert list(inspect.signature(Compositor.reflow).parameters)[1:3] == ["parent", "size"]
     assert isinstance(inspect.getattr_static(Compositor, "layers"), property)
     assert {"region", "clip"} <= set(MapGeometry._fields)
-
-
-def test_the_message_pump_context_the_footer_composes_in_exists():
-    # LoviaFooter.release (lovia/tui/widgets/footer.py) makes its entries in the footer's context
-    # (MessagePump._context), as Footer.compose binds each entry to the pump running it.
-    from textual.message_pump import MessagePump
-    from textual.widgets import Footer
-
-    assert inspect.isfunction(inspect.unwrap(MessagePump._context))
-    assert "data_bind" in inspect.getsource(Footer.compose)

@@ -138,7 +138,7 @@ class MainScreen(Screen):
     }
     """
 
-    ALLOW_IN_MAXIMIZED_VIEW: ClassVar[str | None] = "Header, Footer"
+    ALLOW_IN_MAXIMIZED_VIEW: ClassVar[str | None] = "Header, LoviaFooter"
     # The composer has focus from the start, as on_mount leaves it: Textual's default focuses the
     # first focusable widget (the sessions filter), and moving focus on from it restyled both and
     # rebuilt the footer while the app started.
@@ -206,7 +206,7 @@ class MainScreen(Screen):
             await self.open_session(first_page[0].session_id if first_page else None, sessions=first_page)
             self.query_one("#composer").focus()
         finally:
-            await footer.release()
+            footer.release()
         if len(first_page) >= PAGE:
             self.call_after_refresh(self._list_every_session)  # after the first paint, not competing with it
         self.call_after_refresh(self._record_finished_runs)

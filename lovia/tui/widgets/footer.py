@@ -1,49 +1,213 @@
-"""The footer: whole entries only, and always the way to every key (f1 Help)."""
+"""The footer: the keys in force, whole entries only, and always the way to every key (f1 Help).
+
+One widget draws every entry. Textual's ``Footer`` mounts a widget per entry (and restyles each
+one twice as it binds its compact flag): at start that was ~45 ms of the first paint for 26
+entries, and every focus change that changed the keys mounted them all again. Here a change of
+the keys is one repaint of one line. It looks as Textual's footer looks, from the same theme
+variables and component classes (``footer-key--key``, ``footer-key--description``).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import groupby
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from textual import events
-from textual.app import ComposeResult
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey  # not exported; guarded in tests/tui/test_textual_private_names.py
 
 from lovia.tui.keymap import declared_position, keymap_of
 
 ALWAYS_SHOWN = frozenset({"help"})
 """Actions the footer shows however narrow the screen: f1 lists every key the footer leaves out."""
 
+_PALETTE_EDGE = "▏"
+"""The line left of the command palette's entry (Textual's ``vkey`` border)."""
+_DIM = Style(dim=True)
 
-class LoviaFooter(Footer):
-    """Textual's footer, without cutting an entry mid-word at narrow widths.
+
+@dataclass(frozen=True)
+class FooterEntry:
+    """One key the footer shows: what it presses when clicked, and how it reads."""
+
+    key: str
+    key_display: str
+    description: str
+    action: str
+    enabled: bool = True
+    tooltip: str = ""
+
+    @property
+    def width(self) -> int:
+        """The cells it takes: `` f1 Help ``."""
+        return cell_len(self.key_display) + 2 + (cell_len(self.description) + 1 if self.description else 0)
+
+
+class LoviaFooter(Widget, can_focus=False):
+    """The active bindings' keys, without cutting an entry mid-word at narrow widths.
 
     Entries are kept in Textual's order (the focused pane's keys first, the app's last) while
-    they fit whole beside the command palette's; those that do not fit are left out, except
-    f1 Help, which always has room. Left-out keys still work, and the palette and f1 list them.
+    they fit whole beside the command palette's, which is drawn at the right edge; those that do
+    not fit are left out, except f1 Help, which always has room. Left-out keys still work, and the
+    palette and f1 list them. A click on an entry presses its key (a disabled one rings the bell);
+    hovering one shows its tooltip.
     """
 
-    def compose(self) -> ComposeResult:
-        widgets = list(super().compose())
-        keys = [w for w in widgets if isinstance(w, FooterKey) and not w.has_class("-command-palette")]
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "footer-key--key",
+        "footer-key--description",
+        "footer-key--hover",
+        "footer--palette-edge",
+    }
+    DEFAULT_CSS = """
+    LoviaFooter {
+        dock: bottom;
+        height: 1;
+        color: $footer-foreground;
+        background: $footer-background;
+        text-wrap: nowrap;
+        .footer-key--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        .footer-key--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        .footer-key--hover {
+            color: $footer-key-foreground;
+            background: $block-hover-background;
+        }
+        .footer--palette-edge { color: $foreground 20%; }
+    }
+    """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._entries: tuple[FooterEntry, ...] = ()
+        self._palette: FooterEntry | None = None
+        self._bindings_ready = False  # nothing is shown until the screen says its bindings are known
+        self._update_waiting = False  # an update is asked for and has not run yet
+        self._held = False  # changes wait for release() (while the screen's first load changes them many times)
+        self._changed_while_held = False
+        self._hovered: FooterEntry | None = None
+
+    @property
+    def entries(self) -> tuple[FooterEntry, ...]:
+        """The entries shown from the left, in order (the command palette's is :attr:`palette`)."""
+        return self._entries
+
+    @property
+    def palette(self) -> FooterEntry | None:
+        """The command palette's entry, drawn at the right edge (``None`` while no bindings are known)."""
+        return self._palette
+
+    def spans(self) -> list[tuple[FooterEntry, int, int]]:
+        """Each entry shown with the columns it takes, ``start`` to ``end`` (excluded), the palette's last."""
+        spans, at = [], 0
+        for entry in self._entries:
+            spans.append((entry, at, at + entry.width))
+            at += entry.width
+        if self._palette is not None:
+            # drawn compact, after its line and before a cell of padding: `` ▏^p palette ``
+            palette = self._palette
+            width = cell_len(palette.key_display) + (cell_len(palette.description) + 1 if palette.description else 0)
+            spans.append((palette, self.size.width - 1 - width, self.size.width - 1))
+        return spans
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    # -- when the entries are made ---------------------------------------------------------
+
+    def hold(self) -> None:
+        """Let binding changes wait until :meth:`release`: the entries are then made once."""
+        self._held = True
+
+    def release(self) -> None:
+        """Make the entries for the bindings as they are now, if they changed while held.
+
+        At once rather than after the next refresh (as a binding change asks): released at the
+        end of the screen's first load, the entries are then in its first paint.
+        """
+        self._held = False
+        if self._changed_while_held and self.is_attached:
+            self._changed_while_held = False
+            self._update()
+
+    def bindings_changed(self, screen: Screen) -> None:
+        """The screen's bindings changed: one update after the next refresh, however many changes come first."""
+        self._bindings_ready = True
+        if self._held:
+            self._changed_while_held = True
+            return
+        # As Textual's footer: not while the app is in the background (focus left the terminal).
+        if self._update_waiting or not screen.app.app_focus or not self.is_attached or screen is not self.screen:
+            return
+        self._update_waiting = True
+        self.call_after_refresh(self._update)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._update()  # which entries fit depends on the width
+
+    def _update(self) -> None:
+        self._update_waiting = False
+        entries, palette = self._pick_entries()
+        if (entries, palette) != (self._entries, self._palette):
+            self._entries, self._palette = entries, palette
+            self.refresh()
+
+    # -- which entries ---------------------------------------------------------------------
+
+    def _pick_entries(self) -> tuple[tuple[FooterEntry, ...], FooterEntry | None]:
+        if not self._bindings_ready or not self.is_attached:
+            return (), None
+        entries, palette = self._entries_in_force()
         if keymap_of(self).rebound:
-            keys = self._in_declared_order(keys)
-        others = [w for w in widgets if w not in keys]
-        room = self.app.size.width - sum(_width(w) for w in others if isinstance(w, FooterKey))
-        room -= sum(_width(w) for w in keys if w.action in ALWAYS_SHOWN)
-        shown: list[Widget] = []
-        for key in keys:
-            if key.action not in ALWAYS_SHOWN:
-                if _width(key) > room:
+            entries = self._in_declared_order(entries)
+        room = (self.size.width or self.app.size.width) - (palette.width + 2 if palette is not None else 0)
+        room -= sum(entry.width for entry in entries if entry.action in ALWAYS_SHOWN)
+        shown: list[FooterEntry] = []
+        for entry in entries:
+            if entry.action not in ALWAYS_SHOWN:
+                if entry.width > room:
                     room = -1  # no later, shorter entry either: the order says what matters most
                     continue
-                room -= _width(key)
-            shown.append(key)
-        yield from shown
-        yield from others
+                room -= entry.width
+            shown.append(entry)
+        return tuple(shown), palette
 
-    def _in_declared_order(self, keys: list[FooterKey]) -> list[FooterKey]:
-        """``keys`` with each entry the config file's ``[keys]`` moved back in its declared place.
+    def _entries_in_force(self) -> tuple[list[FooterEntry], FooterEntry | None]:
+        """As Textual's footer picks them: the first shown binding of each action, in the screen's order."""
+        app, active = self.app, self.screen.active_bindings
+        by_action: dict[str, list[FooterEntry]] = {}
+        for _, binding, enabled, tooltip in active.values():
+            if binding.show:
+                by_action.setdefault(binding.action, []).append(FooterEntry(
+                    binding.key, app.get_key_display(binding), binding.description, binding.action, enabled, tooltip))
+        entries = [same[0] for same in by_action.values()]
+        # A binding group shows its keys together under one label in Textual's footer; lovia declares
+        # none, so each action is an entry of its own (groupby keeps the order if one is ever added).
+        entries = [entry for _, group in groupby(entries, key=lambda entry: entry.action) for entry in group]
+        palette = None
+        if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
+            _, binding, enabled, tooltip = active[app.COMMAND_PALETTE_BINDING]
+            palette = FooterEntry(binding.key, app.get_key_display(binding), binding.description, binding.action,
+                                  enabled, binding.tooltip or binding.description)
+        return entries, palette
+
+    def _in_declared_order(self, entries: list[FooterEntry]) -> list[FooterEntry]:
+        """``entries`` with each entry the config file's ``[keys]`` moved back in its declared place.
 
         Textual puts a rebound binding after every other binding of its widget, where a narrow
         footer leaves it out first; it goes back before the first entry of the same widget that
@@ -52,95 +216,78 @@ class LoviaFooter(Footer):
         active = self.screen.active_bindings
         rebound = keymap_of(self).rebound
 
-        def source(key: FooterKey) -> tuple[object, int, bool]:
-            found = active.get(key.key)
+        def source(entry: FooterEntry) -> tuple[object, int, bool]:
+            found = active.get(entry.key)
             if found is None:
                 return None, 0, False
             binding_id = found.binding.id
             return found.node, declared_position(type(found.node), binding_id), binding_id in rebound
 
-        ordered = [key for key in keys if not source(key)[2]]
-        for index, key in enumerate(keys):
-            node, position, moved = source(key)
+        ordered = [entry for entry in entries if not source(entry)[2]]
+        for index, entry in enumerate(entries):
+            node, position, moved = source(entry)
             if not moved:
                 continue
             later = [i for i, other in enumerate(ordered) if source(other)[0] is node and source(other)[1] > position]
             same = [i for i, other in enumerate(ordered) if source(other)[0] is node]
             # with no other entry of its widget shown, it stays where Textual put it among the others
-            before = sum(1 for other in keys[:index] if other in ordered)
-            ordered.insert(later[0] if later else same[-1] + 1 if same else before, key)
+            before = sum(1 for other in entries[:index] if other in ordered)
+            ordered.insert(later[0] if later else same[-1] + 1 if same else before, entry)
         return ordered
 
-    _composed_for: int | None = None  # the width the entries were picked for
-    _composed_from: tuple[object, ...] | None = None  # what the entries shown were made from
+    # -- drawing ---------------------------------------------------------------------------
 
-    _recompose_waiting = False  # a recompose is asked for and has not run yet
-    _held = False  # changes wait for release() (while the screen's first load changes them many times)
-    _changed_while_held = False
+    def render_line(self, y: int) -> Strip:
+        """The one line: the entries from the left, the command palette's at the right edge."""
+        blank = Style(bgcolor=self.rich_style.bgcolor)  # where nothing is drawn, the footer's background
+        segments = [segment for entry in self._entries for segment in self._drawn(entry)]
+        if self._palette is not None:
+            palette = [Segment(_PALETTE_EDGE, self.get_component_rich_style("footer--palette-edge")),
+                       *self._drawn(self._palette, compact=True), Segment(" ", blank)]
+            gap = self.size.width - Segment.get_line_length(segments) - Segment.get_line_length(palette)
+            segments += [Segment(" " * max(gap, 0), blank), *palette]
+        return Strip(segments).adjust_cell_length(self.size.width, blank)
 
-    def hold(self) -> None:
-        """Let binding changes wait until :meth:`release`: the entries are then made once."""
-        self._held = True
+    def _drawn(self, entry: FooterEntry, *, compact: bool = False) -> list[Segment]:
+        """`` f1 Help ``; ``compact``, as Textual draws the palette's entry: ``^p palette``."""
+        key = self.get_component_rich_style("footer-key--key")
+        description = self.get_component_rich_style("footer-key--description")
+        if entry == self._hovered:
+            key, description = key + self._hover_style, description + self._hover_style
+        if not entry.enabled:
+            key, description = key + _DIM, description + _DIM
+        if compact:
+            drawn = [Segment(entry.key_display, key)]
+            return [*drawn, Segment(f" {entry.description}", description)] if entry.description else drawn
+        drawn = [Segment(f" {entry.key_display} ", key)]
+        return [*drawn, Segment(f"{entry.description} ", description)] if entry.description else drawn
 
-    async def release(self) -> None:
-        """Make the entries for the bindings as they are now, if they changed while held, before returning.
+    @property
+    def _hover_style(self) -> Style:
+        return Style(bgcolor=self.get_component_rich_style("footer-key--hover").bgcolor)
 
-        At once rather than after the next refresh (as a binding change asks): released at the
-        end of the screen's first load, the entries are then in its first layout and paint, not
-        added by a second one.
-        """
-        self._held = False
-        if self._changed_while_held and self.is_attached:
-            self._changed_while_held = False
-            self._bindings_ready = True  # the screen said its bindings changed: they are known
-            # As the footer: Textual binds each entry to the message pump that is running (private
-            # API, guarded by tests/tui/test_startup.py and the pinned Textual range).
-            with self._context():
-                await self.recompose()
+    # -- the mouse -------------------------------------------------------------------------
 
-    def bindings_changed(self, screen: Screen) -> None:
-        """Ask for one recompose however many changes come before it runs (Textual asks once a change)."""
-        if self._held:
-            self._changed_while_held = True
+    def _entry_at(self, x: int) -> FooterEntry | None:
+        return next((entry for entry, start, end in self.spans() if start <= x < end), None)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._hover(self._entry_at(event.x))
+
+    def on_leave(self, event: events.Leave) -> None:
+        self._hover(None)
+
+    def _hover(self, entry: FooterEntry | None) -> None:
+        if entry != self._hovered:
+            self._hovered = entry
+            self.tooltip = (entry.tooltip or None) if entry is not None else None
+            self.refresh()
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        entry = self._entry_at(event.x)
+        if entry is None:
             return
-        if self._recompose_waiting:
-            return
-        super().bindings_changed(screen)  # asks for the recompose when the screen is ours and the app focused
-        self._recompose_waiting = screen.app.app_focus and self.is_attached and screen is self.screen
-
-    async def recompose(self) -> None:
-        """Make the entries again only when what they show changed.
-
-        Every change of focus or of an action's availability asks for a recompose (several per
-        key press, a dozen while the app starts), and each one replaces every entry; most change
-        nothing. What the entries are made from is compared instead: the width, whether the
-        bindings are known yet, and each active binding with its state.
-        """
-        self._recompose_waiting = False
-        made_from = self._made_from()
-        if made_from == self._composed_from:
-            return
-        self._composed_from = made_from
-        await super().recompose()
-
-    def _made_from(self) -> tuple[object, ...]:
-        if not self.is_attached:
-            return ()
-        bindings = tuple((b.key, b.key_display, b.action, b.description, b.show, b.tooltip, enabled, tooltip)
-                         for _, b, enabled, tooltip in self.screen.active_bindings.values())
-        return self.app.size.width, self.compact, self._bindings_ready, bindings
-
-    def on_resize(self, event: events.Resize) -> None:
-        if event.size.width != self._composed_for:
-            self._composed_for = event.size.width
-            self.call_after_refresh(self.recompose)
-
-
-def _width(key: FooterKey) -> int:
-    """The cells ``key`` takes, as Textual's footer pads it (not compact): `` f1 Help ``."""
-    width = len(key.key_display) + 2
-    if key.description:
-        width += len(key.description) + 1
-    if key.has_class("-command-palette"):
-        width += 2  # its left border and right padding
-    return width
+        if entry.enabled:
+            self.app.simulate_key(entry.key)
+        else:
+            self.app.bell()

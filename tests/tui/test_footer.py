@@ -1,0 +1,113 @@
+"""The footer: one widget that draws the keys in force, answers the mouse, and follows focus."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import CommandPalette
+from textual.widgets import Input
+
+from lovia.tui.screens.help import HelpScreen
+from lovia.tui.widgets.footer import FooterEntry, LoviaFooter
+from tests.tui.conftest import make_app, settle, wait_for
+
+SIZES = [(80, 24), (160, 45)]
+
+
+def footer_of(app) -> LoviaFooter:
+    return app.screen.query_one(LoviaFooter)
+
+
+def column_of(footer: LoviaFooter, action: str) -> int:
+    """A column inside the entry for ``action``."""
+    return next(start + 1 for entry, start, _ in footer.spans() if entry.action == action)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_click_on_an_entry_presses_its_key(tmp_path, size):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        footer = footer_of(app)
+        await pilot.click(footer, offset=(column_of(footer, "help"), 0))
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.click(footer, offset=(column_of(footer, "command_palette"), 0))
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_entries_follow_focus_and_are_drawn_where_spans_says(tmp_path, size):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        footer = footer_of(app)
+        assert "submit" in [entry.action for entry in footer.entries]  # the composer has focus
+        app.screen.query_one("#session-list").focus()
+        await settle(pilot)
+        assert "submit" not in [entry.action for entry in footer.entries]
+        line = footer.render_line(0).text
+        assert len(line) == size[0]
+        for entry, start, end in footer.spans():
+            assert entry.key_display in line[start:end] and entry.description in line[start:end + 1]
+        assert line[footer.spans()[-1][1] - 1] == "▏"  # the line before the palette's entry
+
+
+class Keys(App[None]):
+    """A footer with an entry whose binding is shown but disabled (``check_action`` says ``None``)."""
+
+    BINDINGS = [Binding("f2", "save", "Save", tooltip="Write the file"), Binding("f3", "load", "Load")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved = 0
+
+    def compose(self) -> ComposeResult:
+        yield Input()
+        yield LoviaFooter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return None if action == "load" else True
+
+    def action_save(self) -> None:
+        self.saved += 1
+
+    def action_load(self) -> None:
+        raise AssertionError("a disabled binding ran")
+
+
+async def test_a_disabled_entry_is_dim_and_a_click_on_it_rings_the_bell():
+    app = Keys()
+    bells = []
+    app.bell = lambda: bells.append(True)  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(LoviaFooter)
+        load = next(entry for entry in footer.entries if entry.action == "load")
+        assert load == FooterEntry("f3", "f3", "Load", "load", enabled=False)
+        dim = [segment.style.dim for segment in footer.render_line(0)
+               if segment.text.strip() in {"f3", "Load"} and segment.style is not None]
+        assert dim == [True, True]
+        await pilot.click(footer, offset=(column_of(footer, "load"), 0))
+        await pilot.click(footer, offset=(column_of(footer, "save"), 0))
+        await pilot.pause()
+        assert bells == [True] and app.saved == 1
+
+
+async def test_hovering_an_entry_shows_its_tooltip_and_lights_it():
+    app = Keys()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(LoviaFooter)
+        before = {segment.text: segment.style for segment in footer.render_line(0)}
+        await pilot.hover(footer, offset=(column_of(footer, "save"), 0))
+        await pilot.pause()
+        assert footer.tooltip == "Write the file"
+        after = {segment.text: segment.style for segment in footer.render_line(0)}
+        assert after[" f2 "].bgcolor != before[" f2 "].bgcolor
+        assert after[" f3 "] == before[" f3 "]  # only the entry under the pointer
+        await pilot.hover(footer, offset=(column_of(footer, "load"), 0))
+        await pilot.pause()
+        assert footer.tooltip is None  # its binding has none
