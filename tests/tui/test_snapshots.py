@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from lovia.tui import format
+from lovia.tui.widgets.stored_markdown import StoredFence
 from screenshots.demo_data import BASE_TIME, build, build_stopped_runs
 from tests.tui.conftest import make_app, settle, wait_for
 
@@ -31,7 +32,8 @@ def app_on(demo_db, theme):
 def steady(run_before=None, *, press=()):
     """A ``run_before`` for ``snap_compare`` that runs ``run_before`` (or presses ``press``), then
     stops every text cursor on screen from blinking: a blinking cursor is drawn or not depending on
-    the half second the snapshot falls in, so it is held visible (Textual's public ``cursor_blink``)."""
+    the half second the snapshot falls in, so it is held visible (Textual's public ``cursor_blink``);
+    and waits for the code blocks to be coloured (the first of a language is, in a thread)."""
 
     async def run(pilot):
         if press:
@@ -40,6 +42,7 @@ def steady(run_before=None, *, press=()):
             await run_before(pilot)
         for widget in pilot.app.screen.query("TextArea, Input"):
             widget.cursor_blink = False
+        await wait_for(pilot, lambda: all(fence.coloured_with is not None for fence in pilot.app.screen.query(StoredFence)))
         await pilot.pause()
 
     return run

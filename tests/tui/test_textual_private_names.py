@@ -107,6 +107,17 @@ def test_the_markdown_block_update_we_override_exists():
     assert list(inspect.signature(MarkdownFence.__init__).parameters) == ["self", "markdown", "token", "code"]
 
 
+def test_the_code_a_fence_shows_is_kept_where_we_set_it():
+    # lovia.tui.widgets.stored_markdown.StoredFence builds itself with MarkdownBlock.__init__ and
+    # sets MarkdownFence._highlighted_code, the content its label is composed with and that
+    # _copy_context passes on; set_content then shows what a worker thread coloured.
+    from textual.widgets.markdown import MarkdownFence
+
+    assert "self._highlighted_code" in inspect.getsource(MarkdownFence.compose)
+    assert "_highlighted_code" in inspect.getsource(MarkdownFence._copy_context)
+    assert list(inspect.signature(MarkdownFence.set_content).parameters) == ["self", "content"]
+
+
 async def test_the_line_markdown_append_parses_from_can_be_set():
     # lovia.tui.widgets.streaming_markdown.StreamingMarkdown._parse sets Markdown._last_parsed_line, the
     # source line Markdown.append parses from (the last block's), to a list's start when the last block may

@@ -7,13 +7,14 @@ import contextlib
 import time
 
 from textual.app import ComposeResult
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView, code_blocks
+from lovia.tui.widgets.stored_markdown import StoredMarkdown
 from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 
 DRAWN_WITHIN = 2.0
@@ -24,7 +25,8 @@ DRAWN_WITHIN = 2.0
 class AssistantMessageView(MessageView):
     """Markdown with highlighted code blocks; ``write`` appends at model speed.
 
-    A stored message (``text`` given) is Textual's ``Markdown``. A live one starts empty and is a
+    A stored message (``text`` given) is a :class:`StoredMarkdown` (Textual's, its code coloured off the
+    event loop when that is slow). A live one starts empty and is a
     :class:`StreamingMarkdown`: what arrives is applied as it comes, paced by what updates cost, and an update costs
     what it changes (see :mod:`lovia.tui.widgets.streaming_markdown`), so a 2,000-line code block
     streams as fast as a short one and keys are answered while it does. Once finished (and its
@@ -62,7 +64,7 @@ class AssistantMessageView(MessageView):
 
     def compose(self) -> ComposeResult:
         yield Static(self.agent, classes="who")
-        yield Markdown(self.text) if self.text else StreamingMarkdown()
+        yield StoredMarkdown(self.text) if self.text else StreamingMarkdown()
         if note := finish_note(self.finish_reason):
             yield Static(note, classes="finish")
 

@@ -1,0 +1,95 @@
+"""Stored answers' code blocks: coloured as Textual colours them, never on the event loop when that is slow."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from textual.widgets.markdown import MarkdownFence
+
+from lovia import AssistantMessage, SQLiteSession, UserMessage
+from lovia.tui.widgets import stored_markdown
+from lovia.tui.widgets.stored_markdown import StoredFence
+from tests.tui.conftest import make_app, settle, wait_for
+
+SIZES = [(80, 24), (160, 45)]
+# Languages no other test colours: each test takes one this process has not coloured yet.
+RARE_LANGUAGES = ["fortran", "erlang", "ocaml", "prolog", "ada", "cobol", "haskell", "elixir", "scheme", "tcl",
+                  "vhdl", "smalltalk", "pascal", "forth", "awk", "groovy", "julia", "nim", "zig", "dart"]
+
+
+def rare_language() -> str:
+    return next(language for language in RARE_LANGUAGES if language not in stored_markdown._COLOURED_LANGUAGES)
+
+
+async def answer_with_code(db, *blocks: tuple[str, str], session_id: str = "s-code") -> None:
+    text = "Here it is:\n\n" + "\n\n".join(f"```{language}\n{code}\n```" for language, code in blocks)
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append(session_id, [UserMessage(text="Show me code"), AssistantMessage(text=text)])
+
+
+@pytest.fixture
+def colouring_threads(monkeypatch):
+    """The threads MarkdownFence.highlight ran on, with the languages asked."""
+    calls: list[tuple[str, bool]] = []
+    highlight = MarkdownFence.highlight.__func__  # type: ignore[attr-defined]
+
+    def recorded(cls, code, language, ansi=False, dark=False):
+        calls.append((language, threading.current_thread() is threading.main_thread()))
+        return highlight(cls, code, language, ansi, dark)
+
+    monkeypatch.setattr(MarkdownFence, "highlight", classmethod(recorded))
+    return calls
+
+
+def styled(fence: StoredFence) -> bool:
+    return bool(fence._highlighted_code.spans)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_language_new_to_the_process_is_shown_plain_then_coloured_off_the_event_loop(
+        tmp_path, size, colouring_threads):
+    language, code = rare_language(), "x = 1\nprint x"
+    unlabelled = "def f(x):\n    return x + 1"
+    await answer_with_code(tmp_path / "lovia.db", (language, code), ("", unlabelled))
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        fences = list(app.screen.query(StoredFence))
+        assert [fence.code for fence in fences] == [code, unlabelled]
+        await wait_for(pilot, lambda: all(fence.coloured_with is not None for fence in fences))
+        await settle(pilot)
+        asked_on_the_loop = [language for language, on_main in colouring_threads if on_main]
+        for fence in fences:
+            expected = MarkdownFence.highlight(fence.code, fence.lexer, app.native_ansi_color, app.current_theme.dark)
+            assert fence._highlighted_code == expected
+            assert str(fence.query_one("#code-content").render()) == str(expected)
+        assert styled(fences[0]) and styled(fences[1])
+    assert language not in asked_on_the_loop and "" not in asked_on_the_loop, colouring_threads
+
+
+async def test_a_language_coloured_before_is_coloured_at_once(tmp_path):
+    language = rare_language()
+    await answer_with_code(tmp_path / "lovia.db", (language, "x = 1"), session_id="s-first")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: all(f.coloured_with is not None for f in app.screen.query(StoredFence)))
+    await answer_with_code(tmp_path / "lovia.db", (language, "y = 2"), session_id="s-second")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        (fence,) = app.screen.query(StoredFence)
+        assert fence.code == "y = 2" and fence.coloured_with is not None and styled(fence)
+
+
+async def test_a_theme_change_colours_the_code_again_for_it(tmp_path):
+    await answer_with_code(tmp_path / "lovia.db", ("python", "import os\nprint(os.sep)"), ("", "SELECT 1;"))
+    app = make_app(tmp_path / "lovia.db", theme="lovia-dark")
+    async with app.run_test(size=(160, 45)) as pilot:
+        fences = list(app.screen.query(StoredFence))
+        await wait_for(pilot, lambda: all(fence.coloured_with is not None for fence in fences))
+        app.theme = "lovia-light"
+        await wait_for(pilot, lambda: all(fence.coloured_with == (app.native_ansi_color, False) for fence in fences))
+        for fence in fences:
+            assert fence._highlighted_code == MarkdownFence.highlight(fence.code, fence.lexer, app.native_ansi_color,
+                                                                      False)
