@@ -43,6 +43,12 @@ LISTS = {
     "a numbered item right after a table": "| a | b |\n|---|---|\n| 1 | 2 |\n1) x\n\nAfter.\n",
     "bullets then numbered steps": "- a\n- b\n\n1. one\n\n2. two\n\n* star\n\n+ plus\n",
     "numbers with either delimiter": "1) a\n\n2) b\n\n3. c\n\n4. d\n",
+    # A line right below an item, no blank line between, that first reads as a block of its own
+    # ("*" a bullet, "3" an item to be, "#" a heading) and then continues the item's paragraph.
+    "a line below an item that starts as a bullet": "- item\n*Note* this continues it.\n\nAfter.\n",
+    "a number below an item": "- d\n3.5 is in d.\n",
+    "emphasis below a loose item": "1. a\n\n2. b\n*x* is in b\n",
+    "a hash below an item": "1. step\n#hashtag, not a heading\n- next\n",
     "a loose list after settled blocks":
         "".join(f"Paragraph {n}.\n\n" for n in range(12)) + "1. a\n\n2. b\n\n3. c\n\nEnd.\n",
 }

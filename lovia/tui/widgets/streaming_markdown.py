@@ -445,19 +445,26 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         "1. a\n\n2. b" streamed became two lists with a blank row between, where the whole text is
         one (a loose list, as models often write them). The last block may join the list when its
         first line is indented as far as the list's items' text, or starts an item with the list's
-        own marker (or may still, being a number alone). Only then: a block parsed from the list
-        that does not join it is mounted again, at every append while it is the last.
+        own marker (or may still, being a number alone), or, right below the list with no blank line
+        between, while its first line is still coming (it may yet continue the last item's
+        paragraph). Only then: a block parsed from the list that does not join it is mounted again,
+        at every append while it is the last.
         """
         blocks = self.blocks
         if len(blocks) < 2 or not isinstance(blocks[-2], MarkdownBulletList | MarkdownOrderedList):
             return None
         if blocks[-2] in self.folded[-1:]:  # shown as captured lines: it has settled
             return None
-        lines = (self.source + markdown).splitlines()
+        text = self.source + markdown
+        lines = text.splitlines()
         listed, start = blocks[-2].source_range[0], blocks[-1].source_range[0]
         item = _LIST_ITEM.match(lines[listed]) if listed < len(lines) else None
         if item is None or start >= len(lines):
             return None
+        if start == len(lines) - 1 and not text.endswith(("\n", "\r")) and lines[start - 1].strip():
+            # Right below the list, its only line still coming: it may yet be a lazy continuation
+            # of the last item's paragraph ("- item\n*" is a bullet, "- item\n*Note*" is not).
+            return blocks[-2]
         line = lines[start].expandtabs(4)
         spaces = len(item.group(2))
         text_column = item.end(1) + (spaces if 1 <= spaces <= 4 else 1)  # CommonMark: more is indented code
