@@ -10,7 +10,6 @@ variables and component classes (``footer-key--key``, ``footer-key--description`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import groupby
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -47,6 +46,11 @@ class FooterEntry:
         """The cells it takes: `` f1 Help ``."""
         return cell_len(self.key_display) + 2 + (cell_len(self.description) + 1 if self.description else 0)
 
+    @property
+    def compact_width(self) -> int:
+        """The cells it takes drawn compact, as the command palette's is: ``^p palette``."""
+        return cell_len(self.key_display) + (cell_len(self.description) + 1 if self.description else 0)
+
 
 class LoviaFooter(Widget, can_focus=False):
     """The active bindings' keys, without cutting an entry mid-word at narrow widths.
@@ -81,10 +85,7 @@ class LoviaFooter(Widget, can_focus=False):
             color: $footer-description-foreground;
             background: $footer-description-background;
         }
-        .footer-key--hover {
-            color: $footer-key-foreground;
-            background: $block-hover-background;
-        }
+        .footer-key--hover { background: $block-hover-background; }
         .footer--palette-edge { color: $foreground 20%; }
     }
     """
@@ -116,10 +117,8 @@ class LoviaFooter(Widget, can_focus=False):
             spans.append((entry, at, at + entry.width))
             at += entry.width
         if self._palette is not None:
-            # drawn compact, after its line and before a cell of padding: `` ▏^p palette ``
-            palette = self._palette
-            width = cell_len(palette.key_display) + (cell_len(palette.description) + 1 if palette.description else 0)
-            spans.append((palette, self.size.width - 1 - width, self.size.width - 1))
+            # drawn compact at the right edge, after its line and before a cell of padding: ``▏^p palette ``
+            spans.append((self._palette, self.size.width - 1 - self._palette.compact_width, self.size.width - 1))
         return spans
 
     def on_mount(self) -> None:
@@ -175,7 +174,7 @@ class LoviaFooter(Widget, can_focus=False):
         entries, palette = self._entries_in_force()
         if keymap_of(self).rebound:
             entries = self._in_declared_order(entries)
-        room = (self.size.width or self.app.size.width) - (palette.width + 2 if palette is not None else 0)
+        room = (self.size.width or self.app.size.width) - (palette.compact_width + 2 if palette is not None else 0)
         room -= sum(entry.width for entry in entries if entry.action in ALWAYS_SHOWN)
         shown: list[FooterEntry] = []
         for entry in entries:
@@ -195,10 +194,9 @@ class LoviaFooter(Widget, can_focus=False):
             if binding.show:
                 by_action.setdefault(binding.action, []).append(FooterEntry(
                     binding.key, app.get_key_display(binding), binding.description, binding.action, enabled, tooltip))
+        # (Textual's footer draws the keys of a binding group together under one label; lovia's
+        # bindings declare no group, so each action is an entry of its own.)
         entries = [same[0] for same in by_action.values()]
-        # A binding group shows its keys together under one label in Textual's footer; lovia declares
-        # none, so each action is an entry of its own (groupby keeps the order if one is ever added).
-        entries = [entry for _, group in groupby(entries, key=lambda entry: entry.action) for entry in group]
         palette = None
         if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
             _, binding, enabled, tooltip = active[app.COMMAND_PALETTE_BINDING]
