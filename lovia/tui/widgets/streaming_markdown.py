@@ -461,7 +461,8 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         item = _LIST_ITEM.match(lines[listed]) if listed < len(lines) else None
         if item is None or start >= len(lines):
             return None
-        if start == len(lines) - 1 and not text.endswith(("\n", "\r")) and lines[start - 1].strip():
+        if (start == len(lines) - 1 and not text.endswith(("\n", "\r")) and blocks[-2].source_range[1] == start
+                and lines[start - 1].strip()):
             # Right below the list, its only line still coming: it may yet be a lazy continuation
             # of the last item's paragraph ("- item\n*" is a bullet, "- item\n*Note*" is not).
             return blocks[-2]
