@@ -49,6 +49,11 @@ LISTS = {
     "a number below an item": "- d\n3.5 is in d.\n",
     "emphasis below a loose item": "1. a\n\n2. b\n*x* is in b\n",
     "a hash below an item": "1. step\n#hashtag, not a heading\n- next\n",
+    # HTML blocks, which Textual draws as nothing: its append updated the block before one with
+    # what follows it, and a paragraph that became one ("<d", then "<div>") stayed.
+    "a list, an HTML block, a list": "- a\n\n<div>x</div>\n\n- b\n",
+    "a paragraph that becomes an HTML block": "Intro.\n\n<details>\n<summary>More</summary>\n\nHidden.\n</details>\n\nAfter.\n",
+    "an HTML block then code": "<div>html</div>\n```\ncode\n```\n\nEnd.\n",
     "a loose list after settled blocks":
         "".join(f"Paragraph {n}.\n\n" for n in range(12)) + "1. a\n\n2. b\n\n3. c\n\nEnd.\n",
 }

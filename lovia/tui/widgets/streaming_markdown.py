@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from textual.await_complete import AwaitComplete
 from textual.containers import Horizontal, Vertical
@@ -432,10 +433,35 @@ class StreamingMarkdown(Markdown, FoldsSettled):
                 # list grows in place by what joins it, as markdown-it parses the whole answer.
                 await self.blocks[-1].remove()
                 self._last_parsed_line = joined.source_range[0]
+            last = self.blocks[-1] if self.blocks else None
             await super().append(markdown)
+            await self._follow_html_blocks(last)
         self._open = self._open_fence()
         if closing is not None and (self._open is None or self._open.fence is not closing.fence):
             closing.fence.exact_soon()  # complete now: coloured as a whole, in the background
+
+    async def _follow_html_blocks(self, last: MarkdownBlock | None) -> None:
+        """After Textual's ``append``: blocks as it shows an HTML block, which is none at all.
+
+        Its ``append`` parses from the last block's line and updates the last block with the first
+        block parsed: when that line turned out to start an HTML block ("<d", a paragraph, became
+        "<div>"), nothing replaces the paragraph, and it stayed; when the HTML block is the last
+        block parsed, the next append parsed from it and updated the block before it with what
+        follows (a list shown as the paragraph after the HTML). The paragraph goes, and parsing goes
+        on from the last block shown.
+        """
+        # (A paragraph's text as shown, a cheap first check, begins as its source: literal "<d".)
+        if (last is not None and last.is_attached and isinstance(last, MarkdownParagraph)
+                and last._content.plain.startswith("<")
+                and _first_block_type(self._source_from(last.source_range[0])) == "html_block"):
+            await last.remove()
+        blocks = self.blocks
+        if blocks and self._last_parsed_line > blocks[-1].source_range[0]:
+            self._last_parsed_line = blocks[-1].source_range[0]
+
+    def _source_from(self, number: int) -> str:
+        """The source from line ``number`` on."""
+        return "".join(self.source.splitlines(keepends=True)[number:])
 
     def _list_joined_by(self, markdown: str) -> MarkdownBlock | None:
         """The list before the last block, when that block, with ``markdown`` appended, may belong to it.
@@ -493,6 +519,12 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         if any(_closes(line, marker) for line in body.split("\n")):
             return None
         return _OpenFence(last, marker, body)
+
+
+def _first_block_type(markdown: str) -> str | None:
+    """The type of the first top-level block markdown-it parses ``markdown`` into, as Textual's ``Markdown`` parses."""
+    return next((token.type for token in MarkdownIt("gfm-like").parse(markdown) if token.level == 0 and token.map),
+                None)
 
 
 _STREAMED_BLOCKS: dict[str, type[MarkdownBlock]] = {
