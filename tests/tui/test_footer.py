@@ -111,3 +111,42 @@ async def test_hovering_an_entry_shows_its_tooltip_and_lights_it():
         await pilot.hover(footer, offset=(column_of(footer, "load"), 0))
         await pilot.pause()
         assert footer.tooltip is None  # its binding has none
+
+
+class FocusKeys(App[None]):
+    """The first input offers f2 Save beside the app's f3 Load; the second offers nothing of its own."""
+
+    BINDINGS = [Binding("f3", "load", "Load", tooltip="Read the file")]
+
+    def compose(self) -> ComposeResult:
+        yield SaveInput(id="saving")
+        yield Input(id="plain")
+        yield LoviaFooter()
+
+    def action_load(self) -> None:
+        pass
+
+
+class SaveInput(Input):
+    BINDINGS = [Binding("f2", "save", "Save", tooltip="Write the file")]
+
+    def action_save(self) -> None:
+        pass
+
+
+async def test_when_the_entries_change_under_the_pointer_the_old_entry_is_not_lit_or_told():
+    app = FocusKeys()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one("#saving").focus()
+        await pilot.pause()
+        footer = app.query_one(LoviaFooter)
+        await pilot.hover(footer, offset=(column_of(footer, "save"), 0))
+        await pilot.pause()
+        assert footer.tooltip == "Write the file"
+        app.query_one("#plain").focus()  # Save goes; Load is drawn where it was
+        await pilot.pause()
+        assert [entry.action for entry in footer.entries][:1] == ["load"]
+        assert footer.tooltip is None
+        lit = {segment.text for segment in footer.render_line(0) if segment.style is not None
+               and segment.style.bgcolor != footer.rich_style.bgcolor}
+        assert not lit, lit

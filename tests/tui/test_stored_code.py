@@ -28,18 +28,34 @@ async def answer_with_code(db, *blocks: tuple[str, str], session_id: str = "s-co
         await session.append(session_id, [UserMessage(text="Show me code"), AssistantMessage(text=text)])
 
 
+class Colouring:
+    """MarkdownFence.highlight, recorded: the languages asked, and whether on the event loop's thread.
+    While ``held`` is cleared, a colouring in a worker thread waits for it to be set."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+        self.held = threading.Event()
+        self.held.set()
+
+    def on_the_loop(self, language: str) -> list[bool]:
+        return [on_main for asked, on_main in self.calls if asked == language]
+
+
 @pytest.fixture
-def colouring_threads(monkeypatch):
-    """The threads MarkdownFence.highlight ran on, with the languages asked."""
-    calls: list[tuple[str, bool]] = []
+def colouring(monkeypatch):
+    recorder = Colouring()
     highlight = MarkdownFence.highlight.__func__  # type: ignore[attr-defined]
 
     def recorded(cls, code, language, ansi=False, dark=False):
-        calls.append((language, threading.current_thread() is threading.main_thread()))
+        on_main = threading.current_thread() is threading.main_thread()
+        recorder.calls.append((language, on_main))
+        if not on_main:
+            assert recorder.held.wait(10)
         return highlight(cls, code, language, ansi, dark)
 
     monkeypatch.setattr(MarkdownFence, "highlight", classmethod(recorded))
-    return calls
+    yield recorder
+    recorder.held.set()
 
 
 def styled(fence: StoredFence) -> bool:
@@ -48,18 +64,24 @@ def styled(fence: StoredFence) -> bool:
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_language_new_to_the_process_is_shown_plain_then_coloured_off_the_event_loop(
-        tmp_path, size, colouring_threads):
+        tmp_path, size, colouring):
     language, code = rare_language(), "x = 1\nprint x"
     unlabelled = "def f(x):\n    return x + 1"
     await answer_with_code(tmp_path / "lovia.db", (language, code), ("", unlabelled))
     app = make_app(tmp_path / "lovia.db")
+    colouring.held.clear()
     async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: len(colouring.calls) == 2)  # both asked, in the thread, held there
         await pilot.pause()
         fences = list(app.screen.query(StoredFence))
         assert [fence.code for fence in fences] == [code, unlabelled]
+        for fence in fences:  # shown meanwhile: the code, plain, in the cells it takes coloured
+            assert fence.coloured_with is None and not styled(fence)
+            assert str(fence.query_one("#code-content").render()) == fence.code
+        colouring.held.set()
         await wait_for(pilot, lambda: all(fence.coloured_with is not None for fence in fences))
         await settle(pilot)
-        asked_on_the_loop = [language for language, on_main in colouring_threads if on_main]
+        asked_on_the_loop = [language for language, on_main in colouring.calls if on_main]
         for fence in fences:
             expected = MarkdownFence.highlight(fence.code, fence.lexer, app.native_ansi_color, app.current_theme.dark)
             assert fence._highlighted_code == expected
@@ -68,18 +90,37 @@ async def test_a_language_new_to_the_process_is_shown_plain_then_coloured_off_th
     assert language not in asked_on_the_loop and "" not in asked_on_the_loop, colouring_threads
 
 
-async def test_a_language_coloured_before_is_coloured_at_once(tmp_path):
+async def test_a_language_coloured_before_is_coloured_at_once(tmp_path, colouring):
     language = rare_language()
     await answer_with_code(tmp_path / "lovia.db", (language, "x = 1"), session_id="s-first")
     app = make_app(tmp_path / "lovia.db")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: all(f.coloured_with is not None for f in app.screen.query(StoredFence)))
+    assert colouring.on_the_loop(language) == [False]  # new to the process: in the thread
     await answer_with_code(tmp_path / "lovia.db", (language, "y = 2"), session_id="s-second")
     app = make_app(tmp_path / "lovia.db")
+    colouring.held.clear()  # a colouring in the thread would not end
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         (fence,) = app.screen.query(StoredFence)
         assert fence.code == "y = 2" and fence.coloured_with is not None and styled(fence)
+    assert colouring.on_the_loop(language) == [False, True]  # then as Textual does, as it is built
+
+
+async def test_a_theme_changed_while_a_block_is_coloured_gets_its_colours(tmp_path, colouring):
+    language = rare_language()
+    await answer_with_code(tmp_path / "lovia.db", (language, "x = 1"))
+    app = make_app(tmp_path / "lovia.db", theme="lovia-dark")
+    colouring.held.clear()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(colouring.calls) == 1)
+        (fence,) = app.screen.query(StoredFence)
+        app.theme = "lovia-light"  # while the thread colours it for the dark one
+        await pilot.pause()
+        colouring.held.set()
+        await wait_for(pilot, lambda: fence.coloured_with is not None)
+        assert fence.coloured_with == (app.native_ansi_color, False)
+        assert fence._highlighted_code == MarkdownFence.highlight(fence.code, language, app.native_ansi_color, False)
 
 
 async def test_a_theme_change_colours_the_code_again_for_it(tmp_path):

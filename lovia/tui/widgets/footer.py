@@ -157,13 +157,18 @@ class LoviaFooter(Widget, can_focus=False):
         self.call_after_refresh(self._update)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._update()  # which entries fit depends on the width
+        # Which entries fit depends on the width.
+        if self._held:
+            self._changed_while_held = True
+        else:
+            self._update()
 
     def _update(self) -> None:
         self._update_waiting = False
         entries, palette = self._pick_entries()
         if (entries, palette) != (self._entries, self._palette):
             self._entries, self._palette = entries, palette
+            self._hover(None)  # what is under the pointer now is known at its next move
             self.refresh()
 
     # -- which entries ---------------------------------------------------------------------

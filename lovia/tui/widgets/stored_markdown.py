@@ -71,10 +71,14 @@ class StoredFence(MarkdownFence):
         coloured = await asyncio.to_thread(MarkdownFence.highlight, code, self.lexer, *palette)
         if self.lexer:
             _COLOURED_LANGUAGES.add(self.lexer)
-        if code == self.code and self.is_attached:
-            self.coloured_with = palette
-            self._highlighted_code = coloured
-            self.set_content(coloured)
+        if not self.is_attached:
+            return
+        if (code, palette) != (self.code, self._palette()):
+            self._colour_soon()  # the code or the theme changed meanwhile: coloured again for them
+            return
+        self.coloured_with = palette
+        self._highlighted_code = coloured
+        self.set_content(coloured)
 
     def _palette(self) -> tuple[bool, bool]:
         """What colouring depends on besides the code: ANSI colours, a dark theme."""
