@@ -71,7 +71,7 @@ async def test_a_language_new_to_the_process_is_shown_plain_then_coloured_off_th
     app = make_app(tmp_path / "lovia.db")
     colouring.held.clear()
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: len(colouring.calls) == 2)  # both asked, in the thread, held there
+        await wait_for(pilot, lambda: len(colouring.calls) == 1)  # one asked in its thread, held there
         await pilot.pause()
         fences = list(app.screen.query(StoredFence))
         assert [fence.code for fence in fences] == [code, unlabelled]
@@ -134,3 +134,19 @@ async def test_a_theme_change_colours_the_code_again_for_it(tmp_path):
         for fence in fences:
             assert fence._highlighted_code == MarkdownFence.highlight(fence.code, fence.lexer, app.native_ansi_color,
                                                                       False)
+
+
+async def test_blocks_are_coloured_one_at_a_time(tmp_path, colouring):
+    # Each colouring thread holds the GIL as often as the event loop would: in turn, not all at once.
+    first, second = rare_language(), RARE_LANGUAGES[RARE_LANGUAGES.index(rare_language()) + 1]
+    await answer_with_code(tmp_path / "lovia.db", (first, "a = 1"), (second, "b = 2"), ("", "c = 3"))
+    app = make_app(tmp_path / "lovia.db")
+    colouring.held.clear()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(colouring.calls) == 1)
+        await pilot.pause(0.3)  # time for the others' threads to start: they wait for the first
+        assert len(colouring.calls) == 1, colouring.calls
+        colouring.held.set()
+        fences = list(app.screen.query(StoredFence))
+        await wait_for(pilot, lambda: all(fence.coloured_with is not None for fence in fences))
+    assert len(colouring.calls) == 3 and not any(on_main for _, on_main in colouring.calls)

@@ -18,6 +18,8 @@ from textual.content import Content
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
+from lovia.tui.colouring import coloured
+
 _COLOURED_LANGUAGES: set[str] = set()
 """Languages a :class:`StoredFence` has coloured in this process: their lexers are ready."""
 
@@ -68,7 +70,7 @@ class StoredFence(MarkdownFence):
     async def _colour(self) -> None:
         palette = self._palette()
         code = self.code
-        coloured = await asyncio.to_thread(MarkdownFence.highlight, code, self.lexer, *palette)
+        code_coloured = await asyncio.to_thread(coloured, code, self.lexer, *palette)
         if self.lexer:
             _COLOURED_LANGUAGES.add(self.lexer)
         if not self.is_attached:
@@ -77,8 +79,8 @@ class StoredFence(MarkdownFence):
             self._colour_soon()  # the code or the theme changed meanwhile: coloured again for them
             return
         self.coloured_with = palette
-        self._highlighted_code = coloured
-        self.set_content(coloured)
+        self._highlighted_code = code_coloured
+        self.set_content(code_coloured)
 
     def _palette(self) -> tuple[bool, bool]:
         """What colouring depends on besides the code: ANSI colours, a dark theme."""

@@ -46,6 +46,7 @@ from textual.widgets._markdown import (
 )
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
+from lovia.tui.colouring import coloured
 from lovia.tui.idle import IDLE_WORK
 from lovia.tui.widgets.code_lines import CodeLines, same_paint
 from lovia.tui.widgets.settled_lines import FoldsSettled
@@ -70,7 +71,7 @@ def code_chunks(code: str) -> list[tuple[int, str]]:
 
 def _highlighted_lines(code: str, language: str, ansi: bool, dark: bool) -> list[Content]:
     """``code`` highlighted whole, as ``MarkdownFence`` does, cut into lines (run in a thread)."""
-    return MarkdownFence.highlight(code, language, ansi=ansi, dark=dark).split("\n", allow_blank=True)
+    return coloured(code, language, ansi, dark).split("\n", allow_blank=True)
 
 
 class StreamedFence(MarkdownFence):
