@@ -37,6 +37,7 @@ class StoredFence(MarkdownFence):
     def __init__(self, markdown: Markdown, token: Token, code: str) -> None:
         self.coloured_with: tuple[bool, bool] | None = None
         """The palette (ANSI colours, a dark theme) the code was coloured for; ``None`` while it is plain."""
+        self._colouring_asked = False  # _colour_soon waits for a refresh to start the worker
         if token.info and token.info in _COLOURED_LANGUAGES:
             super().__init__(markdown, token, code)
             self.coloured_with = self._palette()
@@ -55,7 +56,9 @@ class StoredFence(MarkdownFence):
 
     def _colour_soon(self) -> None:
         """Colour the code in a worker thread, once the screen has been drawn again."""
-        self.call_after_refresh(self._start_colouring)
+        if not self._colouring_asked:
+            self._colouring_asked = True
+            self.call_after_refresh(self._start_colouring)
 
     def _start_colouring(self) -> None:
         if not self.is_attached:
@@ -65,6 +68,7 @@ class StoredFence(MarkdownFence):
             # holding the GIL in the thread while it is made.
             self.call_after_refresh(self._start_colouring)
             return
+        self._colouring_asked = False
         self.run_worker(self._colour(), group="highlight", exclusive=True)
 
     async def _colour(self) -> None:

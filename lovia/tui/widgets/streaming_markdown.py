@@ -106,6 +106,7 @@ class StreamedFence(MarkdownFence):
         """Whether the lines hold ``code`` highlighted whole (else chunk by chunk, as it streamed)."""
         self._chunks: list[tuple[int, str]] = []
         self._highlighted_with: tuple[bool, bool] | None = None
+        self._exact_asked = False  # exact_soon waits for a refresh to start make_exact
         self._lines = CodeLines()
 
     @property
@@ -169,10 +170,12 @@ class StreamedFence(MarkdownFence):
         The whole-block highlight holds the GIL in its thread for tens of milliseconds: started at
         once, it slowed the drawing of what called for it (a stopped answer's end and its notice).
         """
-        if self.is_attached:
+        if self.is_attached and not self._exact_asked:
+            self._exact_asked = True  # asked twice before the refresh (the fence closed, the answer ended): once
             self.call_after_refresh(self._start_exact)
 
     def _start_exact(self) -> None:
+        self._exact_asked = False
         if self.is_attached:
             self.run_worker(self.make_exact(), group="highlight", exclusive=True)
 
