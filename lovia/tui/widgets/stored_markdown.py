@@ -99,7 +99,8 @@ class StoredFence(MarkdownFence):
             return  # plain: the worker colours it for the palette in force when it runs
         if self.lexer in _COLOURED_LANGUAGES:
             self.coloured_with = palette
-            self._highlighted_code = self.highlight(self.code, self.lexer, *palette)
+            ansi, dark = palette
+            self._highlighted_code = self.highlight(self.code, self.lexer, ansi=ansi, dark=dark)
             self.set_content(self._highlighted_code)
         else:
             self.coloured_with = None  # shown in the old colours until the worker has the new ones
