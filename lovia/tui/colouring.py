@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 
+from textual.app import App
 from textual.content import Content
 from textual.widgets.markdown import MarkdownFence
 
@@ -21,3 +22,8 @@ def coloured(code: str, language: str, ansi: bool, dark: bool) -> Content:
     """``code`` coloured as ``MarkdownFence`` colours it; call it in a worker thread, never on the loop."""
     with _ONE_AT_A_TIME:
         return MarkdownFence.highlight(code, language, ansi=ansi, dark=dark)
+
+
+def palette_of(app: App) -> tuple[bool, bool]:
+    """What colouring depends on besides the code: ANSI colours, a dark theme."""
+    return app.native_ansi_color, app.current_theme.dark

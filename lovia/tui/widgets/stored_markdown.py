@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
-from lovia.tui.colouring import coloured
+from lovia.tui.colouring import coloured, palette_of
 
 _COLOURED_LANGUAGES: set[str] = set()
 """Languages a :class:`StoredFence` has coloured in this process: their lexers are ready."""
@@ -40,7 +40,7 @@ class StoredFence(MarkdownFence):
         self._colouring_asked = False  # _colour_soon waits for a refresh to start the worker
         if token.info and token.info in _COLOURED_LANGUAGES:
             super().__init__(markdown, token, code)
-            self.coloured_with = self._palette()
+            self.coloured_with = palette_of(self.app)
             return
         # Not MarkdownFence.__init__: it colours the code here, which is what must not happen.
         MarkdownBlock.__init__(self, markdown, token)
@@ -72,29 +72,25 @@ class StoredFence(MarkdownFence):
         self.run_worker(self._colour(), group="highlight", exclusive=True)
 
     async def _colour(self) -> None:
-        palette = self._palette()
+        palette = palette_of(self.app)
         code = self.code
         code_coloured = await asyncio.to_thread(coloured, code, self.lexer, *palette)
         if self.lexer:
             _COLOURED_LANGUAGES.add(self.lexer)
         if not self.is_attached:
             return
-        if (code, palette) != (self.code, self._palette()):
+        if (code, palette) != (self.code, palette_of(self.app)):
             self._colour_soon()  # the code or the theme changed meanwhile: coloured again for them
             return
         self.coloured_with = palette
         self._highlighted_code = code_coloured
         self.set_content(code_coloured)
 
-    def _palette(self) -> tuple[bool, bool]:
-        """What colouring depends on besides the code: ANSI colours, a dark theme."""
-        return self.app.native_ansi_color, self.app.current_theme.dark
-
     def notify_style_update(self) -> None:
         # MarkdownFence colours its whole code again on every style update (hover and focus
         # included); only a new palette (a theme change) needs it.
         MarkdownBlock.notify_style_update(self)
-        palette = self._palette()
+        palette = palette_of(self.app)
         if self.coloured_with is None or self.coloured_with == palette:
             return  # plain: the worker colours it for the palette in force when it runs
         if self.lexer in _COLOURED_LANGUAGES:

@@ -46,7 +46,7 @@ from textual.widgets._markdown import (
 )
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
-from lovia.tui.colouring import coloured
+from lovia.tui.colouring import coloured, palette_of
 from lovia.tui.idle import IDLE_WORK
 from lovia.tui.widgets.code_lines import CodeLines, same_paint
 from lovia.tui.widgets.settled_lines import FoldsSettled
@@ -127,7 +127,7 @@ class StreamedFence(MarkdownFence):
         """The chunk's lines, highlighted on their own: as many as it holds."""
         # An unlabelled block would be guessed at from each chunk alone, costly and unstable while it
         # streams: it streams plain, and make_exact guesses once from the whole block, as MarkdownFence does.
-        self._highlighted_with = ansi, dark = self._palette()
+        self._highlighted_with = ansi, dark = palette_of(self.app)
         lines = self.highlight(chunk, self.lexer or "text", ansi=ansi, dark=dark).split("\n", allow_blank=True)
         # Highlighting drops a chunk's trailing empty line (a blank line before the line being
         # written): the lines after it would be shown a line too high.
@@ -157,7 +157,7 @@ class StreamedFence(MarkdownFence):
         A no-op if the code changed meanwhile (the change calls for another pass) or the block left.
         """
         code = self.code
-        self._highlighted_with = ansi, dark = self._palette()
+        self._highlighted_with = ansi, dark = palette_of(self.app)
         lines = await asyncio.to_thread(_highlighted_lines, code, self.lexer, ansi, dark)
         if code != self.code or not self.is_attached:
             return
@@ -189,15 +189,11 @@ class StreamedFence(MarkdownFence):
         else:
             await MarkdownBlock._update_from_block(self, block)
 
-    def _palette(self) -> tuple[bool, bool]:
-        """What highlighting depends on besides the code: ANSI colours, a dark theme."""
-        return self.app.native_ansi_color, self.app.current_theme.dark
-
     def notify_style_update(self) -> None:
         # MarkdownFence highlights its whole code again on every style update (hover included); the
         # lines only need it when the palette changed, and get it in make_exact, off the event loop.
         MarkdownBlock.notify_style_update(self)
-        if self._chunks and self._palette() != self._highlighted_with:
+        if self._chunks and palette_of(self.app) != self._highlighted_with:
             self.exact = False
             self.exact_soon()
 
