@@ -87,6 +87,7 @@ async def test_a_streamed_list_paints_as_the_whole_text_loaded(name, piece):
             await live.append(text[start:start + piece])
             await pilot.pause()
         await live.flush()
+        live.stop_growing()  # the answer ends (AssistantMessageView.finish): no room kept below it
         await pilot.pause()
         assert rows_of(app, "live") == rows_of(app, "whole")
 

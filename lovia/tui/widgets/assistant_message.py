@@ -116,7 +116,8 @@ class AssistantMessageView(MessageView):
             COLLECTOR.stream_ended()
 
     async def finish(self, message: AssistantMessage | None = None) -> None:
-        """The message is complete: show what is pending; ``message`` as stored says how its turn ended.
+        """The message is complete: show what is pending, at its own height (the room kept for it to
+        grow into given back); ``message`` as stored says how its turn ended.
 
         Once that is drawn, its folded blocks are shown again as Textual shows a stored message when
         the user is idle (:mod:`lovia.tui.idle`); its code blocks are then highlighted whole in
@@ -129,6 +130,7 @@ class AssistantMessageView(MessageView):
             self._feeder = None
         for markdown in self.query(StreamingMarkdown):
             await markdown.flush()
+            markdown.stop_growing()
             if markdown.folded:  # shown as Textual shows a stored message: the mouse selects and follows links again
                 await self._drawn()  # the unfold lays out the whole answer: its end shows first
                 markdown.unfold_when_idle()

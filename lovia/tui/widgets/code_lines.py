@@ -26,10 +26,26 @@ TAB_SIZE = 8
 """As Textual's ``Content`` draws a tab."""
 
 ROOM_LINES = 8
-"""Blank lines at most that a growing block keeps below its last line, so that it lays out once per that many.
+"""Blank rows at most that a growing block keeps below its last line, so that it lays out once per that many.
 
-Fewer in a short block (a quarter of its lines) and on a small screen (a sixth of its rows: 4 in
-an 80x24 terminal, where 8 would blank half the transcript, and where a layout costs less)."""
+Fewer in a short block (a quarter of its rows) and on a small screen (a sixth of its rows: 4 in
+an 80x24 terminal, where 8 would blank half the transcript, and where a layout costs less). A
+streamed code block keeps them (:class:`CodeLines`), and so does a streamed answer as a whole
+(:class:`~lovia.tui.widgets.streaming_markdown.StreamingMarkdown`)."""
+
+
+def room_for(rows: int, screen_rows: int) -> int:
+    """The blank rows a growing block of ``rows`` rows keeps below them on a screen ``screen_rows`` high."""
+    return min(ROOM_LINES, rows // 4, screen_rows // 6)
+
+
+def kept_height(needed: int, height: int, room: int) -> int:
+    """The height of a growing block that needs ``needed`` rows and is ``height`` high.
+
+    Kept while ``needed`` fits with at most ``room`` blank rows left below; else ``needed`` and
+    the room: the block changes size once per ``room`` rows it grows by, not at every row.
+    """
+    return height if needed <= height <= needed + room else needed + room
 
 
 def same_paint(one: Content, other: Content) -> bool:
@@ -116,11 +132,12 @@ class CodeLines(Widget):
         """The rows for ``count`` lines: room kept below them while they grow."""
         if not growing:
             return count
-        rows = self.screen.size.height if self.is_attached else 0
-        room = min(ROOM_LINES, count // 4, rows // 6)
-        if count <= self._height <= count + room:
-            return self._height
-        return count + room
+        return kept_height(count, self._height, room_for(count, self.screen.size.height if self.is_attached else 0))
+
+    @property
+    def room(self) -> int:
+        """The blank rows kept below the lines for them to grow into."""
+        return self._height - len(self._lines)
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return max(container.width, self._widest)  # a label's ``expand``: as wide as its container at least

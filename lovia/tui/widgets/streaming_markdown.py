@@ -17,6 +17,13 @@ differ: the finished block paints exactly as Textual's ``MarkdownFence`` paints 
 
 Lists and quotes grow in place (:class:`GrowsInPlace`): Textual rebuilds them whole on every
 append, which made an update inside a list cost a mount of it.
+
+While it streams, the answer keeps blank rows below its end to grow into, as a streamed code
+block does (:data:`~lovia.tui.widgets.code_lines.ROOM_LINES`, the room counting the code block's
+own). A row more in a paragraph then changes the answer's height once per that many rows, and
+with it the transcript's: each change scrolled the transcript, which Textual answers by
+rendering every row of it and of the containers behind the answer again. At the end the answer
+takes its own height.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from markdown_it.token import Token
 from textual.await_complete import AwaitComplete
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import Markdown
 
@@ -48,7 +56,7 @@ from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from lovia.tui.colouring import coloured, palette_of
 from lovia.tui.idle import IDLE_WORK
-from lovia.tui.widgets.code_lines import CodeLines, same_paint
+from lovia.tui.widgets.code_lines import CodeLines, kept_height, room_for, same_paint
 from lovia.tui.widgets.settled_lines import FoldsSettled
 
 CHUNK_LINES = 32
@@ -372,7 +380,26 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         super().__init__(**kwargs)
         self._held = ""  # appended while the answer ended inside an open fence: not parsed yet
         self._open: _OpenFence | None = None
+        self.growing = True
+        """Whether more is coming: the answer keeps room below its end (see the module's docstring)."""
+        self._kept_height = 0
         self.init_folding()
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        needed = super().get_content_height(container, viewport, width)
+        if not self.growing:
+            return needed
+        last = self.children[-1] if self.children else None
+        own = last.lines.room if isinstance(last, StreamedFence) else 0  # a growing code block keeps room itself
+        room = max(room_for(needed, self.screen.size.height) - own, 0)
+        self._kept_height = kept_height(needed, self._kept_height, room)
+        return self._kept_height
+
+    def stop_growing(self) -> None:
+        """The answer is complete: it takes its own height, without the room kept for growing."""
+        if self.growing:
+            self.growing = False
+            self.refresh(layout=True)
 
     def compose(self):
         yield self.settled
