@@ -5,7 +5,9 @@ transcript's: the transcript scrolled, and Textual rendered every row of it and 
 containers behind the answer again, at every row, which made the frames that showed the new
 rows the slowest of the stream. The answer now keeps room, as a streamed code block does
 (lovia/tui/widgets/code_lines.py), and takes its own height at the end. These tests stream into
-the real widgets beside Textual's own ``Markdown`` given the same text.
+the real widgets beside Textual's own ``Markdown`` given the same text. A stopped answer gives
+its room back too: ``test_escape_stops_a_long_answer_while_it_streams`` (test_streaming_speed.py)
+compares what it paints with the same answer reopened.
 """
 
 from __future__ import annotations

@@ -391,7 +391,8 @@ class StreamingMarkdown(Markdown, FoldsSettled):
             return needed
         last = self.children[-1] if self.children else None
         own = last.lines.room if isinstance(last, StreamedFence) else 0  # a growing code block keeps room itself
-        room = max(room_for(needed, self.screen.size.height) - own, 0)
+        screen_rows = self.screen.size.height if self.is_attached else 0  # none: no room
+        room = max(room_for(needed, screen_rows) - own, 0)
         self._kept_height = kept_height(needed, self._kept_height, room)
         return self._kept_height
 
