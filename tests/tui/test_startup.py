@@ -92,3 +92,28 @@ async def test_the_theme_read_at_start_is_not_written_back(tmp_path):
         await pilot.press("ctrl+t")  # a theme picked in the app is remembered, as before
         await settle(pilot)
         assert json.loads(state.read_text(encoding="utf-8"))["theme"] == app.theme != "lovia-light"
+
+
+async def test_the_main_screen_is_not_restyled_whole_when_first_shown(lovia_command, monkeypatch):
+    # Textual restyles every node of a screen when it is pushed (its first ScreenResume), right
+    # after the mount styled each of them: ~15 ms on the way to the first paint, changing nothing.
+    from lovia.tui.screens.main import MainScreen
+
+    restyled: list[MainScreen] = []
+    whole = MainScreen.update_node_styles
+
+    def counted(self, animate: bool = True) -> None:
+        restyled.append(self)
+        whole(self, animate=animate)
+
+    monkeypatch.setattr(MainScreen, "update_node_styles", counted)
+    app = lovia_command
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        assert app.main.chat.session_id == "s-atlas"
+        assert restyled == []
+        await pilot.press("f1")  # a dialog over it and back: shown as it was, styles and all
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is app.main

@@ -157,6 +157,7 @@ class MainScreen(Screen):
         self._reload_waiting = False  # the open session changed elsewhere, its reload waits for the reader
         self._change_check_error: str | None = None
         self._listed_run_states: dict[str, RunState] | None = None  # as the runs pane listed them at the last check
+        self._resumed_before = False  # see on_screen_resume
         self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
         self._chat_panel: ChatPanel | None = None
@@ -642,7 +643,12 @@ class MainScreen(Screen):
     def on_screen_suspend(self) -> None:
         self._set_screen_class(True, "-covered")
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        if not self._resumed_before:
+            # The first resume follows the mount, which styled every widget: Textual's restyle of
+            # every node again (this handler runs before Screen's) would change nothing.
+            self._resumed_before = True
+            event.refresh_styles = False
         self._set_screen_class(False, "-covered")
 
     def _set_screen_class(self, add: bool, name: str) -> None:
