@@ -377,9 +377,9 @@ _INFO_VALUES = attrgetter(*(f.name for f in fields(SessionInfo)))
 def _listing(info: SessionInfo, newest_run: RunSummary | None) -> SessionListing:
     """A stored session as listed, marked by its newest unstored run (if any)."""
     if newest_run is None:
-        return SessionListing(*_INFO_VALUES(info), None, info.last_activity or 0.0)
+        return SessionListing(*_INFO_VALUES(info), state=None, activity=info.last_activity or 0.0)
     activity = max(info.last_activity or 0.0, newest_run.head.updated_at)
-    return SessionListing(*_INFO_VALUES(info), run_state(newest_run.head), activity)
+    return SessionListing(*_INFO_VALUES(info), state=run_state(newest_run.head), activity=activity)
 
 
 def _unstored_listing(session_id: str, oldest: RunSummary, newest: RunSummary) -> SessionListing:
