@@ -104,10 +104,11 @@ class DemoModel:
         ), []
 
 
-def _quoted(said: str, width: int = 60) -> str:
-    """``said`` on one line as a Markdown code span, so fences, stars or links in it show as typed."""
+def _quoted(said: str, width: int | None = 60) -> str:
+    """``said`` on one line as a Markdown code span, so fences, stars or links in it show as typed; cut
+    to ``width`` characters unless it is ``None``."""
     flat = " ".join(said.split())
-    flat = flat if len(flat) <= width else flat[: width - 1] + "…"
+    flat = flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     ticks = "`" * (longest + 1)
     return f"{ticks} {flat} {ticks}"
@@ -145,7 +146,7 @@ def _summarize(pairs: list[tuple[ToolCall | None, ToolResult]]) -> str:
         elif name == "current_time":
             lines.append(f"It is **{result.output}**.")
         elif name == "calculate":
-            lines.append(f"**{result.output}**")
+            lines.append(_quoted(result.output, width=None))  # as a code span: `2**10` is no bold
         elif name.startswith("transfer_to_"):
             lines.append(f"{result.output} How can I help?")
         else:

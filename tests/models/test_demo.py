@@ -32,6 +32,16 @@ async def test_it_reports_tool_results():
     assert calls == [] and "42" in text
 
 
+async def test_a_result_with_markdown_marks_shows_as_the_tool_gave_it():
+    # `**` in the expression closed the bold the answer put around it: "2**10 = 1024" showed as "210 = 1024**".
+    from markdown_it import MarkdownIt
+
+    text, _ = await respond(UserMessage(text="calculate 2**10"), ToolCall(call_id="c", name="calculate"),
+                            ToolResult(call_id="c", output="2**10 = 1024"))
+    tokens = [t for t in MarkdownIt().parseInline(text) for t in t.children or ()]
+    assert [t.content for t in tokens if t.type == "code_inline"] == ["2**10 = 1024"]
+
+
 async def test_it_remembers_facts_from_history():
     text, _ = await respond(UserMessage(text="My project is called Atlas."),
                             UserMessage(text="What is my project called?"))
