@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
@@ -32,6 +34,9 @@ COLLECTOR_RESUMES_AFTER = 1.0
 """Seconds after the first paint at which a collector paused for start-up runs again: its first
 collection walks every object start-up made (~25 ms here), and the lists read after the first paint
 (every session, the check for runs finished before a crash) are done by then."""
+
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
+"""What quits the app as "Stop and quit" does (see LoviaApp._quit_on_termination)."""
 
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
@@ -84,6 +89,8 @@ class LoviaApp(App[None]):
         self._initial_theme = theme
         self._default_theme = default_theme
         self._quit_asked = False
+        self._signals_taken: list[int] = []  # see _quit_on_termination
+        self._terminating = False
         self._tune_collector = tune_collector_for_startup
 
     def on_load(self) -> None:
@@ -109,6 +116,32 @@ class LoviaApp(App[None]):
         self.sub_title = self.model_label
         self.push_screen(MainScreen(self.backend))
         self._report_key_clashes()
+        self._quit_on_termination()
+
+    def _quit_on_termination(self) -> None:
+        """SIGTERM (``kill``, a service stopping) and SIGHUP (the terminal or the SSH connection closed)
+        quit as "Stop and quit" does: a running answer is stopped and saved as stopped (resumable),
+        and the terminal is given back as it was. Left to Python, either ended the process at once:
+        the terminal stayed in the app's mode (no echo, mouse reporting on), the run read as crashed.
+        Not where the loop cannot take signals (another thread than the main one, Windows)."""
+        loop = asyncio.get_running_loop()
+        for number in TERMINATING_SIGNALS:
+            try:
+                loop.add_signal_handler(number, self._terminated)
+            except (NotImplementedError, RuntimeError, ValueError):
+                return
+            self._signals_taken.append(number)
+
+    def _terminated(self) -> None:
+        if not self._terminating:
+            self._terminating = True
+            self.run_worker(self._stop_and_exit(), group="quit")
+
+    async def _stop_and_exit(self) -> None:
+        main = self.main_screen
+        if main is not None and main.chat.running:
+            await main.stop_run_and_wait()
+        self.exit()
 
     def _report_key_clashes(self) -> None:
         clashes = self.lovia_keymap.clashes() if self.lovia_keymap.rebound else []
@@ -122,6 +155,10 @@ class LoviaApp(App[None]):
         await super().on_event(event)
 
     async def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for number in self._signals_taken:  # Python's own handling again, for whoever runs on
+            loop.remove_signal_handler(number)
+        self._signals_taken.clear()
         IDLE_WORK.drop()  # the widgets it would unfold are going; the collector thaws below
         COLLECTOR.app_closed()  # runs again even if the first paint never came (an error at start)
         await self.backend.close()

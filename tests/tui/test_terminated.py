@@ -1,0 +1,69 @@
+"""SIGTERM and SIGHUP quit the app as "Stop and quit" does, in a real process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lovia import SQLiteCheckpointer
+from lovia.tui.backend import run_state
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from tests.tui.conftest import make_app
+
+    app = make_app(Path(sys.argv[1]))
+
+    async def start_a_long_answer(pilot):
+        if sys.argv[2] == "running":
+            app.main.query_one("#composer").focus()
+            await pilot.press(*"wait 60", "enter")
+            while not app.main.chat.running:
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.3)  # into the tool call
+        print("READY", flush=True)
+
+    app.run(headless=True, size=(80, 24), auto_pilot=start_a_long_answer)
+    print("EXITED", app.return_code, flush=True)
+    """
+)
+
+
+def terminate(db: Path, how: int, state: str) -> list[str]:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), state], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert child.stdout.readline().strip() == "READY"
+        os.kill(child.pid, how)
+        assert child.wait(timeout=30) == 0, "ended by the signal, not by quitting"
+    finally:
+        child.kill()
+    return child.stdout.read().split()
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_quits_the_idle_app_as_it_quits(tmp_path, how):
+    assert terminate(tmp_path / "lovia.db", how, "idle") == ["EXITED", "0"]
+
+
+def test_a_signal_stops_a_running_answer_and_keeps_it_resumable(tmp_path):
+    db = tmp_path / "lovia.db"
+    assert terminate(db, signal.SIGTERM, "running") == ["EXITED", "0"]
+
+    async def stored_runs():
+        async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+            return await checkpointer.list_runs()
+
+    [run] = asyncio.run(stored_runs())
+    assert run_state(run.head) == "interrupted", "stopped, not crashed"
