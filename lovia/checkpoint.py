@@ -501,12 +501,32 @@ def with_partial(head: RunHead, partial: PartialAnswer | None) -> RunHead:
     ``running`` head that nothing holds (:attr:`RunHead.crashed`) takes it; a live run's
     journal is its own business, and a stopped one carries its text already. The turn's
     step, never ended, joins ``steps`` (in place of the same step a lease renewal stored),
-    and its model becomes ``model`` (:func:`with_partial_step`).
+    and its model becomes ``model`` (:func:`with_partial_step`). The journal's last write is
+    the last moment the run is known to have executed: its ``updated_at`` is then, and the
+    time since its last save counts in ``active_seconds`` (a run killed in its first seconds
+    of streaming had none, and a finalize then timed it until the user got to it).
     """
     if partial is None or not partial.text or head.cut_off_text is not None or not head.crashed:
         return head
     head.cut_off_text = partial.text
+    last_alive = partial.step.streamed_until if partial.step is not None else None
+    if last_alive is not None and last_alive > head.updated_at:
+        head.active_seconds += last_alive - head.updated_at
+        head.updated_at = last_alive
     return with_partial_step(head, partial)
+
+
+def taken_up(stored: RunHead, before: RunHead, partial: PartialAnswer | None) -> RunHead:
+    """What a claim that takes up a stopped or crashed run stores, and ``before`` as a finalize reads it.
+
+    ``stored`` is the head as :func:`plan_claim` made it, ``before`` the head as it was, to
+    which :func:`with_partial` gives the journal; the stored head gets the journalled turn
+    (:func:`with_partial_step`) and the time the run executed until the journal's last write,
+    so a resume counts it too.
+    """
+    with_partial(before, partial)
+    stored.active_seconds = max(stored.active_seconds, before.active_seconds)
+    return with_partial_step(stored, partial)
 
 
 def with_partial_step(head: RunHead, partial: PartialAnswer | None) -> RunHead:

@@ -20,7 +20,7 @@ def test_the_runner_example_runs(tmp_path):
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["Your project is called **Atlas**.", "**(12 + 30) * 7 = 294**"]
+    assert done.stdout.splitlines() == ["Your project is called **Atlas**.", "`(12 + 30) * 7 = 294`"]
 
 
 def test_the_readme_opens_with_the_two_commands():

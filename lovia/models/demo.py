@@ -111,7 +111,8 @@ def _quoted(said: str, width: int | None = 60) -> str:
     flat = flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     ticks = "`" * (longest + 1)
-    return f"{ticks} {flat} {ticks}"
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""  # else the ticks would join the span's own
+    return f"{ticks}{pad}{flat}{pad}{ticks}"
 
 
 def _trailing_results(messages: Sequence[Entry]) -> list[tuple[ToolCall | None, ToolResult]]:

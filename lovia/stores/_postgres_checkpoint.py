@@ -65,8 +65,8 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
+    taken_up,
     with_partial,
-    with_partial_step,
 )
 from lovia.entries import entries_from_json
 from lovia.errors import DatabaseFileError
@@ -255,9 +255,7 @@ class PostgresCheckpointer:
                 return None
             if step == "update":
                 assert before is not None
-                partial = await _partial(conn, run_id)
-                await _write_head(conn, run_id, _head_row(with_partial_step(stored, partial)), None)
-                with_partial(before, partial)
+                await _write_head(conn, run_id, _head_row(taken_up(stored, before, await _partial(conn, run_id))), None)
                 # Read: taken, it is over.
                 await conn.execute("DELETE FROM lovia_run_partials WHERE run_id = %s", (run_id,))
                 await self._db.notify_change(conn)

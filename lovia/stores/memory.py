@@ -18,8 +18,8 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
+    taken_up,
     with_partial,
-    with_partial_step,
 )
 from lovia.entries import Entry, ToolResult, UserMessage
 from lovia.errors import UserError
@@ -468,13 +468,13 @@ class InMemoryCheckpointer:
             self._partials.pop(run_id, None)  # the journal of a run it replaced is over
             return None
         if step == "update" and stored is not None:  # the turn it was cut off in joins its timeline
-            with_partial_step(stored.head, self._partial(run_id))
+            assert before is not None
+            taken_up(stored.head, before, self._partial(run_id))
         # As stored, as the SQLite store returns it: the journal's text is only for a crashed run's readers.
         found = None if step == "none" or stored is None else RunSnapshot(run_id, self._copy(stored.head),
                                                                           list(stored.entries))
         if found is not None and step == "update":
-            assert before is not None
-            found.taken_from = with_partial(before, self._partial(run_id))
+            found.taken_from = before
         if step == "update":
             self._partials.pop(run_id, None)  # read: taken, its journal is over (as in the SQLite store)
         return found

@@ -58,8 +58,8 @@ from lovia.checkpoint import (
     RunSummary,
     check_save,
     plan_claim,
+    taken_up,
     with_partial,
-    with_partial_step,
 )
 from lovia.entries import (
     Entry,
@@ -1306,9 +1306,7 @@ class SQLiteCheckpointer(_SQLiteStore):
                 return None
             if step == "update":
                 assert before is not None
-                partial = _partial(conn, run_id)
-                _write_head(conn, run_id, _head_row(with_partial_step(stored, partial)), None)
-                with_partial(before, partial)
+                _write_head(conn, run_id, _head_row(taken_up(stored, before, _partial(conn, run_id))), None)
                 conn.execute("DELETE FROM lovia_run_partials WHERE run_id = ?", (run_id,))  # read: taken, it is over
             return stored, _entry_rows(conn, run_id), before if step == "update" else None
 

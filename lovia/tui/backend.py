@@ -966,7 +966,10 @@ class ChatBackend:
             cut_off = cut_off_message(snapshot.taken_from or head)  # the claim marked ``head`` running
             if cut_off is not None:  # what the user saw stream before the stop is kept too
                 kept.append(cut_off)
-            meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": time.time()},
+            # Until it last executed (its stop, its failure, a crashed run's last journal write or save),
+            # not until the user got to it: the time between is nobody's run time.
+            ran_until = max((snapshot.taken_from or head).updated_at, head.started_at)
+            meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": ran_until},
                                     "partial": True, "ended": ended, "agent": head.pending_handoff or head.agent}
             if head.active_seconds:
                 meta["active_seconds"] = head.active_seconds

@@ -161,6 +161,28 @@ async def test_the_journal_is_written_only_under_the_stored_claim_and_cleared_by
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_crashed_run_executed_until_its_journal_s_last_write(tmp_path, kind):
+    # Killed 3 s into its answer, with no save since 0.5 s in: it read as having run 0.5 s (or
+    # none at all), and a finalize timed it until whenever the user got to it.
+    checkpointer = make_checkpointer(kind, tmp_path)
+    crashed = head("A")
+    crashed.started_at, crashed.updated_at, crashed.active_seconds = 1000.0, 1000.5, 0.5
+    await checkpointer.save(RunSnapshot("r1", crashed, [UserMessage(text="go")]))
+    turn = ModelStep("a", "m", started_at=1000.5, first_token_at=1000.6, turn=0, streamed_until=1003.0)
+    assert await checkpointer.journal_partial("r1", "so far", claim="A", step=turn)
+
+    loaded = (await checkpointer.load("r1")).head
+    [listed] = await checkpointer.list_runs()
+    for read in (loaded, listed.head):
+        assert (read.updated_at, read.active_seconds) == (1003.0, pytest.approx(3.0))
+    taken = await checkpointer.claim("r1", RunOwner.current(), token="B", lease_seconds=60)
+    assert (taken.taken_from.updated_at, taken.taken_from.active_seconds) == (1003.0, pytest.approx(3.0))
+    assert taken.head.active_seconds == pytest.approx(3.0)  # a resume counts on from there
+    assert (await checkpointer.load("r1")).head.active_seconds == pytest.approx(3.0)
+    await checkpointer.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
 async def test_a_live_run_s_journal_is_not_shown_as_cut_off(tmp_path, kind):
     checkpointer = make_checkpointer(kind, tmp_path)
     live = RunHead(agent="a", claim="A", owner=RunOwner.current(), lease_until=time.time() + 600)

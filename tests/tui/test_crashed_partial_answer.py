@@ -67,6 +67,10 @@ async def test_a_crashed_run_shows_its_streamed_text_cut_off_and_finalize_keeps_
     assert segment.entries[-1].finish_reason == "cut_off"
     [turn] = steps_from_meta(segment.meta)  # the turn it died in, from the journal: its timeline is kept
     assert turn.kind == "model" and turn.finished_at is None
+    # Timed until the journal's last write, when it was last known to run, not until the finalize:
+    # the seconds the app was closed were counted as its run time.
+    assert segment.finished_at == turn.streamed_until
+    assert segment.meta["active_seconds"] == pytest.approx(turn.streamed_until - segment.started_at, abs=0.5)
 
 
 async def test_sending_after_a_crashed_run_keeps_its_streamed_text_as_a_partial_before_the_new_message(tmp_path):
