@@ -63,6 +63,7 @@ from lovia.session import (
     Segment,
     Session,
     SessionInfo,
+    TrashingSession,
 )
 from lovia.timing import ModelStep, steps_from_meta, steps_to_meta, tokens_per_second
 
@@ -139,9 +140,12 @@ async def resolve_session_id(session: Session, wanted: str) -> str:
         if matches:
             shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
             raise UserError(f"{len(matches)} sessions start with {wanted!r} ({shown}): give more of the id")
+    if isinstance(session, TrashingSession) and any(item.session_id == wanted for item in await session.list_trash()):
+        raise UserError(f"session {wanted!r} is in the trash: restore it in the app's trash first, then export it")
     hint = "" if len(wanted) >= MIN_PREFIX else f" (a prefix needs {MIN_PREFIX} characters or more)"
     raise UserError(f"no session {wanted!r} in this store{hint}: check the id (the sessions filter finds a "
-                    "session by its title or id)")
+                    "session by its title or id). A session whose runs never completed has nothing stored "
+                    "yet: resume or finalize its run in the app first")
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -230,6 +230,10 @@ async def test_a_prefix_names_a_session_when_only_one_starts_with_it(session):
         await resolve_session_id(session, "s-o")
     with pytest.raises(UserError, match="no session 'zzzz'"):
         await resolve_session_id(session, "zzzz")
+    # One in the trash is not a typo: it says so, and what to do.
+    await session.trash_session("s-other")
+    with pytest.raises(UserError, match="'s-other' is in the trash: restore it"):
+        await resolve_session_id(session, "s-other")
 
 
 async def test_write_export_writes_a_private_file_whole_and_picks_the_format_by_name(session, tmp_path):
