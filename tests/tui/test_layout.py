@@ -192,3 +192,20 @@ async def test_an_overlay_open_when_the_terminal_widens_takes_its_place_beside_t
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert chat.region.width == 80
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_long_title_stays_on_one_line_cut_with_an_ellipsis(tmp_path, size):
+    # At 80 columns a long first message titled the chat on two lines, the second holding a word.
+    db = tmp_path / "lovia.db"
+    long = "This is a very long first message that should become the title of the session " * 3
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-long", [UserMessage(text=long)])
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        title = app.screen.query_one("#chat-title")
+        assert app.screen.chat.session_id == "s-long"
+        assert title.region.height == 1
+        shown = "".join(segment.text for segment in title.render_line(0)).rstrip()
+        assert shown.endswith("…") and shown.strip().startswith("This is a very long")

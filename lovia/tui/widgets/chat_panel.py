@@ -71,7 +71,9 @@ class ChatPanel(Vertical):
 
     DEFAULT_CSS = """
     ChatPanel { width: 1fr; }
-    ChatPanel #chat-title { padding: 0 1; color: $text-muted; text-style: bold; }
+    ChatPanel #chat-title {  /* one line at any width: a long title or a fork's origin is cut with … */
+        padding: 0 1; color: $text-muted; text-style: bold; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     ChatPanel #editing { display: none; color: $warning; padding: 0 1; }
     ChatPanel.-editing #editing { display: block; }
     """
