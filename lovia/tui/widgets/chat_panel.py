@@ -71,7 +71,7 @@ class ChatPanel(Vertical):
 
     DEFAULT_CSS = """
     ChatPanel { width: 1fr; }
-    ChatPanel #chat-title {  /* one line at any width: a long title or a fork's origin is cut with … */
+    ChatPanel #chat-title {  /* a line at any width (a fork's origin one more): what is too long is cut with … */
         padding: 0 1; color: $text-muted; text-style: bold; text-wrap: nowrap; text-overflow: ellipsis;
     }
     ChatPanel #editing { display: none; color: $warning; padding: 0 1; }
@@ -177,7 +177,8 @@ class ChatPanel(Vertical):
                     origin = await self.backend.fork_origin(self.session_id)
             if origin is not None:
                 mark = "" if shown.startswith(FORK_MARK) else f"{FORK_MARK} "
-                shown += (f"  ·  {mark}forked from “{format.one_line(origin.title or origin.session_id, 40)}” "
+                # A line of its own: after the title it was cut off at any width a long title fills.
+                shown += (f"\n{mark}forked from “{format.one_line(origin.title or origin.session_id, 40)}” "
                           f"at entry {origin.entries}, {format.when(origin.forked_at)}")
             self.query_one("#chat-title", Static).update(shown)
             # Whenever what the session holds is shown again (opened, rewound, a run ended), so is
