@@ -216,3 +216,28 @@ async def test_the_trash_keeps_a_deleted_session_across_a_restart(tmp_path):
         await pilot.press("f8")
         await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
         assert [item.title for item in app.screen.items] == ["hello"]
+
+
+async def test_deleting_a_session_with_no_completed_run_names_it_as_the_list_does(tmp_path):
+    # It was named by its id, "with its 0 entries": the list titles it by its first run's input.
+    from lovia import RunHead, RunSnapshot, SQLiteCheckpointer, UserMessage
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await checkpointer.save(RunSnapshot("run-unfinished", RunHead(
+            agent="assistant", status="interrupted", session_id="s-unfinished", first_input="zebra question"),
+            [UserMessage(text="zebra question")]))
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        app.screen.query_one("#session-list").focus()
+        await pilot.pause()
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = str(app.screen.query_one("#question").render())
+        assert "“zebra question”" in question and "s-unfinished" not in question
+        assert "with its unfinished runs" in question and "0 entries" not in question
+        await pilot.press("n")
+        await settle(pilot)

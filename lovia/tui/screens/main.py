@@ -814,22 +814,24 @@ class MainScreen(Screen):
         await self.refresh_lists()
 
     async def _act_on_session(self, action: str, session_id: str) -> None:
-        info = await self.backend.session_info(session_id)
+        # As the sessions pane lists it: a session none of whose runs completed is titled by its first input.
+        info = await self.backend.session_listing(session_id, unstored=self._unstored) \
+            or await self.backend.session_info(session_id)
         title = info.title if info else session_id
         if action == "delete":
             if self.chat.running and self.chat.session_id == session_id:
                 self.notify("Stop the running answer first (escape).", severity="warning")
                 return
             await self.backend.check_deletable(session_id)  # refused at once, not after a yes
-            entries = format.count(info.entry_count if info else 0, "entry", "entries")
+            held = (f"its {format.count(info.entry_count, 'entry', 'entries')} and any interrupted runs of it"
+                    if info and info.entry_count else "its unfinished runs")
             trash_key = keymap_of(self).key_text("main.trash")
             if self.backend.can_trash:
                 days = format.count(round(self.backend.trash_days), "day")
-                question = (f"Delete the session “{title}”?\nIt moves to the trash with its {entries} and any "
-                            f"interrupted runs of it: {trash_key} restores it for {days}, then it is gone for good.")
+                question = (f"Delete the session “{title}”?\nIt moves to the trash with {held}: "
+                            f"{trash_key} restores it for {days}, then it is gone for good.")
             else:
-                question = (f"Delete the session “{title}”?\nIts {entries} and any interrupted runs of it are "
-                            "removed for good.")
+                question = f"Delete the session “{title}”?\n{held[0].upper()}{held[1:]} are removed for good."
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Delete")):
                 return
             trashed = await self.backend.delete_session(session_id)
