@@ -209,3 +209,25 @@ async def test_a_long_title_stays_on_one_line_cut_with_an_ellipsis(tmp_path, siz
         assert title.region.height == 1
         shown = "".join(segment.text for segment in title.render_line(0)).rstrip()
         assert shown.endswith("…") and shown.strip().startswith("This is a very long")
+
+
+async def test_at_80_columns_every_listed_session_takes_its_three_lines(tmp_path):
+    # A line too long for the pane wrapped: the open session's "▶ " pushed its title's … onto a
+    # line of its own, "· 1 min ago" its "ago", so entries took 3 or 4 lines as it happened.
+    from lovia import AssistantMessage
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(8):
+            await session.append(f"s-{i}", [UserMessage(text=f"Write me a long markdown doc number {i}"),
+                                            AssistantMessage(text="ok")])
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")
+        await settle(pilot)
+        listed = app.screen.query_one("#session-list")
+        lines = ["".join(segment.text for segment in listed.render_line(y)).strip()
+                 for y in range(listed.size.height)]
+        assert [line.split(" ")[1] for line in lines[1::3]] == ["entries"] * len(lines[1::3]), lines
+        assert lines[0].startswith("▶ Write me a long") and lines[0].endswith("…")

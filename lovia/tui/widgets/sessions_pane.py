@@ -144,7 +144,9 @@ class SessionsPane(Vertical):
     SessionsPane.-time-view .pane-title { color: $accent; }
     SessionsPane Input { margin: 0 0 1 0; }
     /* The focus bar's column is kept, blank without focus: the list does not shift as focus moves. */
-    SessionsPane SessionList { height: 1fr; border: none; border-left: blank; }
+    SessionsPane SessionList {  /* a line of an entry too long for the pane is cut with …, not wrapped */
+        height: 1fr; border: none; border-left: blank; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     SessionsPane SessionList:focus { border: none; border-left: tall $accent; }
     """
 
