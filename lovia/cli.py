@@ -168,7 +168,7 @@ def build_app(args: argparse.Namespace):
 
     from lovia._files import make_private_dirs
     from lovia.context import ContextPolicy, FileResultStore
-    from lovia.models import resolve_model
+    from lovia.models import check_base_url, resolve_model
     from lovia.themes import THEME_NAMES
     from lovia.tui.app import LoviaApp
     from lovia.tui.backend import ChatBackend
@@ -181,7 +181,16 @@ def build_app(args: argparse.Namespace):
                             "Textual theme")
     model_spec, source = first_given((args.model, "--model"), (os.environ.get("LOVIA_MODEL"), "LOVIA_MODEL"),
                                      (config.model, f"model in {config_path()}"), ("demo", "the default"))
-    base_url = args.base_url or os.environ.get("LOVIA_BASE_URL") or config.base_url
+    base_url = None
+    for given, where in ((args.base_url, "--base-url"), (os.environ.get("LOVIA_BASE_URL"), "LOVIA_BASE_URL"),
+                         (config.base_url, f"base_url in {config_path()}")):
+        if given:
+            try:
+                check_base_url(given)
+            except UserError as exc:
+                raise UserError(f"{where}: {exc}") from None
+            base_url = given
+            break
     try:
         model = resolve_model(model_spec, base_url=base_url)
     except UserError as exc:

@@ -120,6 +120,9 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     ([], '[mcp]\nfiles = 1', "holds only [mcp.servers.NAME] tables"),
     (["--mcp", "git"], "", "has no [mcp.servers.git]; its servers: none"),
     (["--mcp", "git", "--no-mcp"], "", "not allowed with argument"),
+    # Taken, then every request failed ("Request URL is missing an 'http://' or 'https://' protocol").
+    ([], 'model = "openai:x"\nbase_url = "not a url"', "base_url in {config}: the base URL is not an http://"),
+    (["--model", "openai:x", "--base-url", "127.0.0.1:8080/v1"], "", "--base-url: the base URL is not an http://"),
 ])
 def test_bad_options_and_config_are_clear_errors(tmp_path, args, config, message):
     (tmp_path / "config.toml").write_text(config)

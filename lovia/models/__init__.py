@@ -8,6 +8,7 @@ unless ``OLLAMA_HOST`` or a base URL says otherwise).
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from lovia.errors import UserError
 from lovia.models.base import (
@@ -36,6 +37,7 @@ __all__ = [
     "ToolCallChunk",
     "UsageChunk",
     "call",
+    "check_base_url",
     "default_model_spec",
     "resolve_model",
 ]
@@ -67,6 +69,18 @@ def _ollama_url() -> str:
     return host.rstrip("/") + "/v1"
 
 
+def check_base_url(base_url: str) -> None:
+    """Refuse a base URL that is not an ``http://`` or ``https://`` address with a host, at once.
+
+    Such a URL was taken, and every request then failed. The message does not quote it: a
+    base URL may carry a user and password.
+    """
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError("the base URL is not an http:// or https:// address with a host: give one such as "
+                        "http://127.0.0.1:8080/v1")
+
+
 def resolve_model(spec: str | Model | None = None, *, base_url: str | None = None,
                   api_key: str | None = None) -> Model:
     """The model named by ``spec`` (see the module docstring); ``None`` means the default.
@@ -88,6 +102,8 @@ def resolve_model(spec: str | Model | None = None, *, base_url: str | None = Non
         )
     from lovia.models.openai_chat import OpenAIChatModel
 
+    if base_url is not None and provider in ("openai", "ollama"):
+        check_base_url(base_url)
     if provider == "openai":
         source = "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") else "OPENAI_API_KEY"
         key = api_key or os.environ.get("LOVIA_API_KEY") or os.environ.get("OPENAI_API_KEY")

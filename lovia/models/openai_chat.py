@@ -522,7 +522,7 @@ def _names_field(body: object, field: str, conversation: _Conversation) -> bool:
 def _cause(exc: BaseException) -> str:
     while exc.__cause__ is not None and exc.__cause__ is not exc:
         exc = exc.__cause__
-    return str(exc) or type(exc).__name__
+    return str(exc).rstrip(".") or type(exc).__name__  # it is followed by ". " and more
 
 
 def _tool_param(spec: ToolSpec) -> dict[str, Any]:

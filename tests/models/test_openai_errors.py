@@ -158,3 +158,15 @@ async def test_credentials_in_the_base_url_are_not_shown():
     assert f"cannot reach openai:x at http://127.0.0.1:{port}/v1:" in message
     assert "hunter2" not in message and "alice" not in message and "s3cr3t" not in message
     assert "hunter2" not in repr(m) and "s3cr3t" not in repr(m)
+    assert ".." not in message  # the cause's own full stop and the advice's ran together
+
+
+def test_a_base_url_that_is_no_http_address_is_refused_at_once():
+    # Taken, every request failed ("Request URL is missing an 'http://' or 'https://' protocol").
+    from lovia.errors import UserError
+    from lovia.models import resolve_model
+
+    for bad in ("not a url", "127.0.0.1:8080/v1", "ftp://h/v1", "http:///v1"):
+        with pytest.raises(UserError, match="not an http:// or https:// address with a host"):
+            resolve_model("openai:x", base_url=bad, api_key="k")
+    assert resolve_model("ollama:x", base_url="https://h.example/v1").name
