@@ -119,13 +119,13 @@ def db_argument(text: str) -> DbLocation:
 
 def chosen_db(given: DbLocation | None) -> DbLocation:
     """Where the data lives: ``--db`` (``given``), else the config file's ``db``, else ``lovia.db`` in the
-    user data directory. The config file is read only when ``given`` is ``None`` (a broken one is a
-    :class:`~lovia.errors.UserError` then)."""
+    user data directory. The config file is read only when ``given`` is ``None``, and only for its
+    ``db`` (a file that is no TOML, or a bad ``db``, is a :class:`~lovia.errors.UserError` then)."""
     if given is not None:
         return given
     from lovia.tui.config import Config, default_db_path
 
-    return Config.load().db or default_db_path()
+    return Config.load_db() or default_db_path()
 
 
 def postgres_store_classes() -> tuple[Any, Any]:

@@ -340,3 +340,18 @@ def test_a_run_that_lost_its_entries_is_a_problem(capsys, healthy):
     assert status == 1
     assert "1 stored runs have lost their entries (the file is damaged), in sessions s1" in text
     assert digest(healthy) == before
+
+
+def test_a_mistake_elsewhere_in_the_config_file_does_not_stop_doctor_or_export(capsys, healthy, tmp_path,
+                                                                               monkeypatch):
+    # A [keys] typo refused the tools that check and save the data (only the file's db counts there).
+    config = tmp_path / "config.toml"
+    config.write_text(f'db = "{healthy}"\n[keys]\n"chat.send" = "ctl+y"\n')
+    monkeypatch.setenv("LOVIA_CONFIG", str(config))
+    assert lovia_main(["doctor", "--quick"]) == 0, capsys.readouterr()
+    assert "quick_check found nothing wrong" in capsys.readouterr().out
+    assert lovia_main(["export", "s0", "--format", "jsonl"]) == 0, capsys.readouterr()
+    assert '"record":"session"' in capsys.readouterr().out.replace(" ", "")
+    config.write_text("db = [1")  # no TOML at all: nothing says where the data is
+    assert lovia_main(["doctor", "--quick"]) == 2
+    assert "is not valid TOML" in capsys.readouterr().err

@@ -75,14 +75,9 @@ class Config:
     @classmethod
     def load(cls, path: Path | None = None) -> Config:
         path = path or config_path()
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        data = _read_config(path)
+        if data is None:
             return cls()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"cannot read the config file {path}: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"the config file {path} is not valid TOML ({exc}); fix or remove it") from None
         unknown = sorted(set(data) - CONFIG_KEYS)
         if unknown:
             raise UserError(f"the config file {path} has unknown keys {', '.join(unknown)}; "
@@ -96,9 +91,37 @@ class Config:
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
-        db = data.pop("db", None)
-        location = parse_db_location(db, source=f"db in {path}", relative_to=path.parent) if db is not None else None
+        location = _db_in(data.pop("db", None), path)
         return cls(trash_days=float(trash_days), **data, keys=keys, db=location, mcp_servers=mcp_servers)
+
+    @classmethod
+    def load_db(cls, path: Path | None = None) -> DbLocation | None:
+        """Only the config file's ``db``: what ``lovia doctor`` and ``lovia export`` need, so that a
+        mistake elsewhere in the file (a ``[keys]`` typo) does not stop the tools that check and save
+        the data. The file must still be readable TOML."""
+        path = path or config_path()
+        data = _read_config(path)
+        return _db_in(data.get("db"), path) if data is not None else None
+
+
+def _read_config(path: Path) -> dict[str, Any] | None:
+    """The config file's table; ``None`` when there is no file."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read the config file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"the config file {path} is not valid TOML ({exc}); fix or remove it") from None
+
+
+def _db_in(db: object, path: Path) -> DbLocation | None:
+    if db is None:
+        return None
+    if not isinstance(db, str):
+        raise UserError(f"db in {path} must be a string, got {type(db).__name__}")
+    return parse_db_location(db, source=f"db in {path}", relative_to=path.parent)
 
 
 @dataclass(frozen=True)
