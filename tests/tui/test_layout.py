@@ -231,3 +231,27 @@ async def test_at_80_columns_every_listed_session_takes_its_three_lines(tmp_path
                  for y in range(listed.size.height)]
         assert [line.split(" ")[1] for line in lines[1::3]] == ["entries"] * len(lines[1::3]), lines
         assert lines[0].startswith("▶ Write me a long") and lines[0].endswith("…")
+
+
+async def test_keys_typed_fast_into_the_sessions_list_all_reach_the_filter(tmp_path):
+    # Keys that reach the list before the filter has focus go to the filter in order; a space
+    # among them was dropped ("shared sess" filtered for "sharedsess": nothing matched).
+    from textual import events
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-shared", [UserMessage(text="a shared session")])
+        await session.append("s-other", [UserMessage(text="another one")])
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")
+        await pilot.pause()
+        listed = app.screen.query_one("#session-list")
+        listed.focus()
+        await pilot.pause()
+        for character in "shared sess":  # all at once, before any of them is handled
+            listed.post_message(events.Key("space" if character == " " else character, character))
+        await settle(pilot)
+        assert app.screen.query_one("#session-filter").value == "shared sess"
+        assert [s.session_id for s in app.screen.query_one("SessionsPane").sessions] == ["s-shared"]

@@ -87,12 +87,14 @@ class SessionList(StoppingOptionList):
             self.query_ancestor(SessionsPane).show_more()
 
     async def _on_key(self, event) -> None:
-        if event.character and event.character.isprintable() and not event.character.isspace() \
-                and event.key not in ("slash",):
+        filter_input = self.screen.query_one("#session-filter", Input)
+        # A space starts nothing, but once typing began it is part of what is typed: a fast
+        # typist's "shared sess" reached this list before the filter had focus, and lost its space.
+        if event.character and event.character.isprintable() and event.key not in ("slash",) \
+                and (not event.character.isspace() or filter_input.value):
             # Typed here, in order: the keys that follow may still reach this list before the
             # filter has focus, and go the same way.
             event.stop()
-            filter_input = self.screen.query_one("#session-filter", Input)
             filter_input.focus()
             filter_input.insert_text_at_cursor(event.character)
             return
