@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -218,7 +218,18 @@ class MainScreen(Screen):
     @work(exclusive=True, group="lists")
     async def _list_every_session(self) -> None:
         """After the first paint: every session, for the list to draw as it is scrolled and for the filter."""
-        await self.refresh_lists()
+        with self._unless_closing():
+            await self.refresh_lists()
+
+    @contextlib.contextmanager
+    def _unless_closing(self) -> Iterator[None]:
+        """For a worker that updates the widgets after awaiting a store: when the app closed meanwhile
+        and is removing them, the widget it looks for is gone, and there is nothing left to update."""
+        try:
+            yield
+        except NoMatches:
+            if self.app.is_running:
+                raise
 
     @work(group="heal")
     async def _record_finished_runs(self) -> None:
@@ -228,12 +239,13 @@ class MainScreen(Screen):
         except Exception as exc:  # a check at start: it must never take the app down
             self.notify(f"Could not check the last finished runs: {exc}", severity="warning")
             return
-        chat = self.chat
-        if any(session_id == chat.session_id and run_id not in chat.transcript.run_ids
-               for session_id, run_id in replayed) and not chat.running:
-            await chat.open_session(chat.session_id)  # one of its runs was missing from what is shown
-        if replayed:
-            await self.refresh_lists()
+        with self._unless_closing():
+            chat = self.chat
+            if any(session_id == chat.session_id and run_id not in chat.transcript.run_ids
+                   for session_id, run_id in replayed) and not chat.running:
+                await chat.open_session(chat.session_id)  # one of its runs was missing from what is shown
+            if replayed:
+                await self.refresh_lists()
 
     # -- other windows -------------------------------------------------------------------
 
@@ -263,11 +275,8 @@ class MainScreen(Screen):
     async def _run_change_check(self) -> None:
         """:meth:`check_other_windows`; a store error is said once (not at every check), and checks go on."""
         try:
-            await self.check_other_windows()
-        except NoMatches:
-            if self.app.is_running:
-                raise
-            # The app is closing and removing the widgets this check was updating: nothing to do.
+            with self._unless_closing():
+                await self.check_other_windows()
         except LoviaError as exc:
             if str(exc) != self._change_check_error:
                 self.notify(f"Could not check for changes by other windows: {exc}", severity="warning")
