@@ -118,22 +118,3 @@ async def test_the_main_screen_is_not_restyled_whole_when_first_shown(lovia_comm
         await settle(pilot)
         assert app.screen is app.main
 
-
-async def test_the_check_for_finished_runs_that_ends_as_the_app_closes_does_not_fail_it(tmp_path, monkeypatch):
-    # Its store call came back while the app was removing its widgets: it asked for the chat
-    # panel, gone already, and the app's exit reported a worker failure.
-    from lovia.tui.widgets.chat_panel import ChatPanel
-
-    app = make_app(tmp_path / "lovia.db")
-    chat_gone = asyncio.Event()
-
-    async def back_once_the_chat_is_gone() -> list[tuple[str, str]]:
-        while app.main_screen is not None and app.main_screen.query(ChatPanel):
-            await asyncio.sleep(0.001)
-        chat_gone.set()
-        return []
-
-    monkeypatch.setattr(app.backend, "record_finished_runs", back_once_the_chat_is_gone)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-    assert chat_gone.is_set()
