@@ -277,7 +277,9 @@ class _Run:
             if snapshot is not None and snapshot.head.status == "completed":
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
             async with self._renewing_lease():
-                return await self._drive(resumed=snapshot is not None)
+                return await self._drive(resumed=snapshot is not None,
+                                         last_alive=snapshot.taken_from.updated_at
+                                         if snapshot is not None and snapshot.taken_from is not None else None)
         except asyncio.CancelledError:
             failure = self._renewal_error
             if self._completed is not None:
@@ -505,7 +507,7 @@ class _Run:
 
     # -- fresh runs and resumes ------------------------------------------------------------
 
-    async def _drive(self, *, resumed: bool) -> RunResult:
+    async def _drive(self, *, resumed: bool, last_alive: float | None = None) -> RunResult:
         head = self.head
         assert head is not None
         if resumed:
@@ -515,7 +517,9 @@ class _Run:
             if head.pending_handoff:
                 self._agent_named(head.pending_handoff, what="the handoff target")
             self._continue_in_own_session(head)
-            _mark_steps_cut_off(head.steps, range(len(head.steps)), finished_at=None)  # their process died
+            # Their process died, last known to run at ``last_alive`` (the head the claim took up, its
+            # journal counted): cut off then, when known, not drawn on through the time nobody ran it.
+            _mark_steps_cut_off(head.steps, range(len(head.steps)), finished_at=last_alive)
         segments: list[Segment] = []
         if self.session is not None and self.session_id is not None:
             segments = await self.session.segments(self.session_id)

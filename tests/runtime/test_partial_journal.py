@@ -103,9 +103,10 @@ async def test_a_run_killed_mid_answer_keeps_what_streamed_and_a_resume_asks_for
             done = await checkpointer.load(RUN)
             assert done.head.status == "completed" and done.head.cut_off_text is None
         assert journalled(db) is None  # the turn's snapshot cleared it
-        # The resumed run's timeline: the turn the kill cut off (its end unknown), then the one asked again.
+        # The resumed run's timeline: the turn the kill cut off, then the one asked again.
         cut, step = steps_from_meta(segment.meta)
-        assert cut.started_at == dying.started_at and cut.cut_off and cut.finished_at is None
+        assert cut.started_at == dying.started_at and cut.cut_off
+        assert cut.finished_at == dying.streamed_until  # cut off when it was last known to stream
         assert isinstance(step, ModelStep) and (step.input_tokens, step.output_tokens) == (11, 7)
         assert step.turn == 1 and not step.cut_off
 

@@ -71,3 +71,41 @@ async def test_crash_then_resume_from_the_runs_list(tmp_path):
         entries = await session.load("s-crash")
     assert [e.type for e in entries] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
     assert [e.output for e in entries if isinstance(e, ToolResult)] == ["waited 60 seconds"]
+
+
+async def test_a_tool_call_the_kill_cut_off_ends_when_the_run_was_last_known_to_run(tmp_path):
+    # Its step, stored by a lease renewal while the tool ran, had no end: a resume hours later
+    # counted the whole time up to it as the tool's ("tools 24s" for a run killed 4 s in).
+    import time
+
+    from lovia import CheckpointOptions, Runner, SQLiteCheckpointer
+    from lovia.timing import steps_from_meta
+
+    db = tmp_path / "lovia.db"
+    renewing_often = CHILD.replace("async def main():", "import lovia.runtime.runner as r\n"
+                                   "r.PROGRESS_SAVE_SECONDS = 0.1\n\nasync def main():")
+    child = subprocess.Popen([sys.executable, "-c", renewing_often, str(db)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.stdout.readline().strip() == "IN TOOL"
+    time.sleep(0.5)  # a few renewals store the call's step, not ended
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        crashed = (await checkpointer.load("run-crashed")).head
+        [stored_call] = [step for step in crashed.steps if step.kind == "tool"]
+        assert stored_call.finished_at is None
+        time.sleep(1.0)  # the time nobody ran it
+
+        @tool(name="wait")
+        async def quick_wait(seconds: float) -> str:
+            """Waits no time at all in this test."""
+            return f"waited {seconds:g} seconds"
+
+        agent = Agent(name="assistant", tools=[current_time, calculate, quick_wait], model=DemoModel(delay=0))
+        async with SQLiteSession(db, wal=True) as session:
+            await Runner.run(agent, [], session=session, session_id="s-crash",
+                             checkpoint=CheckpointOptions(checkpointer, "run-crashed", if_run_exists="resume_only"))
+            [segment] = await session.segments("s-crash")
+    cut = [step for step in steps_from_meta(segment.meta) if step.kind == "tool" and step.cut_off]
+    assert [step.started_at for step in cut] == [stored_call.started_at]
+    assert cut[0].finished_at == crashed.updated_at  # its last renewal, before the kill
