@@ -10,7 +10,9 @@ as plain JSON (:func:`steps_to_meta`); :func:`steps_from_meta` reads them back.
 Times are epoch seconds (``time.time()``), comparable across the processes that executed
 one run and with ``meta["timing"]``. A step that never ended (its process was killed, or the
 run is executing it now) has ``finished_at = None``; one that a stop or an error cut short
-is ended at that moment with ``cut_off = True``.
+is ended at that moment with ``cut_off = True``, and so is one a kill cut short once the run
+is resumed: at the last moment the run was known to execute (its last save or journal write),
+or with no end when even that is not known.
 
 Reading is lenient: a segment or head written before lovia recorded steps has none, and a
 step whose stored form this version cannot make sense of is skipped, never an error.
