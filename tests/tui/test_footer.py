@@ -150,32 +150,3 @@ async def test_when_the_entries_change_under_the_pointer_the_old_entry_is_not_li
         lit = {segment.text for segment in footer.render_line(0) if segment.style is not None
                and segment.style.bgcolor != footer.rich_style.bgcolor}
         assert not lit, lit
-
-
-async def test_the_transcript_offers_only_the_keys_that_apply_to_the_message_under_the_cursor(tmp_path):
-    # Expand showed on an answer (enter did nothing there), Edit & resend and Copy code on a tool call.
-    from lovia import Agent
-    from lovia.builtin_tools import calculate
-    from lovia.models import ScriptedModel, ScriptedTurn, call
-    from lovia.tui.widgets.assistant_message import AssistantMessageView
-    from lovia.tui.widgets.tool_call_view import ToolCallView
-    from lovia.tui.widgets.user_message import UserMessageView
-    from tests.tui.conftest import type_and_send
-
-    model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]),
-                           "It is 42.\n\n```python\nprint(42)\n```"])
-    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", tools=[calculate], model=model))
-    async with app.run_test(size=(160, 45)) as pilot:
-        await type_and_send(pilot, "calculate 6*7")
-        transcript = app.screen.chat.transcript
-        transcript.focus()
-        await settle(pilot)
-        offered = {}
-        for view in transcript.views:
-            transcript.selected = transcript.views.index(view)
-            await settle(pilot)
-            offered[type(view)] = {entry.action for entry in footer_of(app).entries}
-        assert {"edit", "copy", "copy_code"} <= offered[UserMessageView]
-        assert "expand" in offered[ToolCallView] and not {"edit", "copy_code"} & offered[ToolCallView]
-        assert "copy_code" in offered[AssistantMessageView]
-        assert not {"expand", "edit"} & offered[AssistantMessageView]

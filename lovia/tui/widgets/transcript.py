@@ -784,8 +784,6 @@ class Transcript(VerticalScroll, can_focus=True):
         views = self.views if view is not None else []
         if view not in views:
             view = None
-        if type(view) is not type(self._selected_view):
-            self.refresh_bindings()  # the keys the footer offers depend on its kind
         self._selected_view = view
         if view is None:
             self._selected_run = None
@@ -806,7 +804,6 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def watch_selected(self, old: int, new: int) -> None:
         views = self.views
-        before = type(self._selected_view)
         if self._selected_view is not None:
             self._selected_view.select(False)
         if 0 <= new < len(views):
@@ -821,8 +818,6 @@ class Transcript(VerticalScroll, can_focus=True):
         else:
             self._selected_view = None
             self._selected_run = None
-        if type(self._selected_view) is not before:  # the keys the footer offers depend on its kind
-            self.refresh_bindings()
 
     def _run_of(self, view: Widget) -> TranscriptRun | None:
         """The run ``view`` belongs to, as its header shows it (stored on a page, or live)."""
@@ -1082,8 +1077,6 @@ class Transcript(VerticalScroll, can_focus=True):
         self.post_message(self.TimelineRequested(header.run))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in _FOR_SOME_MESSAGES and not _applies(action, self.selected_view):
-            return False  # not offered for the message under the cursor (with none, the key says how to pick one)
         if action == "edit":
             return self.can_edit
         if action == "trim":
@@ -1095,22 +1088,6 @@ class Transcript(VerticalScroll, can_focus=True):
         if action == "match":
             return self.search_active
         return True
-
-
-_FOR_SOME_MESSAGES = frozenset({"expand", "edit", "copy_code"})
-"""The transcript's actions that apply to some kinds of message only (see :func:`_applies`)."""
-
-
-def _applies(action: str, view: MessageView | None) -> bool:
-    """Whether ``action`` does something on ``view``, the message under the cursor; with none, it says how
-    to pick one. By the kind of message alone: the footer asks at every change."""
-    if view is None:
-        return True
-    if action == "expand":
-        return isinstance(view, Expandable)
-    if action == "edit":
-        return isinstance(view, UserMessageView)
-    return type(view).code_blocks is not MessageView.code_blocks  # copy_code: a kind that can hold code
 
 
 def _entry_matcher(view: Widget) -> Callable[[Entry], bool] | None:
