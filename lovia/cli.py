@@ -168,7 +168,7 @@ def build_app(args: argparse.Namespace):
 
     from lovia._files import make_private_dirs
     from lovia.context import ContextPolicy, FileResultStore
-    from lovia.models import check_base_url, resolve_model
+    from lovia.models import URL_PROVIDERS, check_base_url, resolve_model
     from lovia.themes import THEME_NAMES
     from lovia.tui.app import LoviaApp
     from lovia.tui.backend import ChatBackend
@@ -185,10 +185,11 @@ def build_app(args: argparse.Namespace):
     for given, where in ((args.base_url, "--base-url"), (os.environ.get("LOVIA_BASE_URL"), "LOVIA_BASE_URL"),
                          (config.base_url, f"base_url in {config_path()}")):
         if given:
-            try:
-                check_base_url(given)
-            except UserError as exc:
-                raise UserError(f"{where}: {exc}") from None
+            if model_spec.partition(":")[0] in URL_PROVIDERS:  # the demo model has no use for one
+                try:
+                    check_base_url(given)
+                except UserError as exc:
+                    raise UserError(f"{where}: {exc}") from None
             base_url = given
             break
     try:

@@ -274,3 +274,12 @@ def test_the_theme_flag_wins_then_the_last_pick_then_the_config_file(tmp_path, m
     (tmp_path / "config.toml").write_text('theme = "neon"\n')
     with pytest.raises(UserError, match="unknown theme 'neon'"):
         build_app(_args(tmp_path))
+
+
+def test_a_base_url_is_checked_only_for_a_model_that_talks_to_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LOVIA_BASE_URL", "left over from another tool")
+    assert build_app(_args(tmp_path, "--model", "demo")).model_label == "demo (offline)"
+    with pytest.raises(UserError, match="LOVIA_BASE_URL: the base URL is not an http://"):
+        build_app(_args(tmp_path, "--model", "openai:local"))

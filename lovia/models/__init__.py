@@ -24,6 +24,7 @@ from lovia.models.demo import DemoModel
 from lovia.models.scripted import ScriptedCall, ScriptedModel, ScriptedTurn, call
 
 __all__ = [
+    "URL_PROVIDERS",
     "DemoModel",
     "FinishChunk",
     "Model",
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
+URL_PROVIDERS = ("openai", "ollama")
+"""The providers in a model spec that talk to a server at a base URL."""
 
 
 def __getattr__(name: str):
@@ -75,7 +78,7 @@ def check_base_url(base_url: str) -> None:
     Such a URL was taken, and every request then failed. The message does not quote it: a
     base URL may carry a user and password.
     """
-    parts = urlsplit(base_url.strip())
+    parts = urlsplit(base_url)  # as given: a space around it reaches the client too
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UserError("the base URL is not an http:// or https:// address with a host: give one such as "
                         "http://127.0.0.1:8080/v1")
@@ -102,7 +105,7 @@ def resolve_model(spec: str | Model | None = None, *, base_url: str | None = Non
         )
     from lovia.models.openai_chat import OpenAIChatModel
 
-    if base_url is not None and provider in ("openai", "ollama"):
+    if base_url is not None and provider in URL_PROVIDERS:
         check_base_url(base_url)
     if provider == "openai":
         source = "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") else "OPENAI_API_KEY"

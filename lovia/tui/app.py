@@ -133,9 +133,11 @@ class LoviaApp(App[None]):
             self._signals_taken.append(number)
 
     def _terminated(self) -> None:
-        if not self._terminating:
-            self._terminating = True
-            self.run_worker(self._stop_and_exit(), group="quit")
+        if self._terminating:  # asked again while the answer is being stopped: now, whatever is left
+            self.exit()
+            return
+        self._terminating = True
+        self.run_worker(self._stop_and_exit(), group="quit")
 
     async def _stop_and_exit(self) -> None:
         main = self.main_screen
