@@ -227,3 +227,42 @@ async def test_a_store_that_cannot_search_hides_ctrl_f(tmp_path):
         assert not isinstance(app.screen, SearchScreen)
         with pytest.raises(UserError, match="cannot search"):
             await app.screen.backend.search("anything")
+
+
+# A hit deep inside one long message: the view scrolls to the matched row, not the message's top.
+DEEP = {
+    "s-paragraphs": ("albatross", [UserMessage(text="tell me a long story"), AssistantMessage(
+        text="\n\n".join(f"Paragraph {i} of the story goes on." + (" An albatross lands." if i == 100 else "")
+                         for i in range(130)), agent="assistant")]),
+    "s-code": ("cormorant", [UserMessage(text="a long listing"), AssistantMessage(
+        text="Here it is:\n\n```python\n" + "\n".join(f"value_{i} = {i}" + ("  # cormorant" if i == 300 else "")
+                                                   for i in range(400)) + "\n```\n\nThat is all.",
+        agent="assistant")]),
+    "s-paste": ("puffin", [UserMessage(text="\n".join(f"log line {i}: nothing to see" + (" but a puffin" if i == 250
+                                                                                           else "")
+                                                      for i in range(300))),
+                           AssistantMessage(text="Noted.", agent="assistant")]),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("session_id", list(DEEP))
+async def test_a_hit_deep_inside_a_long_message_is_scrolled_into_view(tmp_path, size, session_id):
+    word, entries = DEEP[session_id]
+    path = tmp_path / "lovia.db"
+    async with SQLiteSession(path, wal=True) as session:
+        await session.append(session_id, entries)
+        await session.append("s-latest", [UserMessage(text="hello"), AssistantMessage(text="hi", agent="assistant")])
+    app = make_app(path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = await search(pilot, word)
+        assert [h.session_id for h in screen.hits] == [session_id]
+        position = screen.hits[0].position
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await settle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        assert transcript.selected_position == position
+        # What the terminal shows: the matched line (the word appears nowhere else in the message).
+        await wait_for(pilot, lambda: word in app.export_screenshot(), give_up_after=3.0)

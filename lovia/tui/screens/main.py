@@ -729,7 +729,8 @@ class MainScreen(Screen):
                 return
         transcript = chat.transcript
         transcript.focus()
-        if position is not None and not await transcript.show_entry(position):
+        match = self._matches.match if self._matches is not None else None
+        if position is not None and not await transcript.show_entry(position, match):
             self.notify("That match is no longer there: the session changed since the search.", severity="warning")
 
     @on(Transcript.MatchRequested)

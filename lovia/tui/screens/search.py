@@ -28,6 +28,7 @@ from textual.widgets.option_list import Option
 
 from lovia.errors import LoviaError, UserError
 from lovia.session import SearchHit
+from lovia.stores._search import SearchQuery, parse_query
 from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
 from lovia.tui.keymap import keymap_of
@@ -202,6 +203,11 @@ class MatchNavigator:
     backend: ChatBackend
     results: SearchResults
     _positions: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def match(self) -> SearchQuery:
+        """The results' query, parsed: what a message shows as a match (the store parsed it the same way)."""
+        return parse_query(self.results.query)
 
     @property
     def sessions(self) -> list[str]:

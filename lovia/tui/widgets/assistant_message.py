@@ -7,10 +7,12 @@ import contextlib
 import time
 
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
+from lovia.stores._search import SearchQuery, match_text
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView, code_blocks
@@ -155,3 +157,23 @@ class AssistantMessageView(MessageView):
 
     def code_blocks(self) -> list[str]:
         return code_blocks(self.text)
+
+    def match_row(self, query: SearchQuery) -> int | None:
+        """The first match's block, found by its source line; in a code block, the match's own line
+        (code is not wrapped). ``None`` while the answer is folded into its drawn rows (streamed here,
+        not yet shown as stored): those rows keep no blocks to look in."""
+        matches = match_text(self.text, query)
+        markdown = next(iter(self.query(Markdown)), None)
+        if not matches or markdown is None or (isinstance(markdown, StreamingMarkdown) and markdown.folded):
+            return None
+        line = self.text.count("\n", 0, matches[0][0])
+        # Depth first, a block before what it holds: the last that holds the line is the innermost.
+        holding = [block for block in markdown.query(MarkdownBlock)
+                   if block.source_range[0] <= line < block.source_range[1]]
+        if not holding:
+            return None
+        block = holding[-1]
+        top = block.content_region.y
+        if isinstance(block, MarkdownFence) and block.children:  # the code, below the opening fence's line
+            top = block.children[0].content_region.y + max(0, line - block.source_range[0] - 1)
+        return top - self.region.y

@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 from markdown_it import MarkdownIt
 from textual.widget import Widget
 
+from lovia.stores._search import SearchQuery
 from lovia.tui.restyle import set_class_sparing
 
 
@@ -36,6 +37,11 @@ class MessageView(Widget):
     def code_blocks(self) -> list[str]:
         """The code blocks of the message, whose last ``y`` copies."""
         return []
+
+    def match_row(self, query: SearchQuery) -> int | None:
+        """Rows from this view's top to the first row that shows a match of ``query`` (a search hit
+        opened here is scrolled to it); ``None`` when the view cannot say, and its top will do."""
+        return None
 
 
 def code_blocks(markdown: str) -> list[str]:

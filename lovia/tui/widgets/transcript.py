@@ -32,6 +32,7 @@ from textual.worker import Worker
 
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import LoviaError
+from lovia.stores._search import SearchQuery
 from lovia.tui.backend import (
     CUT_OFF,
     RunState,
@@ -898,8 +899,12 @@ class Transcript(VerticalScroll, can_focus=True):
         item = self._item_of.get(view) if view is not None else None
         return item.position if item is not None else None
 
-    async def show_entry(self, position: int) -> bool:
+    async def show_entry(self, position: int, match: SearchQuery | None = None) -> bool:
         """Put the cursor on the stored entry at ``position``, read and mounted first when it is not shown.
+
+        The view shows the entry's top, or, given the ``match`` of a search, the entry's first row
+        that shows it when that row is further down than the view's height: a hit deep inside a
+        long answer is shown, not only the answer's start.
 
         Its page, about a screenful around it, replaces the window as ``home`` and ``end`` replace
         it (what the window showed is hidden, then unmounted once drawn; the session's first and
@@ -927,7 +932,7 @@ class Transcript(VerticalScroll, can_focus=True):
                 self._show_page(page, True)
         self.selected = self.views.index(view)
         # Once laid out: the page was just mounted, and its widgets have no place yet.
-        self.call_after_refresh(self._scroll_to_selected, view)
+        self.call_after_refresh(self._scroll_to_selected, view, match)
         self.call_after_refresh(self._check_edges)
         return True
 
@@ -981,9 +986,15 @@ class Transcript(VerticalScroll, can_focus=True):
                               and view.call.call_id == entry.call_id), None)
         return found
 
-    def _scroll_to_selected(self, view: MessageView) -> None:
-        if view is self.selected_view:
+    def _scroll_to_selected(self, view: MessageView, match: SearchQuery | None = None) -> None:
+        if view is not self.selected_view:
+            return
+        row = view.match_row(match) if match is not None else None
+        height = self.scrollable_content_region.height
+        if row is None or row < height - 1:  # shown with the view's top: the top stays in sight
             self.scroll_to_widget(view, animate=False, top=True)
+        else:  # a third of the way down: what leads to it shows above
+            self.scroll_to(y=view.virtual_region.y + row - height // 3, animate=False)
 
     def action_match(self, step: int) -> None:
         self.post_message(self.MatchRequested(step))
