@@ -40,6 +40,8 @@ TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP
 
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
+QUIT_AFTER_ANSWER = "The answer has ended meanwhile, and is saved. Quit now?"
+"""The quit question once the answer it asked about has ended while it was shown."""
 
 
 class LoviaApp(App[None]):
@@ -215,7 +217,15 @@ class LoviaApp(App[None]):
         self._quit_asked = True
         try:
             question = QUIT_QUESTION.format(resume=self.lovia_keymap.key_text("chat.resume"))
-            stop = await self.push_screen_wait(ConfirmScreen(question, confirm="Stop and quit"))
+            dialog = ConfirmScreen(question, confirm="Stop and quit")
+
+            def answer_ended(running: bool) -> None:
+                if not running and dialog.is_attached:
+                    dialog.ask_instead(QUIT_AFTER_ANSWER, confirm="Quit")
+
+            # Not asked before the dialog is mounted: the answer may end as it opens.
+            dialog.call_after_refresh(lambda: dialog.watch(main.chat, "running", answer_ended))
+            stop = await self.push_screen_wait(dialog)
         finally:
             self._quit_asked = False
         if stop:

@@ -67,6 +67,32 @@ async def test_quit_during_a_run_asks_and_stop_and_quit_keeps_the_run_resumable(
     assert await run_statuses(db) == ["interrupted"]  # stopped, kept, resumable
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_quit_question_changes_when_the_answer_ends_while_it_is_shown(tmp_path, size):
+    # It went on saying "An answer is still running" after the answer had ended and was saved.
+    db = tmp_path / "lovia.db"
+    app, started, release = gated_app(db)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        dialog = app.screen
+        assert "still running" in str(dialog.query_one("#question").render())
+        release.set()  # the answer ends while the question is shown
+        await wait_for(pilot, lambda: not app.main.chat.running)
+        await wait_for(pilot, lambda: "has ended" in str(dialog.query_one("#question").render()))
+        assert "still running" not in str(dialog.query_one("#question").render())
+        assert str(dialog.query_one("#yes").label).startswith("Quit (")
+        session_id = app.main.chat.session_id
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+    assert await run_statuses(db) == []  # completed, not stopped
+    async with SQLiteSession(db, wal=True) as session:
+        assert [type(e).__name__ for e in (await session.load(session_id))][-1] == "AssistantMessage"
+
+
 async def test_quit_with_nothing_running_does_not_ask(tmp_path):
     app = make_app(tmp_path / "lovia.db")
     async with app.run_test(size=(80, 24)) as pilot:

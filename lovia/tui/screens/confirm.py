@@ -42,6 +42,12 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button(f"Cancel ({keymap.first_key_text('confirm.no')})", id="no")
                 yield Button(f"{self.confirm} ({keymap.first_key_text('confirm.yes')})", id="yes", variant="warning")
 
+    def ask_instead(self, question: str, *, confirm: str) -> None:
+        """Put another question, where what was asked no longer holds (the same keys answer it)."""
+        self.question, self.confirm = question, confirm
+        self.query_one("#question", Static).update(question)
+        self.query_one("#yes", Button).label = f"{confirm} ({keymap_of(self).first_key_text('confirm.yes')})"
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
