@@ -17,6 +17,7 @@ from lovia import Agent, SQLiteCheckpointer, SQLiteSession, ToolResult, tool
 from lovia.builtin_tools import calculate, current_time
 from lovia.models import DemoModel
 from lovia.tui import format
+from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.inspector import DanglingCallList
 from screenshots.demo_data import BASE_TIME, build, build_stopped_runs
@@ -167,6 +168,43 @@ async def test_escape_at_the_prompt_leaves_the_call_to_run_again(tmp_path):
         assert app.screen.query_one(DanglingCallList).option_count == 1
     entries, _ = await stored(db)
     assert [e.type for e in entries] == ["user", "assistant", "tool_call"]
+
+
+async def test_an_empty_output_is_stored_only_once_confirmed(tmp_path):
+    # o then enter with nothing typed stored an empty output at once: the call never ran again.
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, _ = counting_agent()
+    app = make_app(db, agent=agent)
+
+    async def give_nothing() -> ConfirmScreen:
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        return app.screen
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, (80, 24))
+        await pilot.press("f6")
+        await pilot.pause()
+        dialog = await give_nothing()
+        assert "Store an empty output" in str(dialog.query_one("#question").render())
+        await pilot.press("n")
+        await settle(pilot)
+        calls = app.screen.query_one(DanglingCallList)
+        assert calls.option_count == 1
+        entries, _ = await stored(db)
+        assert [e.type for e in entries] == ["user", "assistant", "tool_call"]  # nothing stored
+
+        calls.focus()
+        await pilot.pause()
+        await give_nothing()
+        await pilot.press("y")  # a tool that really printed nothing
+        await settle(pilot)
+    entries, _ = await stored(db)
+    assert isinstance(entries[-1], ToolResult) and entries[-1].output == "" and not entries[-1].is_error
 
 
 async def test_a_call_decided_elsewhere_meanwhile_is_refused_with_the_run_id(tmp_path):

@@ -868,6 +868,11 @@ class MainScreen(Screen):
         answer = await self.app.push_screen_wait(prompt)
         if answer is None:
             return
+        if not as_error and not answer.strip() and not await self.app.push_screen_wait(ConfirmScreen(
+                f"Nothing was typed. Store an empty output as the result of {call.name} ({call.call_id})?\n"
+                "The model will read that the call returned nothing, and resuming will not run it again.",
+                confirm="Store it empty")):
+            return
         try:
             if as_error:
                 await self.backend.complete_call(run_id, call.call_id, error=answer or "failed (no details given)")
