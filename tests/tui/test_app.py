@@ -6,6 +6,8 @@ import asyncio
 import io
 import json
 
+import pytest
+
 from lovia import (
     Agent,
     AssistantMessage,
@@ -511,3 +513,26 @@ async def test_copy_code_takes_only_a_block_the_message_shows_as_code(tmp_path):
         await pilot.press("end")
         view = transcript.selected_view
         assert view.code_blocks() == ["ls -l", "indented = True"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_new_sessions_title_is_its_first_message_while_the_first_answer_runs(tmp_path, size):
+    # It read "New session" until the first run ended, while the sessions list already titled it.
+    from tests.tui.test_keys_and_quit import gated_app
+
+    app, started, release = gated_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        chat = app.screen.chat
+        assert str(chat.query_one("#chat-title").render()) == "New session"
+        await pilot.press(*"plan the trip", "enter")
+        await wait_for(pilot, started.is_set)
+        await wait_for(pilot, lambda: str(chat.query_one("#chat-title").render()) == "plan the trip",
+                       give_up_after=3.0)
+        assert chat.running
+        release.set()
+        await settle(pilot)
+        assert str(chat.query_one("#chat-title").render()) == "plan the trip"
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert str(chat.query_one("#chat-title").render()) == "New session"

@@ -107,6 +107,8 @@ class ChatPanel(Vertical):
         self._starting = False  # a run is being started (runs settled first, maybe a question asked)
         self._shown_session: str | None = None  # the session the transcript shows (session_id leads it while one opens)
         self._told_server_failures: set[tuple[str, str | None]] = set()  # (server, why): told once in the transcript
+        self._live_input: str | None = None  # what the run executing here was asked: a new session's title meanwhile
+        self._untitled = True  # the title shows no title of the session's yet
 
     def compose(self) -> ComposeResult:
         yield Static("New session", id="chat-title")
@@ -168,6 +170,9 @@ class ChatPanel(Vertical):
             if title is None and self.session_id:
                 unstored = await self.backend.runs(session_id=self.session_id)  # newest first
                 title = unstored[-1].head.first_input if unstored else None
+            # The first run of a session, while it executes here: titled by its input, as listed.
+            title = title or self._live_input
+            self._untitled = not title
             shown = format.one_line(title, 80) if title else "New session"
             self.query_one("#chat-title", Static).update(shown)  # now: its fork origin may be unreadable
             origin = None
@@ -297,11 +302,15 @@ class ChatPanel(Vertical):
         try:
             async for event in stream:
                 if isinstance(event, RunStarted):
-                    await transcript.begin_run(event.run_id, await self._stored_run(event.run_id),
-                                               resumed=event.resumed)
+                    stored = await self._stored_run(event.run_id)
+                    await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
+                    first = message or (stored.entries[0] if stored and stored.entries else None)
+                    self._live_input = first.text if isinstance(first, UserMessage) else None
                     if message is not None:
                         await transcript.add_user(message)
                         message = None
+                    if self._untitled:
+                        await self.refresh_title()
                     self.post_message(self.Changed(self.session_id, event.run_id))
                 elif isinstance(event, TextDelta):
                     await transcript.stream_text(event.text, event.agent)
@@ -353,6 +362,7 @@ class ChatPanel(Vertical):
                 raise
         finally:
             self.stream = None
+            self._live_input = None
             if self.is_attached:  # else the app is closing and cancelled this worker: no screen is left to update
                 self.running = False
                 await self.refresh_title()
