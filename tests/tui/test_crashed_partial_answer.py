@@ -53,6 +53,9 @@ async def test_a_crashed_run_shows_its_streamed_text_cut_off_and_finalize_keeps_
             await settle(pilot)
         app.screen.query_one("#run-list").focus()
         await wait_for(pilot, lambda: app.screen.inspected == RUN)
+        shown = plain(app.screen.query_one("CheckpointInspector").shown)
+        # Killed in its first answer: no turn and no request finished (it read "turn 0", "0 requests").
+        assert "none finished" in shown and "no request finished" in shown and "0 requests" not in shown
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")

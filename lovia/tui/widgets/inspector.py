@@ -154,8 +154,9 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("status", STATE_LABELS.get(run_state(head), run_state(head))),
             ("agent", head.agent),
             ("model", head.model or "—"),
-            ("turn", str(head.turn)),
-            ("usage", format.usage(head.usage)),
+            # The turns finished: a run cut off in its first answer has none (not a "turn 0").
+            ("turn", str(head.turn) if head.turn else "none finished"),
+            ("usage", format.usage(head.usage) if head.usage.requests else "no request finished"),
             ("handoff", head.pending_handoff or "—"),
             ("started", format.when(head.started_at)),
             ("updated", format.when(head.updated_at)),
