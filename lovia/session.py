@@ -50,8 +50,8 @@ class Segment:
     have none. ``meta["agent"]`` names the agent active when the run ended (after any
     handoff), so the next run of a chat can go on with it. A run that did not complete and
     was recorded anyway (the terminal UI does it when the user sends the next message) has
-    ``meta["partial"]`` True and ``meta["ended"]``: ``stopped`` (the user stopped it),
-    ``interrupted``, ``crashed`` or ``failed``.
+    ``meta["partial"]`` True and ``meta["ended"]``: ``stopped`` (it was stopped), ``crashed`` or
+    ``failed`` (``interrupted`` in segments older lovia recorded for a stopped run).
     """
 
     run_id: str

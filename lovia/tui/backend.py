@@ -108,8 +108,10 @@ LOCATE_PAGE = 256
 Settle = Literal["keep", "discard"]
 """What sending does with a crashed or failed run of the session: keep it as a partial segment, or discard it."""
 PartialEnd = Literal["stopped", "interrupted", "crashed", "failed"]
-"""How a run finalized as a partial segment ended (its ``meta["ended"]``): ``stopped`` when sending
-the next message finalized a run the user stopped; otherwise its state when it was finalized."""
+"""How a run finalized as a partial segment ended (its ``meta["ended"]``): ``stopped`` for a run that
+was stopped (``interrupted``: escape, quit, a signal), however it was finalized; otherwise its state
+when it was finalized. ``interrupted`` is what lovia before 2026-12-05 recorded for a stopped run
+finalized from the runs list: read, never written now."""
 SEARCH_LIMIT = 200
 """Hits a search shows (the search screen's list, and what ``n``/``N`` step through across sessions)."""
 
@@ -612,8 +614,7 @@ class ChatBackend:
         stored = await self._stored_run_ids(session_id) if trashing and summaries else None
         for summary in sorted(summaries, key=lambda r: r.head.started_at):  # oldest first: the order they belong in
             if trashing and summary.head.status != "completed":
-                await self.finalize(summary.run_id, ended="stopped" if run_state(summary.head) == "interrupted"
-                                    else None)
+                await self.finalize(summary.run_id)
                 continue
             if stored is not None and summary.run_id not in stored:
                 # Completed, but its session never got it (the spec's crash window): its checkpoint is
@@ -843,9 +844,7 @@ class ChatBackend:
         """
         self._check_settleable(runs, settle)
         for summary in runs:
-            if run_state(summary.head) == "interrupted":
-                await self.finalize(summary.run_id, ended="stopped")
-            elif settle == "keep":
+            if run_state(summary.head) == "interrupted" or settle == "keep":
                 await self.finalize(summary.run_id)
             else:
                 await self.discard(summary.run_id)
@@ -940,13 +939,13 @@ class ChatBackend:
                                 "session to see it")
             await self.checkpointer.delete(run_id)
 
-    async def finalize(self, run_id: str, *, ended: PartialEnd | None = None) -> tuple[str, int]:
+    async def finalize(self, run_id: str) -> tuple[str, int]:
         """Record an abandoned run in its session as a partial, tool-consistent segment.
 
         The run is taken first (see :meth:`_taken`), so nobody resumes it meanwhile. Dangling
         tool calls are dropped (``drop_dangling_tool_calls``); the checkpoint is deleted after
         the append. The segment's meta says what it is: ``partial`` (True), ``ended`` (how it
-        ended: ``ended`` if given, else its state, ``interrupted``, ``crashed`` or ``failed``),
+        ended: ``crashed`` or ``failed`` for a run in that state, ``stopped`` for any other),
         ``agent`` (the agent active at its end: the target of a handoff that fired, if one
         was not applied yet, since its result told the model so), its ``timing`` and
         ``active_seconds``. Returns the session id and how many entries were kept.
@@ -956,7 +955,8 @@ class ChatBackend:
                 raise UserError(f"run {run_id} is gone; nothing to finalize")
             head = snapshot.head
             found = run_state(snapshot.taken_from or head)  # as it was before this claim took it
-            ended = ended or (found if found in ("crashed", "failed") else "interrupted")
+            # A run that was stopped reads "stopped" whichever way it was finalized (sending, f, a delete).
+            ended: PartialEnd = found if found in ("crashed", "failed") else "stopped"
             if head.status == "completed":  # completed meanwhile: its session gets the whole run
                 raise UserError(f"run {run_id} completed meanwhile, so it is not finalized as partial; "
                                 "reopen its session to see it")
@@ -1250,8 +1250,7 @@ class ChatBackend:
             # order) and rewound away with the rest, so an undo brings them back as partial runs.
             settled = await self._settle(before, settle)
             for summary in dropped:
-                await self.finalize(summary.run_id, ended="stopped" if run_state(summary.head) == "interrupted"
-                                    else None)
+                await self.finalize(summary.run_id)
             stored = await self.locate(session_id, original)
             if stored is None or stored.position is None:
                 raise UserError("that message is not in this session any more (it was rewound meanwhile): pick it "

@@ -218,5 +218,5 @@ async def test_backend_finalize_records_how_the_run_ended_and_the_agent_a_pendin
             ToolResult(call_id="c1", output="Transferred to expert.", name="transfer_to_expert")]))
         assert await backend.finalize("r1") == ("s-a", 3)
         [segment] = await session.segments("s-a")
-        assert (segment.meta["partial"], segment.meta["ended"], segment.meta["agent"]) == (True, "interrupted",
+        assert (segment.meta["partial"], segment.meta["ended"], segment.meta["agent"]) == (True, "stopped",
                                                                                            "expert")

@@ -201,7 +201,7 @@ async def test_a_stopped_run_header_says_how_long_it_ran_and_a_finalized_partial
         # Selected in the transcript, the inspector says the same, not "completed".
         app.screen.chat.transcript.focus()
         await pilot.press("end")
-        await wait_for(pilot, lambda: "partial, interrupted" in inspector_text(app))
+        await wait_for(pilot, lambda: "partial, stopped" in inspector_text(app))
         assert "completed" not in inspector_text(app)
 
 
