@@ -133,6 +133,9 @@ def _check_file(path: Path) -> None:
         raise CannotCheck(f"there is no database at {path}: give the file with --db PATH") from None
     except OSError as exc:
         raise CannotCheck(f"cannot read {path}: {exc.strerror}") from None
+    if not header:  # SQLite (and so lovia, opening it) takes an empty file as a new, empty database
+        raise CannotCheck(f"{path} is empty (0 bytes): it holds no session. lovia makes it a new database when "
+                          "it opens it; if it held your sessions, it was emptied: restore it from a backup")
     if header != b"SQLite format 3\x00":
         raise CannotCheck(f"{path} is not a SQLite database (its header is not SQLite's): it is not a lovia "
                           "file, or its first page is destroyed; restore it from a backup")

@@ -106,6 +106,11 @@ def test_a_missing_file_a_foreign_file_and_a_file_of_another_program_cannot_be_c
     junk.write_bytes(b"not a database at all" * 100)
     status, text = run_doctor(capsys, junk)
     assert status == 2 and "not a SQLite database" in text
+    # An empty file is no damaged database (lovia takes it as a new one): it said "restore it from a backup".
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    status, text = run_doctor(capsys, empty)
+    assert status == 2 and "is empty (0 bytes)" in text and "not a SQLite database" not in text
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE notes (body TEXT)")
