@@ -18,6 +18,7 @@ from lovia.checkpoint import (
     RunOwner,
     RunSnapshot,
     RunSummary,
+    SessionExclusiveCheckpointer,
 )
 from lovia.context import ContextPolicy, FileResultStore
 from lovia.dangling import complete_dangling_call
@@ -161,6 +162,7 @@ __all__ = [
     "SearchableSession",
     "Segment",
     "Session",
+    "SessionExclusiveCheckpointer",
     "SessionInfo",
     "StoreError",
     "TextDelta",

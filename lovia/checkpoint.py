@@ -20,7 +20,7 @@ import dataclasses
 import os
 import socket
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
@@ -416,6 +416,34 @@ class ClaimingCheckpointer(Checkpointer, Protocol):
 
 
 @runtime_checkable
+class SessionExclusiveCheckpointer(ClaimingCheckpointer, Protocol):
+    """A claiming checkpointer that claims a run only while no other run of its session executes.
+
+    A chat answers one message at a time: two runs started in one session at the same moment (two
+    windows, two workers) would each answer without the other's message. Looking for a running
+    run first and claiming after leaves that moment open; this claim looks in the same atomic
+    step, so of several runs of one session started at once exactly one executes. The spec lets
+    runs of a session execute concurrently: this is for callers that ask for it
+    (``CheckpointOptions(alone_in_session=True)``; the terminal UI does).
+    """
+
+    async def claim_alone(
+        self,
+        run_id: str,
+        owner: RunOwner,
+        *,
+        token: str,
+        lease_seconds: float,
+        start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
+    ) -> RunSnapshot | None:
+        """:meth:`~ClaimingCheckpointer.claim`, refusing a claim that would take or store the run with
+        :class:`~lovia.errors.RunClaimedError`, changing nothing, while another execution holds another
+        run of the same session (:meth:`RunHead.is_held`). A run of no session is claimed as ``claim`` does."""
+        ...
+
+
+@runtime_checkable
 class ListableCheckpointer(Checkpointer, Protocol):
     """A checkpointer that can list its runs, as the bundled ones do."""
 
@@ -561,7 +589,8 @@ class CheckpointOptions:
     ``resume_from`` rehydrates a snapshot obtained elsewhere instead of loading one.
     ``lease_seconds`` is how long the run's claim outlives its last renewal: another
     process may take the run over once a lease that long lapsed unrenewed (at once if the
-    owner is on this host and gone).
+    owner is on this host and gone). ``alone_in_session`` refuses to execute the run beside
+    another run of its session (see the field).
     """
 
     checkpointer: Checkpointer
@@ -570,6 +599,13 @@ class CheckpointOptions:
     delete_on_success: bool = False
     resume_from: RunSnapshot | None = None
     lease_seconds: float = DEFAULT_LEASE_SECONDS
+    alone_in_session: bool = False
+    """Start (or resume) the run only while no other run of its session executes: of runs of one
+    session started at once, one executes and the others raise :class:`~lovia.errors.RunClaimedError`
+    before anything of them is stored. Checked in the claim's atomic step by a
+    :class:`SessionExclusiveCheckpointer` (the bundled ones); a listable checkpointer without it
+    is asked for the session's running runs just before the claim (two starts at the same moment
+    may then both run); any other is not asked."""
 
     def __post_init__(self) -> None:
         if not self.lease_seconds > 0:
@@ -683,6 +719,29 @@ def claim_refused(run_id: str, head: RunHead) -> RunClaimedError:
         f"run {run_id!r} is being executed by {head.owner}{lease}; wait for it to finish, or stop it there. "
         "If that process is gone, the run can be taken over once its lease lapses."
     )
+
+
+def claimed_session(step: ClaimStep, stored: RunHead | None, start: RunSnapshot | None) -> str | None:
+    """The session of the run a claim whose plan is ``step`` takes or stores (``None``: it takes none)."""
+    if step == "store_start":
+        return start.head.session_id if start is not None else None
+    return stored.session_id if step == "update" and stored is not None else None
+
+
+def check_alone_in_session(session_id: str, run_id: str, others: Iterable[tuple[str, RunHead]], now: float) -> None:
+    """Refuse claiming ``run_id`` while one of ``others`` (stored runs of ``session_id``) is held.
+
+    What :meth:`SessionExclusiveCheckpointer.claim_alone` checks in the bundled stores, inside
+    the claim's transaction, before anything is written.
+    """
+    for other_id, head in others:
+        if other_id != run_id and head.is_held(now):
+            where = "in this process" if head.owner == RunOwner.current() else f"by {head.owner}"
+            raise RunClaimedError(
+                f"run {other_id!r} of session {session_id!r} is being executed {where}, so run {run_id!r} was "
+                "not started there (it would answer without what that run is doing): wait for it to finish, "
+                "or stop it, then start again."
+            )
 
 
 def claim_lost(run_id: str, stored: RunHead) -> RunClaimedError:

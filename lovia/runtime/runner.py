@@ -34,13 +34,17 @@ from typing import Any, cast
 from lovia._async import shielded, wait_out
 from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import (
+    Checkpointer,
     CheckpointOptions,
     ClaimingCheckpointer,
     IfStored,
     JournalingCheckpointer,
+    ListableCheckpointer,
     RunHead,
     RunOwner,
     RunSnapshot,
+    SessionExclusiveCheckpointer,
+    check_alone_in_session,
     claim_refused,
     is_live_here,
     plan_claim,
@@ -382,6 +386,8 @@ class _Run:
             self.head, self.entries = start.head, start.entries
             return None
         checkpointer = options.checkpointer
+        if options.alone_in_session and not isinstance(checkpointer, SessionExclusiveCheckpointer):
+            await self._check_alone_in_session(checkpointer)
         register_live_claim(self._token, checkpointer, self.run_id)
         self._last_save = time.monotonic()
         if self._claims_atomically:
@@ -410,13 +416,23 @@ class _Run:
             await self._save()  # taken at once: the window in which another process sees it free is short
         return stored
 
+    async def _check_alone_in_session(self, checkpointer: Checkpointer) -> None:
+        """``alone_in_session`` with a checkpointer that cannot check it in its claim: the session's running
+        runs are asked for just before (a run started elsewhere at the same moment is not seen)."""
+        if self.session_id is None or not isinstance(checkpointer, ListableCheckpointer):
+            return
+        running = await checkpointer.list_runs(statuses=["running"])
+        check_alone_in_session(self.session_id, self.run_id, ((r.run_id, r.head) for r in running
+                                                              if r.head.session_id == self.session_id), time.time())
+
     async def _claim_atomically(self, checkpointer: ClaimingCheckpointer, start: RunSnapshot | None,
                                 if_stored: IfStored) -> RunSnapshot | None:
         assert self.checkpoint is not None
+        alone = self.checkpoint.alone_in_session and isinstance(checkpointer, SessionExclusiveCheckpointer)
+        claim = cast(SessionExclusiveCheckpointer, checkpointer).claim_alone if alone else checkpointer.claim
         try:
-            return await checkpointer.claim(self.run_id, RunOwner.current(), token=self._token,
-                                            lease_seconds=self.checkpoint.lease_seconds, start=start,
-                                            if_stored=if_stored)
+            return await claim(self.run_id, RunOwner.current(), token=self._token,
+                               lease_seconds=self.checkpoint.lease_seconds, start=start, if_stored=if_stored)
         except asyncio.CancelledError:
             # The claim's transaction may have committed as the cancellation came, its result
             # then dropped: take up the claimed run, so that it is marked interrupted (released)

@@ -63,7 +63,9 @@ from lovia.checkpoint import (
     RunSnapshot,
     RunStatus,
     RunSummary,
+    check_alone_in_session,
     check_save,
+    claimed_session,
     plan_claim,
     taken_up,
     with_partial,
@@ -126,6 +128,9 @@ CHECKPOINT_SCHEMA = PostgresSchema("checkpoint", (_checkpoint_v1,))
 _RUN_LOCKS = 0x6C76_7231
 """The first key of the advisory locks on run ids (``pg_advisory_xact_lock(int, int)``); the
 second is the run id's hash. Another lock that shares a hash only waits a moment longer."""
+_SESSION_RUN_LOCKS = 0x6C76_7332
+"""The first key of the advisory locks a claim that must run alone in its session takes (the
+second is the session id's hash), after its run's: such claims of one session take turns."""
 
 
 class PostgresCheckpointer:
@@ -232,6 +237,26 @@ class PostgresCheckpointer:
         if_stored: IfStored = "take",
     ) -> RunSnapshot | None:
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
+        return await self._claim(run_id, owner, token, lease_seconds, start, if_stored, alone=False)
+
+    async def claim_alone(
+        self,
+        run_id: str,
+        owner: RunOwner,
+        *,
+        token: str,
+        lease_seconds: float,
+        start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
+    ) -> RunSnapshot | None:
+        """:meth:`claim`, only while no other run of the session executes; see
+        :class:`~lovia.checkpoint.SessionExclusiveCheckpointer`. Such claims of one session take the
+        session's advisory lock (:data:`_SESSION_RUN_LOCKS`) before reading its running runs: without
+        it, two claims committing at once would each not see the other's run."""
+        return await self._claim(run_id, owner, token, lease_seconds, start, if_stored, alone=True)
+
+    async def _claim(self, run_id: str, owner: RunOwner, token: str, lease_seconds: float,
+                     start: RunSnapshot | None, if_stored: IfStored, *, alone: bool) -> RunSnapshot | None:
         start = RunSnapshot(run_id, RunHead.from_dict(start.head.to_dict()), start.entries) if start else None
         counts = self._stored_counts
 
@@ -241,7 +266,15 @@ class PostgresCheckpointer:
             row = await cursor.fetchone()
             stored = _decode_head(row[0], run_id, self.where) if row else None
             before = _decode_head(row[0], run_id, self.where) if row else None  # plan_claim takes ``stored`` in place
-            step = plan_claim(run_id, stored, start, owner, token, lease_seconds, time.time(), if_stored)
+            now = time.time()
+            step = plan_claim(run_id, stored, start, owner, token, lease_seconds, now, if_stored)
+            if alone and (session_id := claimed_session(step, stored, start)) is not None:
+                await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SESSION_RUN_LOCKS, session_id))
+                cursor = await conn.execute("SELECT run_id, head FROM lovia_runs WHERE session_id = %s "
+                                            "AND status = 'running' AND run_id != %s", (session_id, run_id))
+                running = await cursor.fetchall()
+                check_alone_in_session(session_id, run_id,
+                                       ((other, _decode_head(text, other, self.where)) for other, text in running), now)
             if step == "store_start":
                 assert start is not None
                 await conn.execute("DELETE FROM lovia_run_entries WHERE run_id = %s", (run_id,))

@@ -16,7 +16,9 @@ from lovia.checkpoint import (
     RunSnapshot,
     RunStatus,
     RunSummary,
+    check_alone_in_session,
     check_save,
+    claimed_session,
     plan_claim,
     taken_up,
     with_partial,
@@ -457,11 +459,36 @@ class InMemoryCheckpointer:
         if_stored: IfStored = "take",
     ) -> RunSnapshot | None:
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
+        return self._claim(run_id, owner, token, lease_seconds, start, if_stored, alone=False)
+
+    async def claim_alone(
+        self,
+        run_id: str,
+        owner: RunOwner,
+        *,
+        token: str,
+        lease_seconds: float,
+        start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
+    ) -> RunSnapshot | None:
+        """:meth:`claim`, only while no other run of the session executes; see
+        :class:`~lovia.checkpoint.SessionExclusiveCheckpointer`."""
+        return self._claim(run_id, owner, token, lease_seconds, start, if_stored, alone=True)
+
+    def _claim(self, run_id: str, owner: RunOwner, token: str, lease_seconds: float,
+               start: RunSnapshot | None, if_stored: IfStored, *, alone: bool) -> RunSnapshot | None:
         stored = self._runs.get(run_id)
         start = RunSnapshot(run_id, self._copy(start.head), list(start.entries)) if start is not None else None
         before = self._copy(stored.head) if stored is not None else None  # plan_claim takes the stored head in place
-        step = plan_claim(run_id, stored.head if stored else None, start, owner, token, lease_seconds, time.time(),
-                          if_stored)
+        now = time.time()
+        # On copies: a refused claim must leave the stored head as it was.
+        planned = self._copy(stored.head) if stored is not None else None
+        step = plan_claim(run_id, planned, start, owner, token, lease_seconds, now, if_stored)
+        if alone and (session_id := claimed_session(step, planned, start)) is not None:
+            check_alone_in_session(session_id, run_id, ((other, run.head) for other, run in self._runs.items()
+                                                        if run.head.session_id == session_id), now)
+        if stored is not None and planned is not None:
+            stored.head = planned
         if step == "store_start":
             assert start is not None
             self._runs[run_id] = start

@@ -56,7 +56,9 @@ from lovia.checkpoint import (
     RunSnapshot,
     RunStatus,
     RunSummary,
+    check_alone_in_session,
     check_save,
+    claimed_session,
     plan_claim,
     taken_up,
     with_partial,
@@ -1282,6 +1284,25 @@ class SQLiteCheckpointer(_SQLiteStore):
         if_stored: IfStored = "take",
     ) -> RunSnapshot | None:
         """Check and take ``run_id`` for one execution; see :class:`~lovia.checkpoint.ClaimingCheckpointer`."""
+        return await self._claim(run_id, owner, token, lease_seconds, start, if_stored, alone=False)
+
+    async def claim_alone(
+        self,
+        run_id: str,
+        owner: RunOwner,
+        *,
+        token: str,
+        lease_seconds: float,
+        start: RunSnapshot | None = None,
+        if_stored: IfStored = "take",
+    ) -> RunSnapshot | None:
+        """:meth:`claim`, only while no other run of the session executes; see
+        :class:`~lovia.checkpoint.SessionExclusiveCheckpointer`. The session's running runs are read in
+        the claim's own write transaction, which the file lets one connection hold at a time."""
+        return await self._claim(run_id, owner, token, lease_seconds, start, if_stored, alone=True)
+
+    async def _claim(self, run_id: str, owner: RunOwner, token: str, lease_seconds: float,
+                     start: RunSnapshot | None, if_stored: IfStored, *, alone: bool) -> RunSnapshot | None:
         start = RunSnapshot(run_id, RunHead.from_dict(start.head.to_dict()), start.entries) if start else None
         fresh = _encode(start.entries) if start is not None else []
         counts = self._stored_counts
@@ -1290,7 +1311,14 @@ class SQLiteCheckpointer(_SQLiteStore):
             row = conn.execute("SELECT head FROM lovia_runs WHERE run_id = ?", (run_id,)).fetchone()
             stored = _decode_head(row[0], run_id, self.path) if row else None
             before = _decode_head(row[0], run_id, self.path) if row else None  # plan_claim takes ``stored`` in place
-            step = plan_claim(run_id, stored, start, owner, token, lease_seconds, time.time(), if_stored)
+            now = time.time()
+            step = plan_claim(run_id, stored, start, owner, token, lease_seconds, now, if_stored)
+            if alone and (session_id := claimed_session(step, stored, start)) is not None:
+                running = conn.execute("SELECT run_id, head FROM lovia_runs "
+                                       "WHERE session_id = ? AND status = 'running' AND run_id != ?",
+                                       (session_id, run_id)).fetchall()
+                check_alone_in_session(session_id, run_id,
+                                       ((other, _decode_head(text, other, self.path)) for other, text in running), now)
             if step == "store_start":
                 assert start is not None
                 conn.execute("DELETE FROM lovia_run_entries WHERE run_id = ?", (run_id,))

@@ -805,9 +805,11 @@ class ChatBackend:
         ``settle="keep"``, or discarded with ``settle="discard"``; without ``settle`` sending
         is refused with :class:`RunsNeedDecision` before anything changed. A run another
         process executes in the session refuses sending (its answer would land after the new
-        one): :class:`~lovia.errors.RunClaimedError` names who runs it. Each finalize or discard
-        takes its run first (see :meth:`_taken`), so one resumed elsewhere meanwhile is refused
-        rather than raced.
+        one): :class:`~lovia.errors.RunClaimedError` names who runs it. That is looked at here,
+        and again in the new run's claim (``alone_in_session``), atomically: of two windows
+        sending at the same moment, the second run's stream fails with it before storing
+        anything. Each finalize or discard takes its run first (see :meth:`_taken`), so one
+        resumed elsewhere meanwhile is refused rather than raced.
 
         Handoffs carry over: the run starts with the agent the session's last run ended with
         (its segment's ``meta["agent"]``) when the app's agent reaches it through handoffs,
@@ -822,7 +824,8 @@ class ChatBackend:
         agent = await self._continuing_agent(session_id)
         run_id = f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
         stream = Runner.stream(agent, [message], session=self.session, session_id=session_id,
-                               checkpoint=CheckpointOptions(self.checkpointer, run_id), max_turns=self.max_turns,
+                               checkpoint=CheckpointOptions(self.checkpointer, run_id, alone_in_session=True),
+                               max_turns=self.max_turns,
                                context_policy=self.context_policy, mcp_servers=self.mcp.offered(session_id))
         return StartedRun(message, stream, agent.name, tuple(settled))
 
@@ -875,7 +878,8 @@ class ChatBackend:
         if session_id is None:
             raise UserError(f"run {run_id} belongs to no session, so it cannot be shown here")
         stream = Runner.stream(self.agent, [], session=self.session, session_id=session_id,
-                               checkpoint=CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only"),
+                               checkpoint=CheckpointOptions(self.checkpointer, run_id, if_run_exists="resume_only",
+                                                             alone_in_session=True),
                                max_turns=self.max_turns, context_policy=self.context_policy,
                                mcp_servers=self.mcp.offered(session_id))
         return session_id, stream

@@ -23,6 +23,7 @@ from lovia import (
     RunHead,
     RunOwner,
     RunSnapshot,
+    SessionExclusiveCheckpointer,
     ToolCall,
     Usage,
     UserError,
@@ -404,3 +405,42 @@ async def test_a_run_executing_in_this_process_is_held_even_when_its_lease_lapse
             await checkpointer.claim("r1", me, token="another", lease_seconds=30)
     assert stored.crashed  # once it ended without marking the run, nothing holds it
     assert (await checkpointer.claim("r1", me, token="another", lease_seconds=30)).head.claim == "another"
+
+
+# -- a claim that runs alone in its session ---------------------------------------------------
+
+
+async def test_claim_alone_is_refused_while_another_run_of_the_session_executes(checkpointer):
+    assert isinstance(checkpointer, SessionExclusiveCheckpointer)
+    me = RunOwner.current()
+    await checkpointer.save(RunSnapshot("theirs", held_elsewhere(session_id="s1"), [UserMessage(text="the plan")]))
+    start = RunSnapshot("mine", head(session_id="s1", owner=None), [UserMessage(text="my question")])
+    with pytest.raises(RunClaimedError, match="'theirs' of session 's1' is being executed by process 4242") as caught:
+        await checkpointer.claim_alone("mine", me, token="t", lease_seconds=30, start=start)
+    assert "plan" not in str(caught.value) and "question" not in str(caught.value)
+    assert await checkpointer.load("mine") is None  # nothing of it stored
+    # A stored run of the session is not taken either (a resume), and stays as it was.
+    await checkpointer.save(RunSnapshot("stopped", head(session_id="s1", status="interrupted"), []))
+    with pytest.raises(RunClaimedError, match="'theirs'"):
+        await checkpointer.claim_alone("stopped", me, token="t", lease_seconds=30)
+    assert (await checkpointer.load("stopped")).head.status == "interrupted"
+    # Another session, or a plain claim (the spec lets runs of a session run side by side): taken.
+    other = RunSnapshot("elsewhere", head(session_id="s2", owner=None), [UserMessage(text="q")])
+    assert await checkpointer.claim_alone("elsewhere", me, token="t", lease_seconds=30, start=other) is None
+    assert await checkpointer.claim("mine", me, token="t", lease_seconds=30, start=start) is None
+    assert (await checkpointer.load("mine")).head.claim == "t"
+
+
+async def test_claim_alone_goes_ahead_beside_runs_that_no_execution_holds(checkpointer):
+    me = RunOwner.current()
+    entries = [UserMessage(text="go")]
+    lapsed = held_elsewhere(session_id="s1", lease_until=time.time() - 1)
+    await checkpointer.save(RunSnapshot("lapsed", lapsed, entries))
+    await checkpointer.save(RunSnapshot("failed", head(session_id="s1", status="failed", owner=ELSEWHERE), entries))
+    await checkpointer.save(RunSnapshot("done", head(session_id="s1", status="completed", owner=ELSEWHERE), entries))
+    start = RunSnapshot("mine", head(session_id="s1", owner=None), entries)
+    assert await checkpointer.claim_alone("mine", me, token="t", lease_seconds=30, start=start) is None
+    # Its own stored run held elsewhere is refused as claim refuses it, naming that run.
+    await checkpointer.save(RunSnapshot("held", held_elsewhere(session_id="s3"), entries))
+    with pytest.raises(RunClaimedError, match="run 'held' is being executed"):
+        await checkpointer.claim_alone("held", me, token="t", lease_seconds=30)

@@ -6,6 +6,7 @@ import asyncio
 import signal
 import sys
 import textwrap
+import time
 
 from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.tui.screens.main import MainScreen
@@ -347,3 +348,44 @@ async def test_a_session_this_window_opened_itself_is_not_taken_for_a_change_els
             await session.append("s-b", [UserMessage(text="from elsewhere")], run_id="s-b-3")
         assert await screen.check_other_windows() is True
         assert [n for n in told(app) if "changed in another window" in n.message]
+
+
+async def test_a_message_sent_as_another_window_starts_a_run_in_the_session_is_refused_and_kept(tmp_path):
+    # Two windows sending at the same moment both ran: each looked for a running run of the session
+    # before the other's had started. Here the other window's run starts in exactly that moment
+    # (after this window looked, before its run's claim); the claim itself now refuses.
+    from lovia import Agent, DemoModel, RunHead, RunOwner, RunSnapshot
+    from lovia.tui.app import LoviaApp
+    from lovia.tui.backend import ChatBackend
+    from lovia.tui.config import RememberedState
+    from lovia.tui.session_servers import SessionServers
+    from lovia.tui.widgets.notice import NoticeView
+
+    other_window = RunOwner(host="laptop-2", pid=777, started=1)
+
+    class OtherWindowStartsMeanwhile(SQLiteCheckpointer):
+        async def claim_alone(self, run_id, owner, **kwargs):
+            await self.save(RunSnapshot("run-of-the-other-window", RunHead(
+                agent="assistant", session_id="s-shared", first_input="theirs", owner=other_window,
+                claim="their-claim", lease_until=time.time() + 600), [UserMessage(text="theirs")]))
+            return await super().claim_alone(run_id, owner, **kwargs)
+
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    state = RememberedState(tmp_path / "state.json")
+    backend = ChatBackend(SQLiteSession(db, wal=True), OtherWindowStartsMeanwhile(db, wal=True),
+                          Agent(name="assistant", model=DemoModel(delay=0)), mcp=SessionServers((), state=state))
+    app = LoviaApp(backend, model_label="demo (offline)", state=state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        assert chat.session_id == "s-shared"
+        await type_and_send(pilot, "mine")
+        await settle(pilot)
+        errors = [n.text for n in chat.transcript.query(NoticeView) if n.has_class("-error")]
+        assert any("run 'run-of-the-other-window' of session 's-shared' is being executed by process 777 on "
+                   "laptop-2" in text for text in errors), errors
+        assert chat.composer.text == "mine"  # nothing of it was stored: the message is back to send again
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        assert [s.run_id for s in await session.segments("s-shared")] == ["first"]
+        assert [r.run_id for r in await checkpointer.list_runs()] == ["run-of-the-other-window"]
