@@ -48,6 +48,9 @@ class UnwritableCheckpoints:
     async def claim(self, *args, **kwargs):
         raise StoreError("database or disk is full")
 
+    async def claim_alone(self, *args, **kwargs):  # the claim the app makes (one run per session)
+        raise StoreError("database or disk is full")
+
     async def save(self, snapshot) -> None:
         raise StoreError("database or disk is full")
 

@@ -173,7 +173,7 @@ class ChatPanel(Vertical):
             # The first run of a session, while it executes here: titled by its input, as listed.
             title = title or self._live_input
             self._untitled = not title
-            shown = format.one_line(title, 80) if title else "New session"
+            shown = _title_line(title)
             self.query_one("#chat-title", Static).update(shown)  # now: its fork origin may be unreadable
             origin = None
             if info is not None and self.session_id:
@@ -309,8 +309,9 @@ class ChatPanel(Vertical):
                     if message is not None:
                         await transcript.add_user(message)
                         message = None
-                    if self._untitled:
-                        await self.refresh_title()
+                    if self._untitled and self._live_input:  # no store to ask: a session untitled has no origin
+                        self._untitled = False
+                        self.query_one("#chat-title", Static).update(_title_line(self._live_input))
                     self.post_message(self.Changed(self.session_id, event.run_id))
                 elif isinstance(event, TextDelta):
                     await transcript.stream_text(event.text, event.agent)
@@ -648,3 +649,8 @@ class ChatPanel(Vertical):
         event.stop()
         how = copy_text(self.app, event.text)
         self.notify(f"Copied the {event.what} ({format.size(len(event.text))}) {how}.")
+
+
+def _title_line(title: str | None) -> str:
+    """The chat's title line for a session's title (``None`` or empty: a new session's)."""
+    return format.one_line(title, 80) if title else "New session"
