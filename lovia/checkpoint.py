@@ -605,7 +605,8 @@ class CheckpointOptions:
     before anything of them is stored. Checked in the claim's atomic step by a
     :class:`SessionExclusiveCheckpointer` (the bundled ones); a listable checkpointer without it
     is asked for the session's running runs just before the claim (two starts at the same moment
-    may then both run); any other is not asked."""
+    may then both run); any other is not asked. A stored run of no session, resumed into the
+    caller's session, is checked only that way: its claim does not know the session yet."""
 
     def __post_init__(self) -> None:
         if not self.lease_seconds > 0:
@@ -735,8 +736,9 @@ def check_alone_in_session(session_id: str, run_id: str, others: Iterable[tuple[
     the claim's transaction, before anything is written.
     """
     for other_id, head in others:
-        if other_id != run_id and head.is_held(now):
-            where = "in this process" if head.owner == RunOwner.current() else f"by {head.owner}"
+        holder = head.holder(now)
+        if other_id != run_id and holder is not None:
+            where = "in this process" if holder == "here" else f"by {head.owner}"
             raise RunClaimedError(
                 f"run {other_id!r} of session {session_id!r} is being executed {where}, so run {run_id!r} was "
                 "not started there (it would answer without what that run is doing): wait for it to finish, "

@@ -90,7 +90,9 @@ default is to wait forever for a host that drops packets."""
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 """libpq's TCP keepalive settings for lovia's connections, unless the URL gives its own (:func:`_connect_options`)."""
 
-_WRITE = "BEGIN"
+# Read committed whatever the server's default: a write that takes an advisory lock and then reads
+# (an append, a claim, a claim alone in its session) must see what the lock's last holder committed.
+_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 

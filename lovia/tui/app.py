@@ -40,7 +40,7 @@ TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP
 
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
-QUIT_AFTER_ANSWER = "The answer has ended meanwhile, and is saved. Quit now?"
+QUIT_AFTER_ANSWER = "The answer has ended meanwhile. Quit now?"
 """The quit question once the answer it asked about has ended while it was shown."""
 
 

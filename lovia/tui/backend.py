@@ -808,8 +808,9 @@ class ChatBackend:
         one): :class:`~lovia.errors.RunClaimedError` names who runs it. That is looked at here,
         and again in the new run's claim (``alone_in_session``), atomically: of two windows
         sending at the same moment, the second run's stream fails with it before storing
-        anything. Each finalize or discard takes its run first (see :meth:`_taken`), so one
-        resumed elsewhere meanwhile is refused rather than raced.
+        anything of that run (runs settled first stay settled). Each finalize or discard takes
+        its run first (see :meth:`_taken`), so one resumed elsewhere meanwhile is refused rather
+        than raced.
 
         Handoffs carry over: the run starts with the agent the session's last run ended with
         (its segment's ``meta["agent"]``) when the app's agent reaches it through handoffs,

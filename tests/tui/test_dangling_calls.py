@@ -177,10 +177,10 @@ async def test_an_empty_output_is_stored_only_once_confirmed(tmp_path):
     agent, _ = counting_agent()
     app = make_app(db, agent=agent)
 
-    async def give_nothing() -> ConfirmScreen:
+    async def give_nothing(typed: str = "") -> ConfirmScreen:
         await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
-        await pilot.press("enter")
+        await pilot.press(*typed, "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         return app.screen
 
@@ -200,7 +200,7 @@ async def test_an_empty_output_is_stored_only_once_confirmed(tmp_path):
 
         calls.focus()
         await pilot.pause()
-        await give_nothing()
+        await give_nothing("  ")  # spaces alone are nothing typed too
         await pilot.press("y")  # a tool that really printed nothing
         await settle(pilot)
     entries, _ = await stored(db)

@@ -873,6 +873,7 @@ class MainScreen(Screen):
                 "The model will read that the call returned nothing, and resuming will not run it again.",
                 confirm="Store it empty")):
             return
+        answer = answer if as_error or answer.strip() else ""  # spaces alone are nothing typed
         try:
             if as_error:
                 await self.backend.complete_call(run_id, call.call_id, error=answer or "failed (no details given)")

@@ -174,6 +174,8 @@ class AssistantMessageView(MessageView):
             return None
         block = holding[-1]
         top = block.content_region.y
-        if isinstance(block, MarkdownFence) and block.children:  # the code, below the opening fence's line
-            top = block.children[0].content_region.y + max(0, line - block.source_range[0] - 1)
+        if isinstance(block, MarkdownFence) and block.children:
+            # The code line; a fenced block's source starts with its opening line (an indented one's does not).
+            opening = 1 if block.name == "fence" else 0
+            top = block.children[0].content_region.y + max(0, line - block.source_range[0] - opening)
         return top - self.region.y
