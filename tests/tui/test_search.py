@@ -242,6 +242,13 @@ DEEP = {
                                                                                            else "")
                                                       for i in range(300))),
                            AssistantMessage(text="Noted.", agent="assistant")]),
+    # A tool's output is folded inside its call: the hit unfolds it, at the matched line.
+    "s-output": ("guillemot", [UserMessage(text="read the log"),
+                               ToolCall(call_id="c-log", name="read_file", arguments='{"path": "birds.log"}'),
+                               ToolResult(call_id="c-log", output="\n".join(
+                                   f"entry {i}: seen nothing" + (" but a guillemot" if i == 200 else "")
+                                   for i in range(260))),
+                               AssistantMessage(text="One bird in the log.", agent="assistant")]),
 }
 
 
@@ -263,6 +270,7 @@ async def test_a_hit_deep_inside_a_long_message_is_scrolled_into_view(tmp_path, 
         await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
         await settle(pilot)
         transcript = app.screen.query_one(Transcript)
-        assert transcript.selected_position == position
+        # A result is shown inside its call, the entry before it here.
+        assert transcript.selected_position == (position - 1 if isinstance(entries[position], ToolResult) else position)
         # What the terminal shows: the matched line (the word appears nowhere else in the message).
         await wait_for(pilot, lambda: word in app.export_screenshot(), give_up_after=3.0)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from markdown_it import MarkdownIt
+from textual.content import Content
 from textual.widget import Widget
+from textual.widgets import Static
 
-from lovia.stores._search import SearchQuery
+from lovia.stores._search import SearchQuery, match_text
 from lovia.tui.restyle import set_class_sparing
 
 
@@ -42,6 +44,23 @@ class MessageView(Widget):
         """Rows from this view's top to the first row that shows a match of ``query`` (a search hit
         opened here is scrolled to it); ``None`` when the view cannot say, and its top will do."""
         return None
+
+    def reveal(self, query: SearchQuery) -> bool:
+        """Unfold what hides the first match of ``query``, before a search hit is scrolled to it;
+        True when something unfolds (:meth:`match_row` is then asked once that is laid out). Most
+        views hide nothing."""
+        return False
+
+
+def wrapped_match_row(view: Widget, shown: Static, text: str, query: SearchQuery) -> int | None:
+    """Rows from ``view``'s top to the row of ``shown`` (drawing ``text`` wrapped, as a ``Static``
+    wraps it) that ends the first match of ``query`` in ``text``; ``None``: no match, or not laid out."""
+    matches = match_text(text, query)
+    if not matches or not shown.content_region.width:
+        return None
+    # The rows of the text up to the end of the match's first word: that word ends on the last.
+    rows = Content(text[:matches[0][1]]).wrap(shown.content_region.width)
+    return shown.content_region.y - view.region.y + len(rows) - 1
 
 
 def code_blocks(markdown: str) -> list[str]:

@@ -9,8 +9,9 @@ from textual.message import Message
 from textual.widgets import Collapsible, Static
 
 from lovia.entries import ToolCall, ToolResult
+from lovia.stores._search import SearchQuery, match_text
 from lovia.tui.format import finish_note, one_line, size
-from lovia.tui.widgets.message_view import MessageView
+from lovia.tui.widgets.message_view import MessageView, wrapped_match_row
 
 RUNNING = "running…"
 RUNNING_AGAIN = "running again…"
@@ -116,6 +117,21 @@ class ToolCallView(MessageView):
         event.stop()
         if self.result is not None and self.result.trimmed_chars and self.archived is None:
             self.post_message(self.ArchiveRequested(self))
+
+    def reveal(self, query: SearchQuery) -> bool:
+        """A match in the output unfolds the call (the search indexes outputs, not arguments)."""
+        collapsible = self.query_one(Collapsible)
+        if not collapsible.collapsed or self.result is None or not match_text(self.result.output, query):
+            return False
+        collapsible.collapsed = False
+        return True
+
+    def match_row(self, query: SearchQuery) -> int | None:
+        """The output's row of the first match, once unfolded (see :meth:`reveal`)."""
+        if self.result is None or self.query_one(Collapsible).collapsed:
+            return None
+        # The archived whole starts as the stored output does: the match is on the same row.
+        return wrapped_match_row(self, self.query_one(".output", Static), self.result.output, query)
 
     def copy_text(self) -> str:
         if self.archived is not None:

@@ -931,8 +931,12 @@ class Transcript(VerticalScroll, can_focus=True):
             for page in self._window:
                 self._show_page(page, True)
         self.selected = self.views.index(view)
-        # Once laid out: the page was just mounted, and its widgets have no place yet.
-        self.call_after_refresh(self._scroll_to_selected, view, match)
+        # Once laid out: the page was just mounted, and its widgets have no place yet; what reveal
+        # unfolds is styled in that refresh and laid out in the next.
+        if match is not None and view.reveal(match):
+            self.call_after_refresh(self.call_after_refresh, self._scroll_to_selected, view, match)
+        else:
+            self.call_after_refresh(self._scroll_to_selected, view, match)
         self.call_after_refresh(self._check_edges)
         return True
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.content import Content
 from textual.widgets import Static
 
 from lovia.entries import UserMessage
-from lovia.stores._search import SearchQuery, match_text
-from lovia.tui.widgets.message_view import MessageView, code_blocks
+from lovia.stores._search import SearchQuery
+from lovia.tui.widgets.message_view import MessageView, code_blocks, wrapped_match_row
 
 
 class UserMessageView(MessageView):
@@ -35,10 +34,4 @@ class UserMessageView(MessageView):
 
     def match_row(self, query: SearchQuery) -> int | None:
         """The row of the first match, the text wrapped as its widget wraps it (a long paste scrolls there)."""
-        matches = match_text(self.message.text, query)
-        shown = self.query_one(".text", Static)
-        if not matches or not shown.content_region.width:
-            return None
-        # The rows of the text up to the end of the match's first word: that word ends on the last.
-        rows = Content(self.message.text[:matches[0][1]]).wrap(shown.content_region.width)
-        return shown.content_region.y - self.region.y + len(rows) - 1
+        return wrapped_match_row(self, self.query_one(".text", Static), self.message.text, query)
