@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.app import App
 from textual.worker import WorkerCancelled
 
@@ -83,6 +84,14 @@ async def wait_for(pilot, predicate, give_up_after: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {getattr(predicate, '__name__', predicate)}")
         await pilot.pause(0.02)
+
+
+def burst(app: App, text: str) -> None:
+    """Letters and spaces arriving together, as a fast typist's reach the app: every key is queued
+    before the first is handled (``pilot.press`` lets the app go idle between keys)."""
+    for char in text:
+        assert char == " " or char.isalnum(), "burst types letters, digits and spaces"
+        app.post_message(events.Key("space" if char == " " else char, char))
 
 
 async def type_and_send(pilot, text: str) -> None:

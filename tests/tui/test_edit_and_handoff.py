@@ -6,13 +6,14 @@ The real app over a real SQLite file, driven by Textual's pilot.
 from __future__ import annotations
 
 import pytest
+from textual import events
 
 from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.backend import ChatBackend
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.user_message import UserMessageView
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.conftest import burst, make_app, settle, type_and_send, wait_for
 from tests.tui.test_stop_and_continue import blocking_tool, fail_first_message, failing_then, stop_a_run
 
 
@@ -220,3 +221,46 @@ async def test_backend_finalize_records_how_the_run_ended_and_the_agent_a_pendin
         [segment] = await session.segments("s-a")
         assert (segment.meta["partial"], segment.meta["ended"], segment.meta["agent"]) == (True, "stopped",
                                                                                            "expert")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_keys_typed_right_after_e_go_into_the_edit_not_to_the_transcripts_keys(tmp_path, size):
+    """``e`` then typing at once: the edit starts after a store read, and the keys that came meanwhile
+    went to the transcript, where ``f`` forks, ``t`` trims and ``u`` undoes. They belong to the edit."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("end", "up")
+        assert isinstance(chat.transcript.selected_view, UserMessageView)
+        main = app.screen
+        burst(app, "e fix it")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        await pilot.pause()
+        assert app.screen is main  # no fork question, no trim question
+        assert chat.composer.text == "second fix it"
+        assert chat.composer.cursor_location == chat.composer.document.end
+        await pilot.press("escape")
+        await pilot.pause()
+        assert chat.composer.text == ""  # the draft held nothing: the typed keys were the edit's
+
+
+async def test_keys_typed_right_after_up_in_the_composer_go_into_the_edit_not_the_draft(tmp_path):
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "edited reply"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "first")
+        chat = app.screen.chat
+        assert chat.composer.text == ""
+        app.post_message(events.Key("up", None))  # up in the empty composer edits the last message
+        burst(app, " again")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        await pilot.pause()
+        assert chat.composer.text == "first again"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["first again", "edited reply"]
+        assert chat.composer.text == ""

@@ -424,10 +424,16 @@ class ChatPanel(Vertical):
         session_id = self.session_id
         self._start_run(lambda settle: self.backend.regenerate(session_id, settle=settle), composer="keep")
 
-    async def action_edit_last(self) -> None:
-        """Edit the last message: a stopped or failed last run's own message, else the last stored one."""
+    async def action_edit_last(self, composer_then: str | None = None) -> None:
+        """Edit the last message: a stopped or failed last run's own message, else the last stored one.
+
+        ``composer_then``: what the composer held when the edit was asked for (see :meth:`start_edit`);
+        by default, what it holds as this begins.
+        """
         if self.session_id is None:
             return
+        if composer_then is None:
+            composer_then = self.composer.text
         try:
             last = await self.backend.last_message(self.session_id)
         except LoviaError as exc:
@@ -436,13 +442,14 @@ class ChatPanel(Vertical):
         if last is None:
             self.notify("Nothing to edit yet.")
             return
-        self.start_edit(last)
+        self.start_edit(last, composer_then=composer_then)
 
     @on(Composer.EditLastRequested)
     async def _edit_last_requested(self, event: Composer.EditLastRequested) -> None:
         event.stop()
         if self.check_action("edit_last", ()):
-            await self.action_edit_last()
+            # Asked with the composer empty: what it holds by the time the edit starts was typed for the edit.
+            await self.action_edit_last(composer_then="")
 
     @on(Transcript.EditRequested)
     async def _edit_requested(self, event: Transcript.EditRequested) -> None:
@@ -451,33 +458,41 @@ class ChatPanel(Vertical):
             target = await self.backend.locate(self.session_id, event.message, position=event.position) \
                 if self.session_id else None
         except LoviaError as exc:
+            self.transcript.take_typed_for_edit()  # typed for an edit there will not be
             self.notify(str(exc), severity="error")
             return
+        typed = self.transcript.take_typed_for_edit()
         if target is None:
             self.notify("That message is not in this session any more: it was rewound, or its run was discarded.",
                         severity="warning")
             return
         if target.later_runs:
-            self._confirm_edit(target)
+            self._confirm_edit(target, typed)
         else:
-            self.start_edit(target)
+            self.start_edit(target, typed=typed)
 
     @work(group="dialog")
-    async def _confirm_edit(self, target: EditTarget) -> None:
+    async def _confirm_edit(self, target: EditTarget, typed: str) -> None:
         """An earlier message: say what resending it drops, and edit it only if the user agrees."""
         question = (f"Edit this earlier message?\nResending it drops its answer and the "
                     f"{format.count(target.later_runs, 'run')} after it. Cancelling the edit keeps everything.")
         if await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit")):
-            self.start_edit(target)
+            self.start_edit(target, typed=typed)
 
-    def start_edit(self, target: EditTarget) -> None:
+    def start_edit(self, target: EditTarget, *, typed: str = "", composer_then: str | None = None) -> None:
         """Put the message in the composer, cursor at its end; what the composer held is put aside.
 
         Enter resends it (dropping it, its answer and ``target.later_runs`` later runs);
-        escape cancels. Either way, what was put aside comes back.
+        escape cancels. Either way, what was put aside comes back. What was typed while the
+        message was being found goes after it: ``typed`` (held by the transcript), and, given
+        ``composer_then``, what the composer held when the edit was asked for, what it gained
+        since (the composer had the keys).
         """
+        held = self.composer.text
+        if composer_then is not None and held.startswith(composer_then):
+            held, typed = composer_then, held[len(composer_then):] + typed
         if self._editing is None:
-            self._draft = self.composer.text
+            self._draft = held
         self._editing = target
         drops = f"its answer and the {format.count(target.later_runs, 'run')} after it" if target.later_runs \
             else "its answer"
@@ -485,7 +500,7 @@ class ChatPanel(Vertical):
                                                   "your draft back.")
         set_class_sparing(self, True, "-editing", spared=self.transcript)
         self.composer.add_class("-editing")
-        self._put_in_composer(target.message.text)
+        self._put_in_composer(target.message.text + typed)
         self.composer.focus()
         self._bindings_changed()
 

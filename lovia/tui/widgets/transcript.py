@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -41,6 +42,7 @@ from lovia.tui.backend import (
     TranscriptPages,
     TranscriptRun,
 )
+from lovia.tui.keymap import keymap_of
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
@@ -213,6 +215,8 @@ class Transcript(VerticalScroll, can_focus=True):
         self._tool_views: dict[str, ToolCallView] = {}
         self._selected_run: str | None = None  # the run of the selected message, as last reported
         self.can_edit = True  # the session store can rewind
+        # While an edit asked for with ``e`` is being found: the characters typed meanwhile (see on_key).
+        self._typed_for_edit: list[str] | None = None
         self.search_active = False  # a search's matches can be stepped through (n, N)
         self.can_trim = True  # the session store can trim tool outputs
         self.can_fork = True  # the session store can fork
@@ -1056,7 +1060,30 @@ class Transcript(VerticalScroll, can_focus=True):
             self.notify("Select one of your messages to edit it (↑/↓).", severity="warning")
         else:
             item = self._item_of.get(view)
+            self._typed_for_edit = []
             self.post_message(self.EditRequested(view.message, item.position if item is not None else None))
+
+    def on_key(self, event: events.Key) -> None:
+        """``e`` starts the edit here, not through its binding: keys typed right after it are the
+        edit's, until the edit starts (its message is found in the stores first). They reach this
+        widget before the binding of the first would run (Textual runs a binding once its key has
+        bubbled up to the app), and as bindings they would fork (``f``), trim (``t``) or undo a
+        rewind (``u``). Held (:meth:`take_typed_for_edit`), they go after the edited text."""
+        if self._typed_for_edit is not None:
+            if event.is_printable and event.character is not None:
+                event.stop()
+                event.prevent_default()
+                self._typed_for_edit.append(event.character)
+        elif (event.key in keymap_of(self).keys("transcript.edit") and self.check_action("edit", ())
+              and isinstance(self.selected_view, UserMessageView)):
+            event.stop()
+            event.prevent_default()
+            self.action_edit()
+
+    def take_typed_for_edit(self) -> str:
+        """What was typed since ``e`` asked for an edit; keys are this widget's again from now on."""
+        typed, self._typed_for_edit = self._typed_for_edit or [], None
+        return "".join(typed)
 
     def action_fork(self) -> None:
         """Fork from the message under the cursor: a stored one, or one of a run shown live (found once stored)."""
