@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import ClassVar
 
 import rich
@@ -91,7 +92,8 @@ class LoviaApp(App[None]):
         self._initial_theme = theme
         self._default_theme = default_theme
         self._quit_asked = False
-        self._signals_taken: list[int] = []  # see _quit_on_termination
+        # See _quit_on_termination: each signal taken, with the handling found for it.
+        self._signals_taken: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
         self._terminating = False
         self._tune_collector = tune_collector_for_startup
 
@@ -128,11 +130,12 @@ class LoviaApp(App[None]):
         Not where the loop cannot take signals (another thread than the main one, Windows)."""
         loop = asyncio.get_running_loop()
         for number in TERMINATING_SIGNALS:
+            found = signal.getsignal(number)
             try:
                 loop.add_signal_handler(number, self._terminated)
             except (NotImplementedError, RuntimeError, ValueError):
                 return
-            self._signals_taken.append(number)
+            self._signals_taken[number] = found
 
     def _terminated(self) -> None:
         if self._terminating:  # asked again while the answer is being stopped: now, whatever is left
@@ -160,8 +163,10 @@ class LoviaApp(App[None]):
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()
-        for number in self._signals_taken:  # Python's own handling again, for whoever runs on
-            loop.remove_signal_handler(number)
+        for number, found in self._signals_taken.items():
+            loop.remove_signal_handler(number)  # which leaves Python's default: the handling found comes back
+            if found is not None:  # None: set outside Python, nothing to put back from here
+                signal.signal(number, found)
         self._signals_taken.clear()
         IDLE_WORK.drop()  # the widgets it would unfold are going; the collector thaws below
         COLLECTOR.app_closed()  # runs again even if the first paint never came (an error at start)

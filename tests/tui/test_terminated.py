@@ -67,3 +67,27 @@ def test_a_signal_stops_a_running_answer_and_keeps_it_resumable(tmp_path):
 
     [run] = asyncio.run(stored_runs())
     assert run_state(run.head) == "interrupted", "stopped, not crashed"
+
+
+async def test_the_handlers_the_app_found_are_back_once_it_closes(tmp_path):
+    """Code that runs the app and goes on (a script, a test runner) keeps its own SIGTERM and SIGHUP
+    handling: the loop's removal alone left Python's default, which ends the process."""
+    from tests.tui.conftest import make_app, settle
+
+    seen: list[int] = []
+
+    def own(number, frame):
+        seen.append(number)
+
+    before = {number: signal.signal(number, own) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        app = make_app(tmp_path / "lovia.db")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            assert signal.getsignal(signal.SIGTERM) is not own  # the app's, while it runs
+        assert signal.getsignal(signal.SIGTERM) is own and signal.getsignal(signal.SIGHUP) is own
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert seen == [signal.SIGHUP]
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
