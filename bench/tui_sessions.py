@@ -9,6 +9,10 @@ queries the lists make after a turn.
   call), and the listing calls (``list_sessions``, ``session_info``, ``list_runs``) are counted
   from the send to the run's end (the send itself lists the unstored runs once), then until the
   refresh at its end and the next several-windows check (1 s later) are over.
+- the check after a write elsewhere: another store object on the file (a connection of its own,
+  as another process's) appends to one older session, then the several-windows check runs;
+  10,000 sessions against 10, and 10,000 with every session listed again at each check (the way
+  it was before the session store's change log) in the same run.
 
 Every tenth session has a title given by rename; the others are titled by their first message.
 Run by ``bench/tui.py``, or alone: ``python bench/tui_sessions.py [--repeat 5]``.
@@ -114,6 +118,34 @@ async def queries_per_run(db: Path, text: str) -> tuple[dict[str, int], dict[str
         return counted[0], listing_calls(session, checkpointer)
 
 
+async def checks_after_writes_elsewhere(db: Path, repeat: int, *, full: bool = False) -> list[float]:
+    """Seconds of each several-windows check that follows another store object's append to one
+    older session (a connection of its own, as another process's); ``full``: every session is
+    listed again at each, as before the change log (the mark forgotten before each check)."""
+    from lovia import AssistantMessage, SQLiteSession, UserMessage
+    from lovia.cli import open_stores
+
+    app = _app(*(await open_stores(db)))
+    times: list[float] = []
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _until_painted(pilot)
+        await app.workers.wait_for_complete()
+        screen = app.screen
+        screen._change_timer.pause()  # the checks are made here, one at a time
+        await screen.refresh_lists()  # as the listing after the first paint leaves it
+        async with SQLiteSession(db, wal=True) as other:
+            for i in range(repeat):
+                await other.append(f"s-{i * 3:06d}", [UserMessage(text=f"Back to it {i}"),
+                                                      AssistantMessage(text="Again.", agent="assistant")])
+                if full:
+                    screen._sessions_mark = None
+                start = time.perf_counter()
+                assert await screen.check_other_windows()
+                times.append(time.perf_counter() - start)
+                await pilot.pause()
+    return times
+
+
 def _calls(counted: dict[str, int]) -> str:
     return ", ".join(f"{name} {count}" for name, count in counted.items()) or "none"
 
@@ -131,12 +163,19 @@ async def rows(repeat: int) -> list[tuple[str, str, str, str]]:
             many_times.append(await first_paint(many))
         plain = await queries_per_run(many, "hello")
         tool = await queries_per_run(many, "what time is it?")
+        elsewhere_few = await checks_after_writes_elsewhere(few, repeat)
+        elsewhere_many = await checks_after_writes_elsewhere(many, repeat)
+        elsewhere_full = await checks_after_writes_elsewhere(many, repeat, full=True)
     return [
         ("first paint, 10,000 sessions (baseline: 10 sessions)", Figure.of(many_times).ms(),
          Figure.of(few_times).ms(), ratios(many_times, few_times).times()),
         ("listing calls during a one-turn run, 10,000 sessions", _calls(plain[0]), "target: 1 a turn", "-"),
         ("listing calls during a tool-call run (2 turns)", _calls(tool[0]), "target: 1 a turn", "-"),
         ("listing calls after a run (its end, the next check)", _calls(tool[1]), "-", "-"),
+        ("the check after another window's write to one session, 10,000 sessions (baseline: 10 sessions)",
+         Figure.of(elsewhere_many).ms(), Figure.of(elsewhere_few).ms(), ratios(elsewhere_many, elsewhere_few).times()),
+        ("the same check listing every session again, as before the change log (baseline: 10 sessions)",
+         Figure.of(elsewhere_full).ms(), Figure.of(elsewhere_few).ms(), ratios(elsewhere_full, elsewhere_few).times()),
     ]
 
 

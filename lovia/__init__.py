@@ -57,6 +57,7 @@ from lovia.runtime import (
 )
 from lovia.session import (
     ChangeReportingSession,
+    ChangeTrackingSession,
     DescribableSession,
     EntryPage,
     ForkableSession,
@@ -71,6 +72,7 @@ from lovia.session import (
     SearchHit,
     Segment,
     Session,
+    SessionChanges,
     SessionInfo,
     TrashedSession,
     TrashingSession,
@@ -104,6 +106,7 @@ __all__ = [
     "AssistantMessage",
     "ChangeReportingCheckpointer",
     "ChangeReportingSession",
+    "ChangeTrackingSession",
     "CheckpointOptions",
     "Checkpointer",
     "ClaimingCheckpointer",
@@ -162,6 +165,7 @@ __all__ = [
     "SearchableSession",
     "Segment",
     "Session",
+    "SessionChanges",
     "SessionExclusiveCheckpointer",
     "SessionInfo",
     "StoreError",

@@ -16,6 +16,7 @@ from lovia.entries import Entry
 __all__ = [
     "FORK_META_KEY",
     "ChangeReportingSession",
+    "ChangeTrackingSession",
     "ClosableStore",
     "DescribableSession",
     "EntryPage",
@@ -31,6 +32,7 @@ __all__ = [
     "SearchableSession",
     "Segment",
     "Session",
+    "SessionChanges",
     "SessionInfo",
     "TrashedSession",
     "TrashingSession",
@@ -410,6 +412,37 @@ class ChangeReportingSession(Session, Protocol):
         through this very object need not change it (SQLite's do not), and neither do reads.
         The check is cheap: it reads no table and never takes a write lock, so it may be
         called every second. A closed store raises :class:`~lovia.errors.StoreError`.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SessionChanges:
+    """Which sessions changed since a mark: see :meth:`ChangeTrackingSession.sessions_changed`."""
+
+    mark: int
+    """Where the store's changes stand now: the ``since`` of the next call."""
+    session_ids: tuple[str, ...] | None
+    """Sessions created, written, renamed, rewound or deleted since the mark given, by anyone;
+    ``None`` when that cannot be told (no mark given, or one this store never gave): list every session."""
+
+
+@runtime_checkable
+class ChangeTrackingSession(Session, Protocol):
+    """A session store that can say which sessions changed, so a list of thousands is updated
+    session by session instead of read again whole after each write somewhere else.
+
+    The bundled SQLite store implements it (a change log its triggers keep, whoever writes).
+    """
+
+    async def sessions_changed(self, since: int | None) -> SessionChanges:
+        """The sessions whose listing (:meth:`ListableSession.list_sessions`) may differ from what it
+        was when ``since`` was the mark, and the mark now; ``since=None`` only takes the mark.
+
+        Every change a list shows counts: a new session, an append, a rename, a rewind, a
+        deletion (the id of a session gone is given too), a restore. A change committed after
+        the returned mark is in the next call's answer, never lost between the two. One read
+        transaction; cheap when few sessions changed.
         """
         ...
 

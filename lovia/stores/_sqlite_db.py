@@ -593,6 +593,8 @@ class SQLiteDatabase:
             if _is_busy(exc):
                 raise _ReaderBusy from None
             raise self._translate(exc, action) from None
+        except UnicodeDecodeError:
+            raise _corrupt(self.path, action) from None  # see _transaction_sync
         return result
 
     async def data_version(self) -> int:
@@ -641,6 +643,10 @@ class SQLiteDatabase:
                 raise
         except sqlite3.Error as exc:
             raise self._translate(exc, action) from None
+        except UnicodeDecodeError:
+            # SQLite's message quoted a damaged schema's bytes (a trigger's, met as a write fires
+            # it), which Python could not decode: the file is damaged, as when opening it.
+            raise _corrupt(self.path, action) from None
         return result
 
     async def close(self) -> None:

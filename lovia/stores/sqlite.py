@@ -82,6 +82,7 @@ from lovia.session import (
     RunSpan,
     SearchHit,
     Segment,
+    SessionChanges,
     SessionInfo,
     TrashedSession,
     TrimPreview,
@@ -363,6 +364,33 @@ def _session_v5(conn: sqlite3.Connection) -> None:
                  "FROM lovia_search_titles AS t JOIN lovia_session_info AS i USING (session_id)")
 
 
+# -- the change log (schema 6) -------------------------------------------------------------
+#
+# Per session, the number of the last change to its listing, so a list of thousands of sessions
+# is updated session by session (``sessions_changed``) rather than read whole after every write
+# somewhere else. Every write a listing shows goes through ``lovia_session_info`` (an append,
+# a rewind and an undo bump its activity; a rename sets its title; a new session, a fork and a
+# restore insert its row; a deletion, to the trash or for good, deletes it), so triggers on that
+# table alone keep the log, whoever writes. A session deleted keeps its row: the next reader
+# learns it is gone. Numbers only grow (the highest plus one, under the write lock).
+_LOG_CHANGE = """INSERT INTO lovia_session_changes (session_id, change)
+    VALUES ({row}.session_id, (SELECT IFNULL(MAX(change), 0) + 1 FROM lovia_session_changes))
+    ON CONFLICT (session_id) DO UPDATE SET change = excluded.change"""
+
+
+def _session_v6(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE lovia_session_changes (session_id TEXT PRIMARY KEY, change INTEGER NOT NULL)")
+    conn.execute("CREATE INDEX lovia_session_changes_by_change ON lovia_session_changes (change)")
+    conn.execute(f"""CREATE TRIGGER lovia_session_added AFTER INSERT ON lovia_session_info BEGIN
+        {_LOG_CHANGE.format(row="new")}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_session_changed AFTER UPDATE ON lovia_session_info BEGIN
+        {_LOG_CHANGE.format(row="new")}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_session_renumbered AFTER UPDATE OF session_id ON lovia_session_info
+        WHEN old.session_id != new.session_id BEGIN {_LOG_CHANGE.format(row="old")}; END""")
+    conn.execute(f"""CREATE TRIGGER lovia_session_removed AFTER DELETE ON lovia_session_info BEGIN
+        {_LOG_CHANGE.format(row="old")}; END""")
+
+
 def _checkpoint_v1(conn: sqlite3.Connection) -> None:
     conn.execute(
         """CREATE TABLE lovia_runs (
@@ -407,7 +435,8 @@ def _checkpoint_v2(conn: sqlite3.Connection) -> None:
     )
 
 
-SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4, _session_v5))
+SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4, _session_v5,
+                                         _session_v6))
 CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1, _checkpoint_v2))
 
 
@@ -935,6 +964,18 @@ class SQLiteSession(_SQLiteStore):
         """One session as :meth:`list_sessions` shows it, or ``None``."""
         infos = await self._db.read(lambda conn: _session_infos(conn, session_id), "reading a session")
         return infos[0] if infos else None
+
+    async def sessions_changed(self, since: int | None) -> SessionChanges:
+        """See :class:`~lovia.session.ChangeTrackingSession`: from the change log schema 6 keeps
+        (two indexed reads in one transaction; the mark is the log's highest number)."""
+        def read(conn: sqlite3.Connection) -> SessionChanges:
+            (mark,) = conn.execute("SELECT IFNULL(MAX(change), 0) FROM lovia_session_changes").fetchone()
+            if since is None or since > mark:  # none given, or above the log's: the file was replaced
+                return SessionChanges(mark, None)
+            changed = conn.execute("SELECT session_id FROM lovia_session_changes WHERE change > ?", (since,))
+            return SessionChanges(mark, tuple(session_id for (session_id,) in changed))
+
+        return await self._db.read(read, "reading which sessions changed")
 
     async def rename_session(self, session_id: str, title: str) -> None:
         """Give the session a title of its own (an empty title restores the default)."""

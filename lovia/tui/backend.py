@@ -52,6 +52,7 @@ from lovia.run_state import RunState, first_line, run_state
 from lovia.runtime import Runner, RunStream
 from lovia.session import (
     ChangeReportingSession,
+    ChangeTrackingSession,
     ClosableStore,
     DescribableSession,
     EntryPage,
@@ -67,6 +68,7 @@ from lovia.session import (
     SearchHit,
     Segment,
     Session,
+    SessionChanges,
     SessionInfo,
     TrashedSession,
     TrashingSession,
@@ -452,6 +454,12 @@ class ChatBackend:
             tokens.append(await self.checkpointer.outside_change_token())
         before, self._outside_change_tokens = self._outside_change_tokens, tokens
         return before is not None and tokens != before
+
+    async def sessions_changed(self, since: int | None) -> SessionChanges | None:
+        """Which sessions changed since the mark ``since`` (:class:`~lovia.session.ChangeTrackingSession`);
+        ``None`` when the session store cannot tell."""
+        session = self.session
+        return await session.sessions_changed(since) if isinstance(session, ChangeTrackingSession) else None
 
     # -- capabilities --------------------------------------------------------------------
 

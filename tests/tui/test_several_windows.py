@@ -67,15 +67,15 @@ async def test_a_run_stored_by_another_process_shows_in_the_lists_and_the_open_t
 
 
 async def refresh_count(screen: MainScreen, monkeypatch) -> list[int]:
-    """Count the real refresh_lists calls of ``screen`` (each still runs)."""
+    """Count the lists' updates a check of ``screen`` makes (``refresh_changed``; each still runs)."""
     calls = [0]
-    real = screen.refresh_lists
+    real = screen.refresh_changed
 
     async def counted() -> None:
         calls[0] += 1
         await real()
 
-    monkeypatch.setattr(screen, "refresh_lists", counted)
+    monkeypatch.setattr(screen, "refresh_changed", counted)
     return calls
 
 
@@ -389,3 +389,52 @@ async def test_a_message_sent_as_another_window_starts_a_run_in_the_session_is_r
     async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
         assert [s.run_id for s in await session.segments("s-shared")] == ["first"]
         assert [r.run_id for r in await checkpointer.list_runs()] == ["run-of-the-other-window"]
+
+
+async def test_a_change_elsewhere_reads_only_the_sessions_it_changed(tmp_path):
+    """With many sessions a full listing holds the app a tenth of a second; another window's write
+    to one session reads that session alone (the store's change log names it), and what the list
+    shows is what a full listing would show: a new session, a rename, a deletion, a run in flight."""
+    from lovia.tui.widgets.sessions_pane import SessionsPane
+    from tests.tui.counting import CountingSession, listing_calls, reset
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for i in range(40):
+            await session.append(f"s-{i:02d}", [UserMessage(text=f"question {i}"), AssistantMessage(text="answer")])
+    store = CountingSession(db, wal=True)
+    app = make_app(db, session=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen._change_timer.pause()  # the checks are driven here, one at a time
+        await wait_for(pilot, lambda: len(screen.query_one(SessionsPane).listed) == 40)  # every session listed
+        await settle(pilot)
+        assert await screen.check_other_windows() is False
+
+        async def check_once() -> dict[str, int]:
+            """The listing calls of one check; one ``session_info`` of them is the open session's mark."""
+            reset(store)
+            assert await screen.check_other_windows() is True
+            return listing_calls(store)
+
+        def listed() -> list[tuple[str, str]]:
+            return [(info.session_id, info.title) for info in screen.query_one(SessionsPane).listed]
+
+        await run_in_another_process(db, "s-05", "run-in-an-old-session", "back to five")
+        assert await check_once() == {"session_info": 1 + 1}
+        assert listed()[0] == ("s-05", "question 5")
+
+        await run_in_another_process(db, "s-new", "run-in-a-new-session", "something new")
+        assert await check_once() == {"session_info": 1 + 1}
+        assert listed()[0] == ("s-new", "something new")
+
+        async with SQLiteSession(db, wal=True) as other:
+            await other.rename_session("s-10", "Renamed elsewhere")
+            await other.trash_session("s-20")
+        assert await check_once() == {"session_info": 2 + 1}
+        assert ("s-10", "Renamed elsewhere") in listed() and "s-20" not in dict(listed())
+
+        async with SQLiteSession(db, wal=True) as full:
+            assert listed() == [(info.session_id, info.title) for info in await app.screen.backend.sessions()]
+            assert len(await full.list_sessions()) == 40

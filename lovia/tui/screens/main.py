@@ -58,6 +58,8 @@ OpenSessionMark = tuple[str, SessionInfo | None, tuple[tuple[str, str, float, in
 """What the stores say of the open session, cheaply: its id, its info, and its in-flight runs
 (run id, state, last update, entries). It changes when a run of the session lands or progresses, and
 when one held elsewhere is held no more."""
+FEW_CHANGED = 50
+"""Up to this many sessions changed, the lists read those alone (one query each); more, every session at once."""
 USER_ACTION_GROUPS = frozenset({"dialog", "run", "trim", "heal", "lists"})
 """Worker groups of things the user (or start-up) is doing that may reopen the transcript themselves."""
 
@@ -157,6 +159,7 @@ class MainScreen(Screen):
         self._reload_waiting = False  # the open session changed elsewhere, its reload waits for the reader
         self._change_check_error: str | None = None
         self._listed_run_states: dict[str, RunState] | None = None  # as the runs pane listed them at the last check
+        self._sessions_mark: int | None = None  # where the session store's changes stood at the last listing
         self._resumed_before = False  # see on_screen_resume
         self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
@@ -315,7 +318,7 @@ class MainScreen(Screen):
                 # now, every session once it ends (a change elsewhere meanwhile is listed then).
                 await self.refresh_session(self.chat.session_id)
             else:
-                await self.refresh_lists()
+                await self.refresh_changed()
             self._listed_run_states = self._listed_runs_now()
             mark = await self._mark_open_session()
             if own_run or self.chat.running:
@@ -434,8 +437,42 @@ class MainScreen(Screen):
         """Reload the sessions and runs panes (and the inspected run) from the stores: every session is listed."""
         unstored = await self._unstored_runs()
         with told_on(self, "reload the lists"):
+            # Marked before the listing: what is written during it is read again by the next update.
+            changes = await self.backend.sessions_changed(None)
             sessions = await self.backend.sessions()  # all: the pane filters by what it shows
             self._show_lists(sessions, unstored)
+            self._sessions_mark = changes.mark if changes is not None else None
+        await self.inspect(self.inspected)
+
+    async def refresh_changed(self) -> None:
+        """Bring the lists up to date after writes here or elsewhere, as :meth:`refresh_lists` does,
+        reading only the sessions that changed when the store can say which
+        (:class:`~lovia.session.ChangeTrackingSession`) and they are few (:data:`FEW_CHANGED`): with ten
+        thousand sessions a full listing holds the app a tenth of a second or more. A session changed
+        is one the store names, or one whose runs not stored yet changed (new, gone, written, or
+        reading another state: a lease lapsed)."""
+        changes = None
+        if self._sessions_mark is not None:
+            with told_on(self, "reload the lists"):
+                changes = await self.backend.sessions_changed(self._sessions_mark)
+        if changes is None or changes.session_ids is None or len(changes.session_ids) > FEW_CHANGED:
+            await self.refresh_lists()
+            return
+        before = {r.run_id: (r, self._listed_run_states.get(r.run_id) if self._listed_run_states else None)
+                  for r in self._unstored or []}
+        unstored = await self._unstored_runs()
+        changed = set(changes.session_ids) | _sessions_of_changed_runs(before, unstored)
+        if len(changed) > FEW_CHANGED:
+            await self.refresh_lists()
+            return
+        with told_on(self, "reload the lists"):
+            pane = self.query_one(SessionsPane) if self.backend.can_list_sessions else None
+            for session_id in sorted(changed):
+                listing = await self.backend.session_listing(session_id, unstored=unstored)
+                if pane is not None:
+                    pane.update_session(session_id, listing, self.chat.session_id)
+            self._show_lists(None, unstored)
+            self._sessions_mark = changes.mark
         await self.inspect(self.inspected)
 
     async def refresh_session(self, session_id: str, *, runs_too: bool = True) -> None:
@@ -928,3 +965,15 @@ class MainScreen(Screen):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_lists()
+
+
+def _sessions_of_changed_runs(before: dict[str, tuple[RunSummary, RunState | None]],
+                              now: Sequence[RunSummary]) -> set[str]:
+    """Sessions whose runs not stored yet differ between ``before`` (each run with the state it was
+    listed in, if known) and ``now``: a run new, gone, written since, or reading another state."""
+    def mark(summary: RunSummary, state: RunState | None = None) -> tuple[str, str | None, RunState, float]:
+        head = summary.head
+        return summary.run_id, head.session_id, state or run_state(head), head.updated_at
+
+    then = {mark(summary, state) for summary, state in before.values()}
+    return {session_id for _, session_id, _, _ in then ^ {mark(summary) for summary in now} if session_id is not None}
