@@ -150,3 +150,50 @@ async def test_when_the_entries_change_under_the_pointer_the_old_entry_is_not_li
         lit = {segment.text for segment in footer.render_line(0) if segment.style is not None
                and segment.style.bgcolor != footer.rich_style.bgcolor}
         assert not lit, lit
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_footer_shows_the_cursor_keys_that_apply_to_the_message_under_it(tmp_path, size):
+    """An 80-column footer has room for four or five keys: those that do nothing for the selected
+    message (edit on an answer, expand on a message, copy code without code) leave room for the
+    rest. Their keys still work, and say why they do nothing."""
+    from lovia.models import ScriptedModel, ScriptedTurn, call
+    from lovia.tui.widgets.assistant_message import AssistantMessageView
+    from lovia.tui.widgets.tool_call_view import ToolCallView
+    from lovia.tui.widgets.user_message import UserMessageView
+    from tests.tui.conftest import told, type_and_send
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]),
+                           "It is 42:\n\n```python\nprint(6 * 7)\n```", "Just words."])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "what is 6*7?")
+        await type_and_send(pilot, "thanks")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await settle(pilot)
+        footer = footer_of(app)
+
+        async def cursor_to(kind: type) -> set[str]:
+            await pilot.press("home")
+            while not isinstance(transcript.selected_view, kind):
+                await pilot.press("down")
+            await settle(pilot)
+            return {entry.action for entry in footer.entries}
+
+        shown = await cursor_to(UserMessageView)
+        assert "edit" in shown and not {"expand", "copy_code"} & shown
+        shown = await cursor_to(ToolCallView)
+        assert "expand" in shown and not {"edit", "copy_code"} & shown
+        shown = await cursor_to(AssistantMessageView)
+        assert "copy_code" in shown and not {"edit", "expand"} & shown
+        assert "fork" in shown and "copy" in shown
+        await pilot.press("end")
+        await settle(pilot)
+        assert isinstance(transcript.selected_view, AssistantMessageView)  # "Just words."
+        assert "copy_code" not in {entry.action for entry in footer.entries}
+        await pilot.press("y", "e")  # hidden, and still saying why they do nothing
+        await settle(pilot)
+        said = [t.message for t in told(app)]
+        assert "The selected message has no code block." in said
+        assert "Select one of your messages to edit it (↑/↓)." in said

@@ -10,7 +10,7 @@ variables and component classes (``footer-key--key``, ``footer-key--description`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -28,6 +28,18 @@ ALWAYS_SHOWN = frozenset({"help"})
 _PALETTE_EDGE = "▏"
 """The line left of the command palette's entry (Textual's ``vkey`` border)."""
 _DIM = Style(dim=True)
+
+
+@runtime_checkable
+class HidesInFooter(Protocol):
+    """A widget some of whose keys do nothing for what it has selected now: the footer leaves them
+    out, so the keys that do something fit (an 80-column footer has room for four or five). The
+    keys still work (and say why they do nothing); the help screen lists them all. A widget calls
+    ``refresh_bindings`` when what it hides may have changed."""
+
+    def hidden_in_footer(self, action: str) -> bool:
+        """Whether the footer leaves out this widget's binding to ``action`` now."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -195,8 +207,8 @@ class LoviaFooter(Widget, can_focus=False):
         """As Textual's footer picks them: the first shown binding of each action, in the screen's order."""
         app, active = self.app, self.screen.active_bindings
         by_action: dict[str, list[FooterEntry]] = {}
-        for _, binding, enabled, tooltip in active.values():
-            if binding.show:
+        for node, binding, enabled, tooltip in active.values():
+            if binding.show and not (isinstance(node, HidesInFooter) and node.hidden_in_footer(binding.action)):
                 by_action.setdefault(binding.action, []).append(FooterEntry(
                     binding.key, app.get_key_display(binding), binding.description, binding.action, enabled, tooltip))
         # (Textual's footer draws the keys of a binding group together under one label; lovia's

@@ -40,6 +40,10 @@ class MessageView(Widget):
         """The code blocks of the message, whose last ``y`` copies."""
         return []
 
+    def may_hold_code(self) -> bool:
+        """Whether :meth:`code_blocks` may find any, told without parsing the message (False is sure)."""
+        return False
+
     def match_row(self, query: SearchQuery) -> int | None:
         """Rows from this view's top to the first row that shows a match of ``query`` (a search hit
         opened here is scrolled to it); ``None`` when the view cannot say, and its top will do."""
@@ -71,6 +75,12 @@ def code_blocks(markdown: str) -> list[str]:
     """
     tokens = MarkdownIt("gfm-like").parse(markdown)  # Textual's Markdown's parser, which the views keep
     return [token.content.rstrip("\n") for token in tokens if token.type in ("fence", "code_block")]
+
+
+def might_hold_code(markdown: str) -> bool:
+    """Whether ``markdown`` may hold a code block: a fence, or an indented line (False is sure)."""
+    return ("```" in markdown or "~~~" in markdown or "\n    " in markdown or "\n\t" in markdown
+            or markdown.startswith(("    ", "\t")))
 
 
 @runtime_checkable

@@ -823,6 +823,7 @@ class Transcript(VerticalScroll, can_focus=True):
         else:
             self._selected_view = None
             self._selected_run = None
+        self.refresh_bindings()  # the keys that apply to it (see hidden_in_footer)
 
     def _run_of(self, view: Widget) -> TranscriptRun | None:
         """The run ``view`` belongs to, as its header shows it (stored on a page, or live)."""
@@ -1117,6 +1118,20 @@ class Transcript(VerticalScroll, can_focus=True):
             self.notify("No run to show: select a message of one (↑/↓).", severity="warning")
             return
         self.post_message(self.TimelineRequested(header.run))
+
+    def hidden_in_footer(self, action: str) -> bool:
+        """The cursor's keys that do nothing for the message under it (see
+        :class:`~lovia.tui.widgets.footer.HidesInFooter`)."""
+        view = self.selected_view
+        if action in ("copy", "fork"):
+            return view is None
+        if action == "expand":
+            return not isinstance(view, Expandable)
+        if action == "edit":
+            return not isinstance(view, UserMessageView)
+        if action == "copy_code":
+            return view is None or not view.may_hold_code()
+        return False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
