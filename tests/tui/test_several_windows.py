@@ -438,3 +438,44 @@ async def test_a_change_elsewhere_reads_only_the_sessions_it_changed(tmp_path):
         async with SQLiteSession(db, wal=True) as full:
             assert listed() == [(info.session_id, info.title) for info in await app.screen.backend.sessions()]
             assert len(await full.list_sessions()) == 40
+
+
+async def test_this_windows_own_rename_and_delete_read_only_that_session(tmp_path):
+    """Renaming or deleting a session here is a write the change log names too: the lists read that
+    session alone, not every session again."""
+    from lovia.tui.screens.confirm import ConfirmScreen
+    from lovia.tui.screens.prompt import PromptScreen
+    from lovia.tui.widgets.sessions_pane import SessionsPane
+    from tests.tui.counting import CountingSession, listing_calls, reset
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for i in range(40):
+            await session.append(f"s-{i:02d}", [UserMessage(text=f"question {i}"), AssistantMessage(text="answer")])
+    store = CountingSession(db, wal=True)
+    app = make_app(db, session=store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen._change_timer.pause()
+        pane = screen.query_one(SessionsPane)
+        await wait_for(pilot, lambda: len(pane.listed) == 40)
+        await settle(pilot)
+        screen.query_one("#session-list").focus()
+        await pilot.press("down")  # s-38, below the open s-39
+        await settle(pilot)
+        reset(store)
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        app.screen.query_one("#answer").value = "Thirty-eight"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert ("s-38", "Thirty-eight") in [(info.session_id, info.title) for info in pane.listed]
+        assert "list_sessions" not in listing_calls(store)
+        reset(store)
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert "s-38" not in [info.session_id for info in pane.listed] and len(pane.listed) == 39
+        assert "list_sessions" not in listing_calls(store)

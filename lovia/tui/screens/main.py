@@ -635,7 +635,7 @@ class MainScreen(Screen):
         restored = await self.app.push_screen_wait(TrashScreen(self.backend))
         if restored is None:
             return
-        await self.refresh_lists()
+        await self.refresh_changed()
         if self.chat.running:
             self.notify("The restored session is in the sessions list; the answer running here goes on.")
         else:
@@ -850,7 +850,7 @@ class MainScreen(Screen):
                 await self.chat.refresh_title()
         except LoviaError as exc:  # a store error: say so, stay up
             self.notify(str(exc), severity="error")
-        await self.refresh_lists()
+        await self.refresh_changed()
 
     @work(group="dialog")
     async def _session_flow(self, action: str, session_id: str) -> None:
@@ -858,7 +858,7 @@ class MainScreen(Screen):
             await self._act_on_session(action, session_id)
         except LoviaError as exc:  # refused (a run of it executes elsewhere) or a store error: say so, stay up
             self.notify(str(exc), severity="error")
-        await self.refresh_lists()
+        await self.refresh_changed()
 
     async def _act_on_session(self, action: str, session_id: str) -> None:
         # As the sessions pane lists it: a session none of whose runs completed is titled by its first input.
@@ -921,7 +921,7 @@ class MainScreen(Screen):
                 await self.chat.open_session(self.chat.session_id)  # the call shows its result now
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
-        await self.refresh_lists()
+        await self.refresh_changed()
 
     @on(RunsPane.Action)
     def _run_action(self, event: RunsPane.Action) -> None:
@@ -938,7 +938,7 @@ class MainScreen(Screen):
                 stream = self.chat.stream
                 if stream is not None and stream.run_id == run_id:  # resumed (refused: focus stays put)
                     self.query_one("#transcript").focus()
-                await self.refresh_lists()
+                await self.refresh_changed()
                 return
             snapshot = await self.backend.snapshot(run_id)
             if snapshot is not None and snapshot.head.is_held():
@@ -952,7 +952,7 @@ class MainScreen(Screen):
                     if run_id in self.chat.transcript.run_ids and not self.chat.running:
                         await self.chat.open_session(self.chat.session_id)  # its entries are gone
                     if self.inspected == run_id:  # the inspector goes to the run now in its place, if any
-                        await self.refresh_lists()
+                        await self.refresh_changed()
                         self.inspected = self.query_one(RunsPane).highlighted_run_id
             elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
                     "Finalize this run into its session as it stands? Tool calls without results are "
@@ -964,7 +964,7 @@ class MainScreen(Screen):
                     await self.chat.open_session(session_id)  # the partial is stored now
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
-        await self.refresh_lists()
+        await self.refresh_changed()
 
 
 def _sessions_of_changed_runs(before: dict[str, tuple[RunSummary, RunState | None]],
