@@ -166,7 +166,7 @@ async def test_a_version_1_database_is_indexed_when_it_moves_to_version_2(postgr
         await session.undo_rewind("s")
         assert found(await session.search("owl")) == [("s", 2, "user")]
     with psycopg.connect(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM lovia_schema WHERE store = 'session'").fetchone() == (2,)
+        assert conn.execute("SELECT version FROM lovia_schema WHERE store = 'session'").fetchone() == (SESSION_SCHEMA.version,)
 
 
 async def test_an_entry_too_large_for_one_tsvector_is_indexed_by_its_first_words(postgres_url):

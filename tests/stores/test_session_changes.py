@@ -1,12 +1,16 @@
-"""Which sessions changed (``ChangeTrackingSession.sessions_changed``): the SQLite store's change log.
+"""Which sessions changed (``ChangeTrackingSession.sessions_changed``): the stores' change logs.
 
-Real SQLite files; writes by a second store object on the file (as another process's) and by
-the reading object itself. Every write a session listing shows is named, and nothing else.
+Real SQLite files and a real PostgreSQL server; writes by a second store object on the database
+(as another process's) and by the reading object itself. Every write a session listing shows is
+named, and nothing else.
 """
 
 from __future__ import annotations
 
+import pytest
+
 from lovia import AssistantMessage, ChangeTrackingSession, SQLiteSession, UserMessage
+from lovia.stores.postgres import PostgresSession
 from lovia.stores import sqlite as sqlite_store
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema
 
@@ -15,9 +19,18 @@ def exchange(text: str) -> list:
     return [UserMessage(text=text), AssistantMessage(text=f"answer to {text}")]
 
 
-async def test_every_write_a_listing_shows_names_its_session_once(tmp_path):
-    path = tmp_path / "lovia.db"
-    async with SQLiteSession(path, wal=True) as reader, SQLiteSession(path, wal=True) as writer:
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_stores(request, tmp_path):
+    """Two store objects on one database (a connection each, as two processes'): SQLite and PostgreSQL."""
+    if request.param == "sqlite":
+        path = tmp_path / "lovia.db"
+        return lambda: SQLiteSession(path, wal=True)
+    url = request.getfixturevalue("postgres_url")
+    return lambda: PostgresSession(url)
+
+
+async def test_every_write_a_listing_shows_names_its_session_once(two_stores):
+    async with two_stores() as reader, two_stores() as writer:
         assert isinstance(reader, ChangeTrackingSession)
         first = await reader.sessions_changed(None)
         assert first.session_ids is None  # no mark given: list everything
@@ -85,3 +98,25 @@ async def test_a_version_5_file_moves_to_the_log_and_tracks_from_then_on(tmp_pat
         assert [info.session_id for info in await session.list_sessions()] == ["s-old"]
         await session.append("s-old", exchange("after"))
         assert (await session.sessions_changed(start.mark)).session_ids == ("s-old",)
+
+
+async def test_postgres_a_change_committed_after_a_later_one_is_not_skipped(postgres_url):
+    """PostgreSQL numbers a change by its transaction's id, taken before the commit: a transaction
+    that began first and commits last must still be named after the reader's mark moved on."""
+    import psycopg
+
+    async with PostgresSession(postgres_url) as reader, PostgresSession(postgres_url) as writer:
+        await writer.append("s-slow", exchange("one"))
+        await writer.append("s-fast", exchange("two"))
+        mark = (await reader.sessions_changed(None)).mark
+        async with await psycopg.AsyncConnection.connect(postgres_url) as slow:
+            async with slow.transaction():
+                await slow.execute("UPDATE lovia_session_info SET title = 'Slow' WHERE session_id = 's-slow'")
+                await writer.rename_session("s-fast", "Fast")  # begun after, committed first
+                seen = await reader.sessions_changed(mark)
+                assert seen.session_ids == ("s-fast",)
+                mark = seen.mark
+            # the slow one commits now, after the reader's mark moved past the fast one
+        later = await reader.sessions_changed(mark)
+        assert later.session_ids is not None and "s-slow" in later.session_ids
+        assert (await reader.session_info("s-slow")).title == "Slow"
