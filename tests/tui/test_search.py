@@ -9,14 +9,16 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.widgets import Collapsible
 
 from lovia import InMemorySession, SQLiteSession, UserError
 from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 from lovia.tui.screens.search import SearchScreen
+from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.tui.widgets.transcript import Transcript
 
-from .conftest import make_app, settle, wait_for
+from .conftest import make_app, settle, told, type_and_send, wait_for
 
 SIZES = [(80, 24), (160, 45)]
 LONG = "s-long"
@@ -274,3 +276,55 @@ async def test_a_hit_deep_inside_a_long_message_is_scrolled_into_view(tmp_path, 
         assert transcript.selected_position == (position - 1 if isinstance(entries[position], ToolResult) else position)
         # What the terminal shows: the matched line (the word appears nowhere else in the message).
         await wait_for(pilot, lambda: word in app.export_screenshot(), give_up_after=3.0)
+
+
+async def chatted_with_a_tool(pilot) -> None:
+    """What a new user does: a tool call (the demo's wait: its output says "waited"), then messages."""
+    for text in ("wait 1", "help", "help", "help"):
+        await type_and_send(pilot, text)
+    await settle(pilot)
+
+
+async def open_hit(pilot, app, query: str, kind: str) -> Transcript:
+    screen = await search(pilot, query)
+    index = [hit.kind for hit in screen.hits].index(kind)
+    await pilot.press("down", *["down"] * index, "enter")
+    await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+    await settle(pilot)
+    return app.screen.query_one(Transcript)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_hit_in_a_run_shown_live_in_this_window_opens(tmp_path, size):
+    """The session open since its runs streamed here: its stored transcript is read again to show the hit
+    (it said the match was no longer there)."""
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await chatted_with_a_tool(pilot)
+        transcript = await open_hit(pilot, app, "waited", "tool_result")
+        await wait_for(pilot, lambda: isinstance(transcript.selected_view, ToolCallView), give_up_after=3.0)
+        assert not [t for t in told(app) if "no longer there" in t.message]
+        assert not transcript.selected_view.query_one(Collapsible).collapsed  # the output shown
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("new_session_first", [False, True])
+async def test_a_tool_output_hit_whose_call_is_on_another_page_opens_at_the_call(tmp_path, size, new_session_first):
+    """Reopened, the session's last page may begin between a call and its result: the hit's call was
+    then not shown (the app crashed at 80x24, or said the match was gone)."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await chatted_with_a_tool(pilot)
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if new_session_first:
+            await pilot.press("ctrl+n")
+            await settle(pilot)
+        transcript = await open_hit(pilot, app, "waited", "tool_result")
+        await wait_for(pilot, lambda: isinstance(transcript.selected_view, ToolCallView), give_up_after=3.0)
+        assert not [t for t in told(app) if "no longer there" in t.message]
+        # n goes on to the next match, the answer after the call (it stayed on the call)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(transcript.selected_view, AssistantMessageView), give_up_after=3.0)

@@ -757,7 +757,9 @@ class MainScreen(Screen):
     async def show_match(self, session_id: str, position: int | None) -> None:
         """Open ``session_id`` (unless open) with the cursor on the entry at ``position`` (``None``: at its end)."""
         chat = self.chat
-        if session_id != chat.session_id:
+        # The open session is read again when the match is in a run it showed live (stored since).
+        stale = position is not None and not chat.transcript.shows_stored(position)
+        if session_id != chat.session_id or (stale and not chat.running):
             if chat.running:
                 self.notify("A run is still going: stop it (escape) before opening another session.",
                             severity="warning")
@@ -769,6 +771,8 @@ class MainScreen(Screen):
         match = self._matches.match if self._matches is not None else None
         if position is not None and not await transcript.show_entry(position, match):
             self.notify("That match is no longer there: the session changed since the search.", severity="warning")
+        elif position is not None and self._matches is not None:
+            self._matches.shown_at(session_id, transcript.selected_position, position)
 
     @on(Transcript.MatchRequested)
     async def _match_requested(self, event: Transcript.MatchRequested) -> None:

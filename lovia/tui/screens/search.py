@@ -203,6 +203,12 @@ class MatchNavigator:
     backend: ChatBackend
     results: SearchResults
     _positions: dict[str, list[int]] = field(default_factory=dict)
+    _shown: tuple[str, int, int] | None = None  # see shown_at
+
+    def shown_at(self, session_id: str, cursor: int | None, position: int) -> None:
+        """The match at ``position`` was shown with the cursor at ``cursor``: a tool result's match puts it
+        on the call, before the result, and the next step goes on from the result, not back to it."""
+        self._shown = (session_id, cursor, position) if cursor is not None else None
 
     @property
     def match(self) -> SearchQuery:
@@ -224,6 +230,8 @@ class MatchNavigator:
     async def step(self, session_id: str | None, position: int | None, step: int) -> tuple[str, int | None] | None:
         """From ``position`` in ``session_id`` (``None``: none yet), the next (``step`` 1) or previous (-1) match:
         ``(session, position)``; ``None`` when there is none in that direction."""
+        if self._shown is not None and self._shown[:2] == (session_id, position):
+            position = self._shown[2]  # the cursor is where the last match shown put it
         if session_id is not None:
             here = await self.positions(session_id)
             if position is None:

@@ -904,6 +904,11 @@ class Transcript(VerticalScroll, can_focus=True):
         item = self._item_of.get(view) if view is not None else None
         return item.position if item is not None else None
 
+    def shows_stored(self, position: int) -> bool:
+        """Whether the stored entry at ``position`` was stored when the session was shown (what
+        :meth:`show_entry` can reach); a run shown live and stored since is not, until shown again."""
+        return self._pages is not None and 0 <= position < self._total
+
     async def show_entry(self, position: int, match: SearchQuery | None = None) -> bool:
         """Put the cursor on the stored entry at ``position``, read and mounted first when it is not shown.
 
@@ -921,6 +926,10 @@ class Transcript(VerticalScroll, can_focus=True):
         await self._settled()
         if not 0 <= position < self._total or self._pages is None:
             return False
+        shown_at = await self._shown_position(self._pages, position)
+        if shown_at is None:
+            return False
+        position = shown_at
         window = self._window
         if not window or not window[0].start <= position < window[-1].end:
             if self._first is not None and position < self._first.end:
@@ -983,17 +992,26 @@ class Transcript(VerticalScroll, can_focus=True):
             self.call_after_refresh(self._drop_hidden)
 
     async def _view_at(self, position: int) -> MessageView | None:
-        """The mounted message showing the stored entry at ``position`` (a tool result: its call's)."""
-        views = [w for w in self.children if isinstance(w, MessageView) and w in self._item_of]
-        found = next((view for view in views if self._item_of[view].position == position), None)
-        if found is None and self._pages is not None:
-            # Not shown on its own: a result, shown inside its call (which may be on an earlier page).
-            page = await self._read_or_tell(self._pages, position, 1)
-            entry = page.runs[0].run.entries[0] if page and page.runs and page.runs[0].run.entries else None
-            if isinstance(entry, ToolResult):
-                found = next((view for view in views if isinstance(view, ToolCallView)
-                              and view.call.call_id == entry.call_id), None)
-        return found
+        """The mounted message showing the stored entry at ``position``."""
+        return next((view for view in self.children if isinstance(view, MessageView)
+                     and (item := self._item_of.get(view)) is not None and item.position == position), None)
+
+    async def _shown_position(self, pages: TranscriptPages, position: int) -> int | None:
+        """Where the stored entry at ``position`` is shown: its own place, or, for a tool result, its
+        call's (a result is shown inside its call, earlier in the same run, maybe on an earlier page).
+        ``None`` when its page cannot be read."""
+        page = await self._read_or_tell(pages, position, 1)
+        if page is None or not page.runs or not page.runs[0].run.entries:
+            return None
+        run, entry = page.runs[0], page.runs[0].run.entries[0]
+        if not isinstance(entry, ToolResult) or position == run.start:
+            return position
+        before = await self._read_or_tell(pages, run.start, position - run.start)
+        if before is None:
+            return None
+        calls = [isinstance(e, ToolCall) and e.call_id == entry.call_id
+                 for part in before.runs for e in part.run.entries]
+        return next((run.start + i for i in range(len(calls) - 1, -1, -1) if calls[i]), position)
 
     def _scroll_to_selected(self, view: MessageView, match: SearchQuery | None = None) -> None:
         if view is not self.selected_view:
