@@ -146,3 +146,26 @@ async def test_the_lists_read_again_leave_the_cursor_where_the_user_put_it(tmp_p
         await app.screen.open_session(f"s-{PAGE + 4:04d}")
         await settle(pilot)
         assert options.get_option_at_index(options.highlighted).id == f"s-{PAGE + 4:04d}"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_new_sessions_first_message_puts_the_lists_cursor_on_it(tmp_path, size):
+    """ctrl+n, then a message: the new session is the open one, and the list's cursor is on it, so
+    F2 and delete there act on it (the cursor stayed on the session open before)."""
+    from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
+    from tests.tui.conftest import make_app
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "first session")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await type_and_send(pilot, "second session")
+        await settle(pilot)
+        pane = app.screen.query_one(SessionsPane)
+        options = pane.query_one(SessionList)
+        await wait_for(pilot, lambda: len(pane.sessions) == 2)
+        assert pane.sessions[0].session_id == app.screen.chat.session_id
+        assert options.get_option_at_index(options.highlighted).id == app.screen.chat.session_id
+        await app.screen.refresh_lists()  # a full listing keeps it there
+        assert options.get_option_at_index(options.highlighted).id == app.screen.chat.session_id

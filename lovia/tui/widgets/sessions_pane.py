@@ -198,7 +198,11 @@ class SessionsPane(Vertical):
         in the background: the cursor of a user picking a session must not move under them);
         ``current`` is highlighted when it changed, or when the highlighted one is gone.
         """
-        keep_highlight = current == self._current
+        # The open session listed for the first time (its first message went) takes the cursor, as
+        # when it was opened: until then the cursor was on another session, for enter to open.
+        newly_listed = (current is not None and any(info.session_id == current for info in sessions)
+                        and not any(info.session_id == current for info in self.listed))
+        keep_highlight = current == self._current and not newly_listed
         self.listed = list(sessions)
         self._current = current
         self._filter(keep_options=True, keep_highlight=keep_highlight)
@@ -211,8 +215,11 @@ class SessionsPane(Vertical):
         highlight stays where it was, or goes to ``current`` when the open session changed (as
         in :meth:`show`).
         """
-        opened_another = current != self._current
         before = self._index_of(session_id)
+        # (the open session listed for the first time takes the cursor: see show)
+        newly_listed = (session_id == current and listing is not None
+                        and not any(info.session_id == session_id for info in self.listed))
+        opened_another = current != self._current or newly_listed
         self.listed = [info for info in self.listed if info.session_id != session_id]
         if listing is not None:
             keys = [-_activity(info) for info in self.listed]
