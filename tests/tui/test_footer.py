@@ -164,7 +164,8 @@ async def test_the_footer_shows_the_cursor_keys_that_apply_to_the_message_under_
     from tests.tui.conftest import told, type_and_send
 
     model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]),
-                           "It is 42:\n\n```python\nprint(6 * 7)\n```", "Just words."])
+                           "It is 42:\n\n```python\nprint(6 * 7)\n```",
+                           "Words, and ```three backticks``` in a line, which open no block."])
     app = make_app(tmp_path / "lovia.db", model=model)
     async with app.run_test(size=size) as pilot:
         await type_and_send(pilot, "what is 6*7?")
@@ -190,7 +191,7 @@ async def test_the_footer_shows_the_cursor_keys_that_apply_to_the_message_under_
         assert "fork" in shown and "copy" in shown
         await pilot.press("end")
         await settle(pilot)
-        assert isinstance(transcript.selected_view, AssistantMessageView)  # "Just words."
+        assert isinstance(transcript.selected_view, AssistantMessageView)  # no block, though it has ```
         assert "copy_code" not in {entry.action for entry in footer.entries}
         await pilot.press("y", "e")  # hidden, and still saying why they do nothing
         await settle(pilot)

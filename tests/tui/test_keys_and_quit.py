@@ -418,3 +418,33 @@ async def test_tab_leaves_the_transcript_in_one_press_however_many_tool_calls_it
         await pilot.press("enter")
         await settle(pilot)
         assert not transcript.selected_view.query_one("Collapsible").collapsed
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_backspace_in_the_list_widens_a_filter_that_matches_nothing_any_more(tmp_path, size):
+    """The filter's one match deleted: the list is empty and has the focus, and only the filter box
+    could change it (escape there, backspace there). Typing in the list edits the filter; so does erasing."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-help", [UserMessage(text="help with taxes")])
+        await session.append("s-other", [UserMessage(text="Groceries for the week")])
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size[0] < 110:
+            await pilot.press("ctrl+b")  # the sessions pane, over the conversation at 80 columns
+            await settle(pilot)
+        pane = app.screen.query_one("SessionsPane")
+        filter_box = app.screen.query_one("#session-filter")
+        app.screen.query_one("#session-list").focus()
+        await pilot.press(*"taxes")
+        await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-help"])
+        await pilot.press("down", "delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: pane.sessions == [])
+        app.screen.query_one("#session-list").focus()
+        await settle(pilot)
+        await pilot.press(*["backspace"] * 5)
+        await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-other"])
+        assert filter_box.value == ""

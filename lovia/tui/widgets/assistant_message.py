@@ -15,7 +15,7 @@ from lovia.entries import AssistantMessage
 from lovia.stores._search import SearchQuery, match_text
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
-from lovia.tui.widgets.message_view import MessageView, code_blocks, might_hold_code
+from lovia.tui.widgets.message_view import MessageView, code_blocks, holds_code
 from lovia.tui.widgets.stored_markdown import StoredMarkdown
 from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 
@@ -158,8 +158,8 @@ class AssistantMessageView(MessageView):
     def code_blocks(self) -> list[str]:
         return code_blocks(self.text)
 
-    def may_hold_code(self) -> bool:
-        return might_hold_code(self.text)
+    def holds_code(self) -> bool:
+        return holds_code(self.text)
 
     def match_row(self, query: SearchQuery) -> int | None:
         """The first match's block, found by its source line; in a code block, the match's own line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Protocol, runtime_checkable
 
 from markdown_it import MarkdownIt
@@ -40,8 +41,8 @@ class MessageView(Widget):
         """The code blocks of the message, whose last ``y`` copies."""
         return []
 
-    def may_hold_code(self) -> bool:
-        """Whether :meth:`code_blocks` may find any, told without parsing the message (False is sure)."""
+    def holds_code(self) -> bool:
+        """Whether :meth:`code_blocks` finds any (cheaper, and asked for each message the cursor is on)."""
         return False
 
     def match_row(self, query: SearchQuery) -> int | None:
@@ -77,10 +78,19 @@ def code_blocks(markdown: str) -> list[str]:
     return [token.content.rstrip("\n") for token in tokens if token.type in ("fence", "code_block")]
 
 
-def might_hold_code(markdown: str) -> bool:
-    """Whether ``markdown`` may hold a code block: a fence, or an indented line (False is sure)."""
-    return ("```" in markdown or "~~~" in markdown or "\n    " in markdown or "\n\t" in markdown
-            or markdown.startswith(("    ", "\t")))
+def holds_code(markdown: str) -> bool:
+    """Whether ``markdown`` has a code block, as :func:`code_blocks` finds them. Most messages have
+    no fence and no indented line, and are told so without parsing; a parse is kept for the next ask
+    (the footer asks as the cursor moves)."""
+    if not ("```" in markdown or "~~~" in markdown or "\n    " in markdown or "\n\t" in markdown
+            or markdown.startswith(("    ", "\t"))):
+        return False
+    return bool(_code_blocks_kept(markdown))
+
+
+@functools.lru_cache(maxsize=32)
+def _code_blocks_kept(markdown: str) -> tuple[str, ...]:
+    return tuple(code_blocks(markdown))
 
 
 @runtime_checkable

@@ -42,7 +42,8 @@ TIME_VIEW_BINDING = Binding(
 
 
 class SessionList(StoppingOptionList):
-    """The list itself: typing a letter starts filtering; up and down stop at its ends."""
+    """The list itself: typing a letter starts filtering (backspace erases from the filter); up and down
+    stop at its ends."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: the prompt must open (and take focus) before the keys typed after f2 are
@@ -97,6 +98,14 @@ class SessionList(StoppingOptionList):
             event.stop()
             filter_input.focus()
             filter_input.insert_text_at_cursor(event.character)
+            return
+        if event.key == "backspace" and filter_input.value:
+            # Typing here edits the filter, so erasing does too: a filter that matches nothing any
+            # more (its one match deleted) left an empty list that no key here could widen.
+            event.stop()
+            filter_input.focus()
+            filter_input.cursor_position = len(filter_input.value)
+            filter_input.action_delete_left()
             return
         await super()._on_key(event)
 

@@ -1148,7 +1148,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if action == "edit":
             return not isinstance(view, UserMessageView)
         if action == "copy_code":
-            return view is None or not view.may_hold_code()
+            return view is None or not view.holds_code()
         return False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from lovia.entries import UserMessage
 from lovia.stores._search import SearchQuery
-from lovia.tui.widgets.message_view import MessageView, code_blocks, might_hold_code, wrapped_match_row
+from lovia.tui.widgets.message_view import MessageView, code_blocks, holds_code, wrapped_match_row
 
 
 class UserMessageView(MessageView):
@@ -32,8 +32,8 @@ class UserMessageView(MessageView):
     def code_blocks(self) -> list[str]:
         return code_blocks(self.message.text)
 
-    def may_hold_code(self) -> bool:
-        return might_hold_code(self.message.text)
+    def holds_code(self) -> bool:
+        return holds_code(self.message.text)
 
     def match_row(self, query: SearchQuery) -> int | None:
         """The row of the first match, the text wrapped as its widget wraps it (a long paste scrolls there)."""
