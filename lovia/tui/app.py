@@ -26,7 +26,6 @@ from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets.inspector import CheckpointInspector
-from lovia.tui.widgets.message_view import Expandable
 from lovia.tui.widgets.runs_pane import RunList, RunsPane
 from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
@@ -298,7 +297,7 @@ class LoviaApp(App[None]):
         if opened and chat.check_action("edit_last", ()):
             yield SystemCommand("Edit last message", f"Edit your last message and resend it "
                                 f"({keys('chat.edit_last')})", chat.action_edit_last)
-        if opened and transcript.check_action("edit", ()) and not running:
+        if opened and transcript.check_action("edit", ()) and transcript.applies("edit") and not running:
             yield SystemCommand("Edit selected message", f"Edit the selected message and resend "
                                 f"({keys('transcript.edit')} in the transcript)", transcript.action_edit)
         if opened and transcript.check_action("trim", ()) and not running:
@@ -311,12 +310,13 @@ class LoviaApp(App[None]):
         if opened and main.check_action("export", ()):
             yield SystemCommand("Export session", "Write the open session to a Markdown or JSON lines file "
                                 f"({keys('main.export')})", main.action_export)
-        if isinstance(transcript.selected_view, Expandable):
+        if transcript.applies("expand"):
             yield SystemCommand("Expand or collapse tool call", f"Show or hide the selected tool call's details "
                                 f"({keys('transcript.expand')} in the transcript)", transcript.action_expand)
         if transcript.selected_view is not None:
             yield SystemCommand("Copy message", f"Copy the selected message ({keys('transcript.copy')} in the "
                                 "transcript)", transcript.action_copy)
+        if transcript.applies("copy_code"):
             yield SystemCommand("Copy code block", f"Copy the selected message's last code block "
                                 f"({keys('transcript.copy_code')} in the transcript)", transcript.action_copy_code)
         if opened:

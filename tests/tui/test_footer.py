@@ -182,12 +182,17 @@ async def test_the_footer_shows_the_cursor_keys_that_apply_to_the_message_under_
             await settle(pilot)
             return {entry.action for entry in footer.entries}
 
+        def palette() -> set[str]:
+            return {command.title for command in app.get_system_commands(app.screen)}
+
         shown = await cursor_to(UserMessageView)
         assert "edit" in shown and not {"expand", "copy_code"} & shown
+        assert "Edit selected message" in palette() and "Copy code block" not in palette()  # the same rule
         shown = await cursor_to(ToolCallView)
         assert "expand" in shown and not {"edit", "copy_code"} & shown
         shown = await cursor_to(AssistantMessageView)
         assert "copy_code" in shown and not {"edit", "expand"} & shown
+        assert "Copy code block" in palette() and "Edit selected message" not in palette()
         assert "fork" in shown and "copy" in shown
         await pilot.press("end")
         await settle(pilot)

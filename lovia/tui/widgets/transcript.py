@@ -1137,19 +1137,24 @@ class Transcript(VerticalScroll, can_focus=True):
             return
         self.post_message(self.TimelineRequested(header.run))
 
-    def hidden_in_footer(self, action: str) -> bool:
-        """The cursor's keys that do nothing for the message under it (see
-        :class:`~lovia.tui.widgets.footer.HidesInFooter`)."""
+    def applies(self, action: str) -> bool:
+        """Whether the cursor's ``action`` does something for the message under it (edit: one of the
+        user's; expand: what folds; copy code: one with a code block); other actions always apply."""
         view = self.selected_view
         if action in ("copy", "fork"):
-            return view is None
+            return view is not None
         if action == "expand":
-            return not isinstance(view, Expandable)
+            return isinstance(view, Expandable)
         if action == "edit":
-            return not isinstance(view, UserMessageView)
+            return isinstance(view, UserMessageView)
         if action == "copy_code":
-            return view is None or not view.holds_code()
-        return False
+            return view is not None and view.holds_code()
+        return True
+
+    def hidden_in_footer(self, action: str) -> bool:
+        """The cursor's keys that do nothing for the message under it (see
+        :class:`~lovia.tui.widgets.footer.HidesInFooter`); the command palette leaves them out too."""
+        return not self.applies(action)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
