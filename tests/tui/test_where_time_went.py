@@ -591,3 +591,11 @@ def test_a_failed_runs_header_says_why_cut_to_what_the_line_has_left():
     assert len(at_80) <= 80 and "ModelError: HTTP 502" in at_80 and at_80.endswith("… ──")
     assert "Traceback" not in header_line(run, None, 200)
     assert header_line(run, None, 60) == f"── {format.when(T0)} · failed · ran 5.8s ──"  # no room for it
+
+
+def test_the_axis_of_a_short_run_has_one_start_and_no_tick_that_rounds_to_nothing():
+    """A 0.1 s run: ``0s`` at the start and ``0.1s`` at the end; a quarter tick read ``+0.0s``."""
+    from lovia.tui.screens.timeline import Axis, Columns, _axis_line
+
+    line = _axis_line(Axis(100.0, 100.1, 48), Columns.for_width(80)).plain
+    assert "+0.0s" not in line and " 0s " in line and line.rstrip().endswith("0.1s")

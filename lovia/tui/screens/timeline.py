@@ -235,7 +235,7 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
     place(axis.width - len(total), total)  # the run's length, at the end
     for fold_start, _ in axis.folds:  # a pause folded: its columns say so
         place(min(axis.column(fold_start), axis.width - FOLD_COLUMNS) + 1, FOLD)
-    shown = {total}
+    shown = {total, "0.0s"}  # a tick that rounds to nothing would read as a second start
     for quarter in range(4):
         at = axis.width * quarter // 4
         label = "0s" if quarter == 0 else f"+{format.duration(axis.offset_at(at))}"
