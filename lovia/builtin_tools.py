@@ -141,7 +141,7 @@ async def wait(seconds: float) -> str:
     """
     seconds = max(0.0, min(float(seconds), MAX_WAIT_SECONDS))
     await asyncio.sleep(seconds)
-    return f"waited {seconds:g} seconds"
+    return f"waited {seconds:g} second{'' if seconds == 1 else 's'}"
 
 
 BUILTIN_TOOLS: list[Tool] = [current_time, calculate, wait]

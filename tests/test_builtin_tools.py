@@ -97,3 +97,11 @@ def test_large_but_bounded_calculations_are_exact(expression, answer):
 def test_the_largest_allowed_integer_is_printed_whole():
     expression = "9*10**3999 + (10**3999 - 1)"
     assert calculate.function(expression) == f"{expression} = " + "9" * MAX_DIGITS
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(1, "waited 1 second"), (0, "waited 0 seconds"),
+                                               (0.5, "waited 0.5 seconds")])
+async def test_wait_says_how_long_in_plain_words(seconds, said):
+    from lovia.builtin_tools import wait
+
+    assert await wait.function(seconds) == said
