@@ -264,3 +264,29 @@ async def test_keys_typed_right_after_up_in_the_composer_go_into_the_edit_not_th
         await settle(pilot)
         assert await stored_texts(db, chat.session_id) == ["first again", "edited reply"]
         assert chat.composer.text == ""
+
+
+async def test_keys_typed_right_after_e_on_an_answer_are_not_run_as_keys(tmp_path):
+    """``e`` on an answer starts no edit (it says so); the text typed with it was meant for one and
+    is dropped, not run: the ``f`` of "fix" forked the session."""
+    from lovia.tui.widgets.assistant_message import AssistantMessageView
+    from tests.tui.conftest import told
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "first")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("end")
+        await settle(pilot)
+        assert isinstance(chat.transcript.selected_view, AssistantMessageView)
+        session_id, main = chat.session_id, app.screen
+        burst(app, "e fix the typo")
+        await settle(pilot)
+        await pilot.pause(0.4)
+        assert app.screen is main and chat.session_id == session_id  # not forked, nothing asked
+        assert "Select one of your messages to edit it (↑/↓)." in [t.message for t in told(app)]
+        assert not chat.has_class("-editing")
+        await pilot.press("c")  # the keys are the transcript's again
+        await wait_for(pilot, lambda: app.clipboard == "one")

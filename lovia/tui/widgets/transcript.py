@@ -57,6 +57,8 @@ from lovia.tui.widgets.tool_call_view import (
 )
 from lovia.tui.widgets.user_message import UserMessageView
 
+EDIT_TYPED_AHEAD_SECONDS = 0.25
+"""After ``e`` on a message it cannot edit: how long what is typed is still taken as the edit's (and dropped)."""
 PAGE = 24
 """The most stored entries read and mounted at a time (see :attr:`Transcript.page_size`)."""
 MIN_PAGE = 8
@@ -1093,11 +1095,15 @@ class Transcript(VerticalScroll, can_focus=True):
                 event.stop()
                 event.prevent_default()
                 self._typed_for_edit.append(event.character)
-        elif (event.key in keymap_of(self).keys("transcript.edit") and self.check_action("edit", ())
-              and isinstance(self.selected_view, UserMessageView)):
+        elif event.key in keymap_of(self).keys("transcript.edit") and self.check_action("edit", ()):
             event.stop()
             event.prevent_default()
             self.action_edit()
+            if self._typed_for_edit is None:
+                # No edit starts here (not one of the user's messages: it said so). What was typed
+                # with the e was meant for an edit all the same: dropped, not run as keys.
+                self._typed_for_edit = []
+                self.set_timer(EDIT_TYPED_AHEAD_SECONDS, self.take_typed_for_edit)
 
     def take_typed_for_edit(self) -> str:
         """What was typed since ``e`` asked for an edit; keys are this widget's again from now on."""
