@@ -1,10 +1,12 @@
-"""What a PostgreSQL session store offers beyond the core: search, the trash, forks and the rewind undo.
+"""What a PostgreSQL session store offers beyond the core: search, the trash, forks, the rewind undo
+and which sessions changed.
 
 :class:`PostgresSessionExtras` is a mixin of :class:`~lovia.stores.postgres.PostgresSession`; it
 works on the core's tables (``lovia_segments``, ``lovia_session_info``, see
 :mod:`lovia.stores.postgres`) through the same :class:`~lovia.stores._postgres_db.PostgresDatabase`,
 and :func:`session_v2` is the migration that adds its tables, functions and triggers (version 2 of
-the ``session`` schema). It mirrors :class:`~lovia.stores.sqlite.SQLiteSession`: the same tables
+the ``session`` schema), :func:`session_v3` the change log's (version 3). It mirrors
+:class:`~lovia.stores.sqlite.SQLiteSession`: the same tables
 for the trash and the undo, the same rules and the same messages.
 
 Full-text search. One row of ``lovia_search`` per searched entry (its run's ``seq`` and its index
@@ -59,7 +61,7 @@ import unicodedata
 from typing import Any
 
 from lovia.errors import UserError
-from lovia.session import FORK_META_KEY, ForkOrigin, RewindUndo, SearchHit, TrashedSession
+from lovia.session import FORK_META_KEY, ForkOrigin, RewindUndo, SearchHit, SessionChanges, TrashedSession
 from lovia.stores._common import (
     check_fork,
     check_keep,
@@ -94,7 +96,7 @@ from lovia.stores._search import (
     unmark,
 )
 
-__all__ = ["PostgresSessionExtras", "session_v2"]
+__all__ = ["PostgresSessionExtras", "session_v2", "session_v3"]
 
 # -- lovia's words, in SQL ------------------------------------------------------------------
 
@@ -536,15 +538,71 @@ def _snippet(marked: str, before: bool, after: bool) -> tuple[str, tuple[tuple[i
     return unmark((ELLIPSIS if before else "") + marked + (ELLIPSIS if after else ""))
 
 
+async def session_v3(conn: Connection) -> None:
+    """Version 3: which session each write touched (:meth:`PostgresSessionExtras.sessions_changed`).
+
+    SQLite's change log (session schema 6), with the writing transaction's id in place of a
+    number: ids are taken before commit, so a reader's mark is the oldest transaction still
+    running when it read (its snapshot's ``xmin``), and the next read takes every change from that
+    id on. A change committed late has an id at or above that mark, so it is never skipped; one
+    may be named twice. Triggers on ``lovia_session_info``, which every write a listing shows goes
+    through, keep it. ``txid_current`` and its kin exist on every PostgreSQL lovia runs on.
+    """
+    for statement in (
+        "CREATE TABLE lovia_session_changes (session_id TEXT PRIMARY KEY, xact BIGINT NOT NULL)",
+        "CREATE INDEX lovia_session_changes_by_xact ON lovia_session_changes (xact)",
+        """CREATE FUNCTION lovia_log_session_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.session_id <> NEW.session_id) THEN
+                INSERT INTO lovia_session_changes (session_id, xact) VALUES (OLD.session_id, txid_current())
+                    ON CONFLICT (session_id) DO UPDATE SET xact = EXCLUDED.xact;
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                INSERT INTO lovia_session_changes (session_id, xact) VALUES (NEW.session_id, txid_current())
+                    ON CONFLICT (session_id) DO UPDATE SET xact = EXCLUDED.xact;
+            END IF;
+            RETURN NULL;
+        END $$""",
+        """CREATE TRIGGER lovia_session_changed AFTER INSERT OR UPDATE OR DELETE ON lovia_session_info
+            FOR EACH ROW EXECUTE FUNCTION lovia_log_session_change()""",
+    ):
+        await conn.execute(statement)
+
+
+
 class PostgresSessionExtras(_PostgresSessionCore):
     """Search, trash, fork and the rewind undo for :class:`~lovia.stores.postgres.PostgresSession`.
 
     Mixed in before the core (``class PostgresSession(PostgresSessionExtras, _PostgresSessionCore)``):
     it works on the core's database object and tables, fills the core's hooks for the rewind undo
-    and ``clear``, and uses the tables :func:`session_v2` adds. Every write is one transaction that
-    takes the session's lock (:func:`~lovia.stores._postgres_session.lock_session`) and tells other
-    processes of the change (``notify_change``).
+    and ``clear``, and uses the tables :func:`session_v2` and :func:`session_v3` add. Every write is
+    one transaction that takes the session's lock (:func:`~lovia.stores._postgres_session.lock_session`)
+    and tells other processes of the change (``notify_change``).
     """
+
+    # -- which sessions changed (see lovia.session.ChangeTrackingSession) ---------------------
+
+    async def sessions_changed(self, since: int | None) -> SessionChanges:
+        """See :class:`~lovia.session.ChangeTrackingSession`: from the change log :func:`session_v3` adds,
+        in one statement (one snapshot). The mark is that snapshot's oldest running transaction,
+        so a session may be named again by the next call, never missed."""
+        async def read(conn: Connection) -> SessionChanges:
+            if since is None:
+                cur = await conn.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")
+                row = await cur.fetchone()
+                assert row is not None
+                return SessionChanges(int(row[0]), None)
+            cur = await conn.execute(
+                "SELECT txid_snapshot_xmin(txid_current_snapshot()), "
+                "ARRAY(SELECT session_id FROM lovia_session_changes WHERE xact >= %s)", (since,))
+            row = await cur.fetchone()
+            assert row is not None
+            mark = int(row[0])
+            if since > mark:  # above any mark this database gives: another database now
+                return SessionChanges(mark, None)
+            return SessionChanges(mark, tuple(row[1]))
+
+        return await self._db.read(read, "reading which sessions changed")
 
     # -- search (see lovia.session.SearchableSession) -----------------------------------------
 

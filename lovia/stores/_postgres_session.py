@@ -54,7 +54,7 @@ from lovia.entries import (
     entry_kinds,
 )
 from lovia.errors import DatabaseFileError
-from lovia.session import EntryPage, RunSpan, Segment, SessionChanges, SessionInfo, TrimPreview
+from lovia.session import EntryPage, RunSpan, Segment, SessionInfo, TrimPreview
 from lovia.stores._common import (
     check_keep,
     check_page,
@@ -101,37 +101,6 @@ async def session_v1(conn: Connection) -> None:
         )"""
     )
     await conn.execute("CREATE INDEX lovia_session_info_by_activity ON lovia_session_info (last_activity)")
-
-
-async def session_v3(conn: Connection) -> None:
-    """Version 3: which session each write touched (:meth:`_PostgresSessionCore.sessions_changed`).
-
-    SQLite's change log (session schema 6), with the writing transaction's id in place of a
-    number: ids are taken before commit, so a reader's mark is the oldest transaction still
-    running when it read (its snapshot's ``xmin``), and the next read takes every change from that
-    id on. A change committed late has an id at or above that mark, so it is never skipped; one
-    may be named twice. Triggers on ``lovia_session_info``, which every write a listing shows goes
-    through, keep it. ``txid_current`` and its kin exist on every PostgreSQL lovia runs on.
-    """
-    for statement in (
-        "CREATE TABLE lovia_session_changes (session_id TEXT PRIMARY KEY, xact BIGINT NOT NULL)",
-        "CREATE INDEX lovia_session_changes_by_xact ON lovia_session_changes (xact)",
-        """CREATE FUNCTION lovia_log_session_change() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.session_id <> NEW.session_id) THEN
-                INSERT INTO lovia_session_changes (session_id, xact) VALUES (OLD.session_id, txid_current())
-                    ON CONFLICT (session_id) DO UPDATE SET xact = EXCLUDED.xact;
-            END IF;
-            IF TG_OP <> 'DELETE' THEN
-                INSERT INTO lovia_session_changes (session_id, xact) VALUES (NEW.session_id, txid_current())
-                    ON CONFLICT (session_id) DO UPDATE SET xact = EXCLUDED.xact;
-            END IF;
-            RETURN NULL;
-        END $$""",
-        """CREATE TRIGGER lovia_session_changed AFTER INSERT OR UPDATE OR DELETE ON lovia_session_info
-            FOR EACH ROW EXECUTE FUNCTION lovia_log_session_change()""",
-    ):
-        await conn.execute(statement)
 
 
 async def lock_session(conn: Connection, session_id: str) -> None:
@@ -466,24 +435,6 @@ class _PostgresSessionCore:
         """One session as :meth:`list_sessions` shows it, or ``None``."""
         infos = await self._db.read(lambda conn: session_infos(conn, session_id), "reading a session")
         return infos[0] if infos else None
-
-    async def sessions_changed(self, since: int | None) -> SessionChanges:
-        """See :class:`~lovia.session.ChangeTrackingSession`: from the change log schema 3 keeps, in one
-        statement (one snapshot): the mark is that snapshot's oldest running transaction (see
-        :func:`session_v3`), so a session may be named again by the next call, never missed."""
-        async def read(conn: Connection) -> SessionChanges:
-            cur = await conn.execute(
-                "SELECT txid_snapshot_xmin(txid_current_snapshot()), "
-                "ARRAY(SELECT session_id FROM lovia_session_changes WHERE xact >= %s)",
-                (since if since is not None else 0,))
-            row = await cur.fetchone()
-            assert row is not None
-            mark, changed = int(row[0]), row[1]
-            if since is None or since > mark:  # none given, or above the log's: another database now
-                return SessionChanges(mark, None)
-            return SessionChanges(mark, tuple(changed))
-
-        return await self._db.read(read, "reading which sessions changed")
 
     async def rename_session(self, session_id: str, title: str) -> None:
         """Give the session a title of its own (an empty title restores the default)."""

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from lovia.stores._postgres_checkpoint import CHECKPOINT_SCHEMA, PostgresCheckpointer
 from lovia.stores._postgres_db import PostgresSchema
-from lovia.stores._postgres_extras import PostgresSessionExtras, session_v2
-from lovia.stores._postgres_session import _PostgresSessionCore, session_v1, session_v3
+from lovia.stores._postgres_extras import PostgresSessionExtras, session_v2, session_v3
+from lovia.stores._postgres_session import _PostgresSessionCore, session_v1
 
 __all__ = ["CHECKPOINT_SCHEMA", "SESSION_SCHEMA", "PostgresCheckpointer", "PostgresSession"]
 
 SESSION_SCHEMA = PostgresSchema("session", (session_v1, session_v2, session_v3))
 """The session store's schema: version 1 the core tables (:func:`~lovia.stores._postgres_session.session_v1`),
 version 2 the extras' (:func:`~lovia.stores._postgres_extras.session_v2`: search index, trash, rewind undo),
-version 3 the change log (:func:`~lovia.stores._postgres_session.session_v3`)."""
+version 3 the change log (:func:`~lovia.stores._postgres_extras.session_v3`)."""
 
 
 class PostgresSession(PostgresSessionExtras, _PostgresSessionCore):

@@ -457,9 +457,13 @@ class ChatBackend:
 
     async def sessions_changed(self, since: int | None) -> SessionChanges | None:
         """Which sessions changed since the mark ``since`` (:class:`~lovia.session.ChangeTrackingSession`);
-        ``None`` when the session store cannot tell."""
+        ``None`` when the session store cannot tell, or cannot list and describe one session (what
+        updating a list session by session needs: :meth:`session_listing`)."""
         session = self.session
-        return await session.sessions_changed(since) if isinstance(session, ChangeTrackingSession) else None
+        if not (isinstance(session, ChangeTrackingSession) and isinstance(session, ListableSession)
+                and isinstance(session, DescribableSession)):
+            return None
+        return await session.sessions_changed(since)
 
     # -- capabilities --------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ lovia's protocols may offer as little. The full ``PostgresSession`` offers all o
 
 from __future__ import annotations
 
-from lovia import Agent
+from lovia import Agent, ChangeTrackingSession
 from lovia.models import DemoModel
 from lovia.stores._postgres_db import PostgresSchema
 from lovia.stores._postgres_session import _PostgresSessionCore, session_v1
@@ -20,7 +20,7 @@ from lovia.tui.screens.search import SearchScreen
 from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.sessions_pane import SessionsPane
-from tests.tui.conftest import settle, type_and_send, wait_for
+from tests.tui.conftest import settle, told, type_and_send, wait_for
 
 
 class CorePostgresSession(_PostgresSessionCore):
@@ -43,6 +43,9 @@ async def test_a_postgres_store_without_search_trash_fork_or_undo_hides_them_and
         backend = app.backend
         assert backend.can_list_sessions and backend.can_rewind and backend.can_trim and backend.can_list_runs
         assert not (backend.can_search or backend.can_trash or backend.can_fork or backend.can_undo_rewind)
+        assert not isinstance(session, ChangeTrackingSession)  # its schema has no change log
+        await app.main.refresh_lists()
+        assert not [t for t in told(app) if "Could not" in t.message]
 
         await type_and_send(pilot, "what is 6 times 7")
         screen = app.main

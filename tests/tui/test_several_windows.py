@@ -479,3 +479,41 @@ async def test_this_windows_own_rename_and_delete_read_only_that_session(tmp_pat
         await settle(pilot)
         assert "s-38" not in [info.session_id for info in pane.listed] and len(pane.listed) == 39
         assert "list_sessions" not in listing_calls(store)
+
+
+async def test_a_run_elsewhere_in_a_new_session_is_listed_whatever_this_window_did_meanwhile(tmp_path):
+    """Runs not stored yet are compared with what the sessions list was last brought up to date
+    with, not with what another update (this window's own run, opening a session) read since: a
+    stopped run elsewhere in a new session was never listed, one discarded stayed listed."""
+    from lovia import RunHead, RunSnapshot
+    from lovia.tui.widgets.sessions_pane import SessionsPane
+
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-a")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        screen._change_timer.pause()
+        await screen.refresh_lists()
+        await settle(pilot)
+        pane = screen.query_one(SessionsPane)
+
+        async def listed_after_checks() -> list[str]:
+            for _ in range(2):
+                await screen.check_other_windows()
+                await settle(pilot)
+            return sorted(info.session_id for info in pane.listed)
+
+        async with SQLiteCheckpointer(db, wal=True) as other:
+            head = RunHead(agent="assistant", status="interrupted", turn=1, session_id="s-new",
+                           first_input="from elsewhere")
+            await other.save(RunSnapshot("run-elsewhere", head, [UserMessage(text="from elsewhere")]))
+        await type_and_send(pilot, "meanwhile here")  # this window's run reads the runs again
+        assert await listed_after_checks() == ["s-a", "s-new"]
+
+        async with SQLiteCheckpointer(db, wal=True) as other:
+            await other.delete("run-elsewhere")
+        await screen.open_session("s-a")  # reads the runs again too
+        assert await listed_after_checks() == ["s-a"]
+        assert sorted(info.session_id for info in await screen.backend.sessions()) == ["s-a"]

@@ -58,6 +58,8 @@ OpenSessionMark = tuple[str, SessionInfo | None, tuple[tuple[str, str, float, in
 """What the stores say of the open session, cheaply: its id, its info, and its in-flight runs
 (run id, state, last update, entries). It changes when a run of the session lands or progresses, and
 when one held elsewhere is held no more."""
+ListedRun = tuple[str, str | None, RunState, float]
+"""A run not stored yet as a sessions list shows it: its id, session, state and last save."""
 FEW_CHANGED = 50
 """Up to this many sessions changed, the lists read those alone (one query each); more, every session at once."""
 USER_ACTION_GROUPS = frozenset({"dialog", "run", "trim", "heal", "lists"})
@@ -159,7 +161,10 @@ class MainScreen(Screen):
         self._reload_waiting = False  # the open session changed elsewhere, its reload waits for the reader
         self._change_check_error: str | None = None
         self._listed_run_states: dict[str, RunState] | None = None  # as the runs pane listed them at the last check
-        self._sessions_mark: int | None = None  # where the session store's changes stood at the last listing
+        # What the sessions list was last brought up to date with, whole or session by session (see
+        # refresh_changed): where the session store's changes stood, and the runs not stored yet.
+        self._sessions_mark: int | None = None
+        self._runs_listed: set[ListedRun] | None = None
         self._resumed_before = False  # see on_screen_resume
         self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
@@ -436,12 +441,17 @@ class MainScreen(Screen):
     async def refresh_lists(self) -> None:
         """Reload the sessions and runs panes (and the inspected run) from the stores: every session is listed."""
         unstored = await self._unstored_runs()
-        with told_on(self, "reload the lists"):
-            # Marked before the listing: what is written during it is read again by the next update.
+        # Marked before the listing: what is written during it is read again by the next update.
+        # Without a mark (the store cannot say, or failed to) every update lists every session.
+        mark = None
+        with contextlib.suppress(LoviaError):
             changes = await self.backend.sessions_changed(None)
+            mark = changes.mark if changes is not None else None
+        with told_on(self, "reload the lists"):
             sessions = await self.backend.sessions()  # all: the pane filters by what it shows
             self._show_lists(sessions, unstored)
-            self._sessions_mark = changes.mark if changes is not None else None
+            self._sessions_mark = mark
+            self._runs_listed = _runs_as_listed(unstored)
         await self.inspect(self.inspected)
 
     async def refresh_changed(self) -> None:
@@ -458,10 +468,9 @@ class MainScreen(Screen):
         if changes is None or changes.session_ids is None or len(changes.session_ids) > FEW_CHANGED:
             await self.refresh_lists()
             return
-        before = {r.run_id: (r, self._listed_run_states.get(r.run_id) if self._listed_run_states else None)
-                  for r in self._unstored or []}
         unstored = await self._unstored_runs()
-        changed = set(changes.session_ids) | _sessions_of_changed_runs(before, unstored)
+        runs = _runs_as_listed(unstored)
+        changed = set(changes.session_ids) | _sessions_of_changed_runs(self._runs_listed or set(), runs)
         if len(changed) > FEW_CHANGED:
             await self.refresh_lists()
             return
@@ -472,7 +481,7 @@ class MainScreen(Screen):
                 if pane is not None:
                     pane.update_session(session_id, listing, self.chat.session_id)
             self._show_lists(None, unstored)
-            self._sessions_mark = changes.mark
+            self._sessions_mark, self._runs_listed = changes.mark, runs
         await self.inspect(self.inspected)
 
     async def refresh_session(self, session_id: str, *, runs_too: bool = True) -> None:
@@ -971,13 +980,11 @@ class MainScreen(Screen):
         await self.refresh_changed()
 
 
-def _sessions_of_changed_runs(before: dict[str, tuple[RunSummary, RunState | None]],
-                              now: Sequence[RunSummary]) -> set[str]:
-    """Sessions whose runs not stored yet differ between ``before`` (each run with the state it was
-    listed in, if known) and ``now``: a run new, gone, written since, or reading another state."""
-    def mark(summary: RunSummary, state: RunState | None = None) -> tuple[str, str | None, RunState, float]:
-        head = summary.head
-        return summary.run_id, head.session_id, state or run_state(head), head.updated_at
+def _runs_as_listed(runs: Sequence[RunSummary]) -> set[ListedRun]:
+    return {(r.run_id, r.head.session_id, run_state(r.head), r.head.updated_at) for r in runs}
 
-    then = {mark(summary, state) for summary, state in before.values()}
-    return {session_id for _, session_id, _, _ in then ^ {mark(summary) for summary in now} if session_id is not None}
+
+def _sessions_of_changed_runs(then: set[ListedRun], now: set[ListedRun]) -> set[str]:
+    """Sessions whose runs not stored yet differ between two listings of them: a run new, gone,
+    written since, or reading another state (its owner died, its lease lapsed)."""
+    return {session_id for _, session_id, _, _ in then ^ now if session_id is not None}
