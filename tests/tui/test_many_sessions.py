@@ -169,3 +169,33 @@ async def test_a_new_sessions_first_message_puts_the_lists_cursor_on_it(tmp_path
         assert options.get_option_at_index(options.highlighted).id == app.screen.chat.session_id
         await app.screen.refresh_lists()  # a full listing keeps it there
         assert options.get_option_at_index(options.highlighted).id == app.screen.chat.session_id
+
+
+async def test_a_new_sessions_first_message_leaves_the_cursor_alone_when_the_filter_hides_it(tmp_path):
+    """The cursor goes to the new session only where the list shows it: with a filter that hides it,
+    the cursor stays on the match the user picked (it jumped to the first match)."""
+    from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
+    from tests.tui.conftest import make_app
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for session_id, text in (("s-1", "alpha one"), ("s-2", "alpha two"), ("s-3", "alpha three"), ("s-4", "beta")):
+            await session.append(session_id, [UserMessage(text=text), AssistantMessage(text="ok")])
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(SessionsPane)
+        options = pane.query_one(SessionList)
+        options.focus()
+        await pilot.press(*"alpha")
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        options.focus()
+        await pilot.press("down", "down")
+        await settle(pilot)
+        picked = options.get_option_at_index(options.highlighted).id
+        assert picked == "s-1"
+        await type_and_send(pilot, "gamma")  # a new session the filter "alpha" hides
+        await settle(pilot)
+        assert options.get_option_at_index(options.highlighted).id == picked

@@ -208,8 +208,10 @@ class SessionsPane(Vertical):
         ``current`` is highlighted when it changed, or when the highlighted one is gone.
         """
         # The open session listed for the first time (its first message went) takes the cursor, as
-        # when it was opened: until then the cursor was on another session, for enter to open.
-        newly_listed = (current is not None and any(info.session_id == current for info in sessions)
+        # when it was opened: until then the cursor was on another session, for enter to open. Not
+        # while the filter hides it: the cursor would go to a match the user did not pick.
+        opened = next((info for info in sessions if info.session_id == current), None)
+        newly_listed = (opened is not None and bool(self._shown_of([opened]))
                         and not any(info.session_id == current for info in self.listed))
         keep_highlight = current == self._current and not newly_listed
         self.listed = list(sessions)
@@ -225,16 +227,15 @@ class SessionsPane(Vertical):
         in :meth:`show`).
         """
         before = self._index_of(session_id)
-        # (the open session listed for the first time takes the cursor: see show)
-        newly_listed = (session_id == current and listing is not None
-                        and not any(info.session_id == session_id for info in self.listed))
-        opened_another = current != self._current or newly_listed
+        was_listed = session_id != current or any(info.session_id == session_id for info in self.listed)
         self.listed = [info for info in self.listed if info.session_id != session_id]
         if listing is not None:
             keys = [-_activity(info) for info in self.listed]
             self.listed.insert(bisect.bisect_left(keys, -_activity(listing)), listing)
         matched = self._shown_of(self.listed)
         after = next((i for i, info in enumerate(matched) if info.session_id == session_id), None)
+        # The open session listed for the first time, and shown, takes the cursor (see show).
+        opened_another = current != self._current or (not was_listed and after is not None)
         same_place = before is not None and before == after and not opened_another
         self.sessions, self._current = matched, current
         if same_place and after is not None and after < self._options_for:
