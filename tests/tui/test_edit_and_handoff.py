@@ -290,3 +290,28 @@ async def test_keys_typed_right_after_e_on_an_answer_are_not_run_as_keys(tmp_pat
         assert not chat.has_class("-editing")
         await pilot.press("c")  # the keys are the transcript's again
         await wait_for(pilot, lambda: app.clipboard == "one")
+
+
+async def test_backspace_typed_right_after_e_erases_and_other_keys_do_nothing_meanwhile(tmp_path):
+    """In the burst after ``e``, backspace erases what was typed (it reached the transcript, which
+    ignored it: "fixx" stayed), and enter or an arrow does nothing (they expanded a message and
+    moved the cursor under the edit)."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("end", "up")
+        selected = chat.transcript.selected_view
+        assert isinstance(selected, UserMessageView)
+        burst(app, "e fixx")
+        app.post_message(events.Key("backspace", None))
+        app.post_message(events.Key("up", None))
+        app.post_message(events.Key("enter", None))
+        burst(app, " it")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        await settle(pilot)
+        assert chat.composer.text == "second fix it"
+        assert chat.transcript.selected_view is selected

@@ -458,25 +458,39 @@ class ChatPanel(Vertical):
             target = await self.backend.locate(self.session_id, event.message, position=event.position) \
                 if self.session_id else None
         except LoviaError as exc:
-            self.transcript.take_typed_for_edit()  # typed for an edit there will not be
+            self.transcript.take_typed_for_edit(end=True)  # typed for an edit there will not be
             self.notify(str(exc), severity="error")
             return
-        typed = self.transcript.take_typed_for_edit()
         if target is None:
+            self.transcript.take_typed_for_edit(end=True)
             self.notify("That message is not in this session any more: it was rewound, or its run was discarded.",
                         severity="warning")
             return
+        # Held on until focus leaves the transcript (for the composer, or the question below).
+        typed = self.transcript.take_typed_for_edit(end=False)
         if target.later_runs:
             self._confirm_edit(target, typed)
         else:
             self.start_edit(target, typed=typed)
+
+    @on(Transcript.TypedForEdit)
+    def _typed_for_edit(self, event: Transcript.TypedForEdit) -> None:
+        """Keys typed for the edit that came after it began: after what the composer holds, if it is editing."""
+        event.stop()
+        if self._editing is not None:
+            self.composer.insert(event.text, self.composer.document.end)
+            self.composer.move_cursor(self.composer.document.end)
 
     @work(group="dialog")
     async def _confirm_edit(self, target: EditTarget, typed: str) -> None:
         """An earlier message: say what resending it drops, and edit it only if the user agrees."""
         question = (f"Edit this earlier message?\nResending it drops its answer and the "
                     f"{format.count(target.later_runs, 'run')} after it. Cancelling the edit keeps everything.")
-        if await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit")):
+        confirmed = await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit"))
+        # The question took the keys (a screen pushed over it leaves the transcript focused): what
+        # reached the transcript before it showed is dropped, and its keys are its own again.
+        self.transcript.take_typed_for_edit(end=True)
+        if confirmed:
             self.start_edit(target, typed=typed)
 
     def start_edit(self, target: EditTarget, *, typed: str = "", composer_then: str | None = None) -> None:

@@ -143,6 +143,13 @@ class Transcript(VerticalScroll, can_focus=True):
             self.message = message
             self.position = position
 
+    class TypedForEdit(Message):
+        """``text`` was typed for the edit ``e`` asked for, after the edit began (see :meth:`Transcript.on_key`)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
     class ForkRequested(Message):
         """The user wants a new session copied from this one up to and including a stored entry.
 
@@ -1086,15 +1093,19 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def on_key(self, event: events.Key) -> None:
         """``e`` starts the edit here, not through its binding: keys typed right after it are the
-        edit's, until the edit starts (its message is found in the stores first). They reach this
-        widget before the binding of the first would run (Textual runs a binding once its key has
-        bubbled up to the app), and as bindings they would fork (``f``), trim (``t``) or undo a
-        rewind (``u``). Held (:meth:`take_typed_for_edit`), they go after the edited text."""
+        edit's, until focus leaves for the composer (the message is found in the stores first).
+        They reach this widget before the binding of the first would run (Textual runs a binding
+        once its key has bubbled up to the app), and as bindings they would fork (``f``), trim
+        (``t``) or undo a rewind (``u``). Held (:meth:`take_typed_for_edit`), they go after the
+        edited text; backspace erases the last one held, and any other key is dropped (an
+        ``enter`` in the burst would expand, arrows would move the cursor under the edit)."""
         if self._typed_for_edit is not None:
+            event.stop()
+            event.prevent_default()
             if event.is_printable and event.character is not None:
-                event.stop()
-                event.prevent_default()
                 self._typed_for_edit.append(event.character)
+            elif event.key == "backspace" and self._typed_for_edit:
+                self._typed_for_edit.pop()
         elif event.key in keymap_of(self).keys("transcript.edit") and self.check_action("edit", ()):
             event.stop()
             event.prevent_default()
@@ -1103,12 +1114,21 @@ class Transcript(VerticalScroll, can_focus=True):
                 # No edit starts here (not one of the user's messages: it said so). What was typed
                 # with the e was meant for an edit all the same: dropped, not run as keys.
                 self._typed_for_edit = []
-                self.set_timer(EDIT_TYPED_AHEAD_SECONDS, self.take_typed_for_edit)
+                self.set_timer(EDIT_TYPED_AHEAD_SECONDS, lambda: self.take_typed_for_edit(end=True))
 
-    def take_typed_for_edit(self) -> str:
-        """What was typed since ``e`` asked for an edit; keys are this widget's again from now on."""
-        typed, self._typed_for_edit = self._typed_for_edit or [], None
+    def take_typed_for_edit(self, *, end: bool) -> str:
+        """What was typed since ``e`` asked for an edit (or since the last take). With ``end`` the keys
+        are this widget's again at once; else they stay held until focus leaves it (for the composer
+        or a dialog), and what came meanwhile is handed on then (:class:`TypedForEdit`)."""
+        typed = self._typed_for_edit or []
+        self._typed_for_edit = None if end else []
         return "".join(typed)
+
+    def on_blur(self) -> None:
+        if self._typed_for_edit is not None:
+            rest = self.take_typed_for_edit(end=True)
+            if rest:
+                self.post_message(self.TypedForEdit(rest))
 
     def action_fork(self) -> None:
         """Fork from the message under the cursor: a stored one, or one of a run shown live (found once stored)."""
