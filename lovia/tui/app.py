@@ -164,7 +164,10 @@ class LoviaApp(App[None]):
         loop = asyncio.get_running_loop()
         for number, found in self._signals_taken.items():
             loop.remove_signal_handler(number)  # which leaves Python's default: the handling found comes back
-            if found is not None:  # None: set outside Python, nothing to put back from here
+            # Not None (set outside Python: nothing to put back from here), nor an event loop's own
+            # handler: that one only wakes its loop for the callback the app's took the place of, and
+            # put back without it, the signal would be ignored; the default ends the process instead.
+            if found is not None and not getattr(found, "__module__", "").startswith("asyncio"):
                 signal.signal(number, found)
         self._signals_taken.clear()
         IDLE_WORK.drop()  # the widgets it would unfold are going; the collector thaws below

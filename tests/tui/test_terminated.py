@@ -91,3 +91,21 @@ async def test_the_handlers_the_app_found_are_back_once_it_closes(tmp_path):
     finally:
         for number, handler in before.items():
             signal.signal(number, handler)
+
+
+async def test_a_loops_own_signal_handler_found_is_not_put_back_to_ignore_the_signal(tmp_path):
+    """Code that took SIGTERM with ``loop.add_signal_handler`` before running the app: the app's took
+    its place in the loop, so putting back the loop's wake-up handler alone would leave SIGTERM
+    ignored; the default comes back (the process ends), as without the app's restoring."""
+    from tests.tui.conftest import make_app, settle
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, lambda: None)
+    try:
+        app = make_app(tmp_path / "lovia.db")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
