@@ -798,6 +798,8 @@ class Transcript(VerticalScroll, can_focus=True):
         views = self.views if view is not None else []
         if view not in views:
             view = None
+        if view is not self._selected_view:
+            self.refresh_bindings()  # the keys that apply to it (see hidden_in_footer)
         self._selected_view = view
         if view is None:
             self._selected_run = None
