@@ -934,11 +934,13 @@ class Transcript(VerticalScroll, can_focus=True):
         held no entry there when it opened.
         """
         self.release_anchor()
-        await self._settled()
-        if not 0 <= position < self._total or self._pages is None:
+        pages = self._pages
+        if pages is None or not 0 <= position < self._total:
             return False
-        shown_at = await self._shown_position(self._pages, position)
-        if shown_at is None:
+        # Read before settling: nothing may change the pages between the settling and the jump.
+        shown_at = await self._shown_position(pages, position)
+        await self._settled()
+        if shown_at is None or pages is not self._pages:
             return False
         position = shown_at
         window = self._window
