@@ -20,7 +20,7 @@ import dataclasses
 import os
 import socket
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
@@ -590,7 +590,8 @@ class CheckpointOptions:
     ``lease_seconds`` is how long the run's claim outlives its last renewal: another
     process may take the run over once a lease that long lapsed unrenewed (at once if the
     owner is on this host and gone). ``alone_in_session`` refuses to execute the run beside
-    another run of its session (see the field).
+    another run of its session (see the field); ``once_claimed`` is what to do to the session
+    once the run holds it, before the run reads its history (see the field).
     """
 
     checkpointer: Checkpointer
@@ -607,6 +608,15 @@ class CheckpointOptions:
     is asked for the session's running runs just before the claim (two starts at the same moment
     may then both run); any other is not asked. A stored run of no session, resumed into the
     caller's session, is checked only that way: its claim does not know the session yet."""
+    once_claimed: Callable[[], Awaitable[None]] | None = None
+    """Awaited once the run is claimed and before its session's history is read, so what it changes
+    in the session is what the run continues from: a rewind before a resend, say. With
+    ``alone_in_session`` and a checkpointer that checks it in its claim, no other run of the session
+    starts meanwhile, so none sees the change half made or lands between it and this run. Not
+    awaited for a run that is replayed (completed already). If it raises (or is cancelled), the run
+    ends before anything of it ran: a run the claim stored fresh is deleted, a stored run the claim
+    took up is marked ``interrupted``; an error is reported (``RunFailed``) and raised, a
+    cancellation is raised (a stream ends as stopped), and neither is recorded on the run."""
 
     def __post_init__(self) -> None:
         if not self.lease_seconds > 0:

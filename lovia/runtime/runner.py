@@ -252,6 +252,7 @@ class _Run:
         self._told_servers: set[str] = set()  # MCP servers whose failure to start was warned of
         self._last_save = time.monotonic()
         self._renewal_error: BaseException | None = None
+        self._not_started = False  # ended before anything ran: once_claimed failed (see _prepare_once_claimed)
         self._completed: RunResult | None = None  # set once the checkpoint says completed
         self._completion_reported = False
         # Active time: what earlier executions ran (read from the head at this one's first
@@ -280,11 +281,14 @@ class _Run:
                     snapshot = await self._claim(snapshot)
             if snapshot is not None and snapshot.head.status == "completed":
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
+            await self._prepare_once_claimed(fresh=snapshot is None)
             async with self._renewing_lease():
                 return await self._drive(resumed=snapshot is not None,
                                          last_alive=snapshot.taken_from.updated_at
                                          if snapshot is not None and snapshot.taken_from is not None else None)
         except asyncio.CancelledError:
+            if self._not_started:
+                raise
             failure = self._renewal_error
             if self._completed is not None:
                 # Stopped once its checkpoint said completed: it did complete (a store error in
@@ -308,11 +312,36 @@ class _Run:
             await self._fail(failure)
             raise failure from None
         except BaseException as exc:
-            await self._fail(exc)
+            if not self._not_started:
+                await self._fail(exc)
             raise
         finally:
             self._journal.abandon()
             release_live_claim(self._token)  # after the mark: until then this execution holds the run
+
+    async def _prepare_once_claimed(self, *, fresh: bool) -> None:
+        """``CheckpointOptions.once_claimed``, between the claim and the history read.
+
+        Should it fail, the run ends before it began: the fresh run the claim stored is deleted (it
+        holds only its input), a stored run it took up is released ``interrupted`` as a stop leaves
+        it; an error is then reported (``RunFailed``) and raised, not recorded on the run
+        (``_not_started`` tells ``execute``), and a cancellation is raised as it came.
+        """
+        options = self.checkpoint
+        if options is None or options.once_claimed is None:
+            return
+        try:
+            await options.once_claimed()
+        except BaseException as exc:
+            self._not_started = True
+            with contextlib.suppress(Exception):  # the hook's error is the one to report
+                if fresh:
+                    await wait_out(asyncio.ensure_future(options.checkpointer.delete(self.run_id)))
+                else:
+                    await self._mark("interrupted")  # shielded: written even while cancelled
+            if not isinstance(exc, asyncio.CancelledError):
+                self._emit(RunFailed(self.run_id, exc))
+            raise
 
     async def _fail(self, exc: BaseException) -> None:
         await self._mark("failed", error=f"{type(exc).__name__}: {exc}")

@@ -303,7 +303,7 @@ class LoviaApp(App[None]):
         if opened and transcript.check_action("edit", ()) and transcript.applies("edit") and not running:
             yield SystemCommand("Edit selected message", f"Edit the selected message and resend "
                                 f"({keys('transcript.edit')} in the transcript)", transcript.action_edit)
-        if opened and transcript.check_action("trim", ()) and not running:
+        if opened and transcript.check_action("trim", ()) and transcript.applies("trim") and not running:
             yield SystemCommand("Trim tool outputs", f"Cut old tool outputs to reclaim space "
                                 f"({keys('transcript.trim')} in the transcript)", transcript.action_trim)
         if transcript.selected_view is not None and transcript.check_action("fork", ()) and not running:
@@ -326,14 +326,14 @@ class LoviaApp(App[None]):
             yield SystemCommand("Timeline of a run", "Where the time went: the run under the transcript cursor (the "
                                 "last one when none is selected) as a waterfall of its steps "
                                 f"({keys('transcript.timeline')} in the transcript)", transcript.action_timeline)
-        if transcript.check_action("undo_rewind", ()) and not running:
+        if transcript.check_action("undo_rewind", ()) and transcript.applies("undo_rewind") and not running:
             yield SystemCommand("Undo rewind", "Bring the transcript back as it was before the last edit-and-resend "
                                 f"or regenerate ({keys('transcript.undo_rewind')} in the transcript)",
                                 transcript.action_undo_rewind)
         if main.check_action("search", ()):
             yield SystemCommand("Search", f"Find words in every session's messages, tool outputs and titles "
                                 f"({keys('main.search')})", main.action_search)
-        if transcript.check_action("match", (1,)):
+        if transcript.applies("match"):
             yield SystemCommand("Next match", f"The search's next match ({keys('transcript.next_match')} in the "
                                 "transcript)", lambda: transcript.action_match(1))
             yield SystemCommand("Previous match", f"The search's previous match "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
 from pathlib import Path
@@ -832,21 +832,27 @@ class ChatBackend:
         settled = await self._settle(await self._in_flight(session_id), settle)
         return await self._start(session_id, text, settled)
 
-    async def _start(self, session_id: str, text: str, settled: Sequence[str]) -> StartedRun:
+    async def _start(self, session_id: str, text: str, settled: Sequence[str], *, run_id: str | None = None,
+                     once_claimed: Callable[[], Awaitable[None]] | None = None,
+                     agent: Agent[Any] | None = None) -> StartedRun:
+        """The new run's stream (``once_claimed``: see :class:`~lovia.checkpoint.CheckpointOptions`); it
+        starts with ``agent`` when given, else the one the session's last run ended with (see :meth:`send`)."""
         message = UserMessage(text=text)
-        agent = await self._continuing_agent(session_id)
-        run_id = f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
+        if agent is None:
+            segments = await self.session.segments(session_id)
+            agent = self._continuing_agent(_ended_with(segments[-1] if segments else None))
+        run_id = run_id or new_app_run_id()
         stream = Runner.stream(agent, [message], session=self.session, session_id=session_id,
-                               checkpoint=CheckpointOptions(self.checkpointer, run_id, alone_in_session=True),
+                               checkpoint=CheckpointOptions(self.checkpointer, run_id, alone_in_session=True,
+                                                            once_claimed=once_claimed),
                                max_turns=self.max_turns,
                                context_policy=self.context_policy, mcp_servers=self.mcp.offered(session_id))
         return StartedRun(message, stream, agent.name, tuple(settled))
 
-    async def _continuing_agent(self, session_id: str) -> Agent[Any]:
-        """The agent the session's last run ended with, if the app's agent reaches it; else the app's agent."""
-        segments = await self.session.segments(session_id)
-        name = segments[-1].meta.get("agent") if segments else None
-        if not isinstance(name, str) or name == self.agent.name:
+    def _continuing_agent(self, name: str | None) -> Agent[Any]:
+        """The agent named ``name`` (the one the session's last run ended with), if the app's agent
+        reaches it; else the app's agent."""
+        if name is None or name == self.agent.name:
             return self.agent
         try:
             return agent_graph(self.agent).get(name, self.agent)
@@ -1203,7 +1209,8 @@ class ChatBackend:
                 return None
             page = await pages.read(max(0, page.start - LOCATE_PAGE), page.start - max(0, page.start - LOCATE_PAGE))
 
-    async def locate(self, session_id: str, message: UserMessage, *, position: int | None = None) -> EditTarget | None:
+    async def locate(self, session_id: str, message: UserMessage, *, position: int | None = None,
+                     skip_run: str | None = None) -> EditTarget | None:
         """Where ``message`` is: in a run of ``session_id`` not stored yet, or in its stored transcript.
 
         ``None`` when it is in neither (rewound, or its run was discarded meanwhile). The
@@ -1211,8 +1218,9 @@ class ChatBackend:
         cuts, see :func:`~lovia.stores._common.rewind_cut`) and the unstored ones, which all
         come after what is stored. ``position`` is where the caller saw it stored: with a paged
         store, a message that near the end is checked there without reading the whole session.
+        ``skip_run`` is a run not looked in, nor counted: a resend's own, which asks the same.
         """
-        in_flight = await self._in_flight(session_id)
+        in_flight = [r for r in await self._in_flight(session_id) if r.run_id != skip_run]
         for index, summary in enumerate(in_flight):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None and message in snapshot.entries:
@@ -1262,24 +1270,48 @@ class ChatBackend:
         for summary in dropped:
             _refuse_held(summary.run_id, summary.head)
         self._check_settleable(before, settle)
-        if self.can_undo_rewind and dropped:
-            # Undoable: the dropped runs are finalized into the session (after ``before``, in
-            # order) and rewound away with the rest, so an undo brings them back as partial runs.
-            settled = await self._settle(before, settle)
-            for summary in dropped:
-                await self.finalize(summary.run_id)
-            stored = await self.locate(session_id, original)
-            if stored is None or stored.position is None:
-                raise UserError("that message is not in this session any more (it was rewound meanwhile): pick it "
-                                "again")
-            await self.rewind(session_id, stored.position)
-            return await self._start(session_id, text, [*settled, *(r.run_id for r in dropped)])
-        for summary in reversed(dropped):
-            await self.discard(summary.run_id)
-        if target.position is not None:
-            await self.rewind(session_id, target.position)
-        settled = await self._settle(before, settle)
-        return await self._start(session_id, text, [*settled, *(r.run_id for r in dropped)])
+        run_id = new_app_run_id()
+
+        async def drop_once_claimed() -> None:
+            """The rewind (and the settling of the runs around it), once the resend's run holds the session.
+
+            Done before its claim, a run another window started in between made the claim refuse
+            after the rewind, and landed where the resend was meant to (an undo then dropped it).
+            """
+            if self.can_undo_rewind and dropped:
+                # Undoable: the dropped runs are finalized into the session (after ``before``, in
+                # order) and rewound away with the rest, so an undo brings them back as partial runs.
+                await self._settle(before, settle)
+                for summary in dropped:
+                    await self.finalize(summary.run_id)
+                stored = await self.locate(session_id, original, skip_run=run_id)
+                if stored is None or stored.position is None:
+                    raise UserError("that message is not in this session any more (it was rewound meanwhile): "
+                                    "pick it again")
+                await self.rewind(session_id, stored.position)
+                return
+            for summary in reversed(dropped):
+                await self.discard(summary.run_id)
+            if target.position is not None:
+                await self.rewind(session_id, target.position)
+            await self._settle(before, settle)
+
+        kept = [r for r in before if run_state(r.head) == "interrupted" or settle == "keep"]
+        if kept:  # settled into the session after what stays of it: the last of them is its last run
+            ended_with: str | None = kept[-1].head.pending_handoff or kept[-1].head.agent
+        else:
+            ended_with = await self._agent_before(session_id, target.position)
+        return await self._start(session_id, text, [r.run_id for r in in_flight], run_id=run_id,
+                                 once_claimed=drop_once_claimed, agent=self._continuing_agent(ended_with))
+
+    async def _agent_before(self, session_id: str, position: int | None) -> str | None:
+        """The agent the session's last run ended with once rewound to ``position`` (``None``: not rewound)."""
+        segments = await self.session.segments(session_id)
+        if position is None:
+            return _ended_with(segments[-1] if segments else None)
+        whole, partial = rewind_cut([len(segment.entries) for segment in segments], position)
+        # a run the cut lands inside loses its meta (the spec's rewind): it names no agent
+        return None if partial or not whole else _ended_with(segments[whole - 1])
 
     async def trim_preview(self, session_id: str, *, keep_chars: int = TRIM_KEEP_CHARS,
                            keep_runs: int = 1) -> TrimPreview | None:
@@ -1318,6 +1350,17 @@ class ChatBackend:
             state["archived"].update(head_state.get("archived") or {})
         key = state["archived"].get(call_id)
         return await policy.result_store.get(key) if key else None
+
+
+def new_app_run_id() -> str:
+    """A run id for a run the app starts (see :data:`APP_RUN_PREFIX`)."""
+    return f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
+
+
+def _ended_with(segment: Segment | None) -> str | None:
+    """The agent a stored run ended with (its meta's ``agent``); ``None`` when it names none."""
+    name = segment.meta.get("agent") if segment is not None else None
+    return name if isinstance(name, str) else None
 
 
 def _check_text(text: str) -> None:

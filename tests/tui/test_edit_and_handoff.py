@@ -315,3 +315,47 @@ async def test_backspace_typed_right_after_e_erases_and_other_keys_do_nothing_me
         await settle(pilot)
         assert chat.composer.text == "second fix it"
         assert chat.transcript.selected_view is selected
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_message_typed_right_after_f_goes_into_the_fork_not_to_the_transcripts_keys(tmp_path, size):
+    """``f`` then the next message at once: the fork is made after a store write, and the keys that
+    came meanwhile went to the transcript, where ``e`` edits, ``c`` copies and ``f`` forks again."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        original = chat.session_id
+        chat.transcript.focus()
+        await pilot.press("end", "up", "up")  # the first answer
+        clipboard = app.clipboard
+        burst(app, "f and ecfte then")
+        await wait_for(pilot, lambda: chat.session_id != original and chat.composer.has_focus)
+        await pilot.pause(0.3)  # (not settle: the code before this fix left a question open, waiting)
+        assert chat.composer.text == " and ecfte then"
+        assert app.clipboard == clipboard and not chat.has_class("-editing")
+        async with SQLiteSession(db) as session:
+            assert len(await session.list_sessions()) == 2  # one fork, not three
+
+
+async def test_keys_typed_right_after_t_are_dropped_not_run(tmp_path):
+    """``t`` reads what a trim would save before it asks; "t" then "fe" forked and edited meanwhile."""
+    from tests.tui.conftest import told
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]),
+                                            "It is 42.", "two"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "what is 6*7?")
+        await type_and_send(pilot, "thanks")
+        chat = app.screen.chat
+        session_id, main = chat.session_id, app.screen
+        chat.transcript.focus()
+        await pilot.press("home")
+        burst(app, "tfe")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                       or any("long enough to trim" in t.message for t in told(app)))
+        await pilot.pause(0.3)
+        assert app.screen is main and chat.session_id == session_id and not chat.has_class("-editing")

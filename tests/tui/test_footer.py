@@ -203,3 +203,81 @@ async def test_the_footer_shows_the_cursor_keys_that_apply_to_the_message_under_
         said = [t.message for t in told(app)]
         assert "The selected message has no code block." in said
         assert "Select one of your messages to edit it (↑/↓)." in said
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_enter_on_an_unfolded_tool_call_reads_collapse_however_it_unfolded(tmp_path, size):
+    """The footer said "Expand" on a tool call enter had just unfolded; it says what enter does."""
+    from lovia.models import ScriptedModel, ScriptedTurn, call
+    from lovia.tui.widgets.tool_call_view import ToolCallView
+    from tests.tui.conftest import type_and_send
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]), "It is 42."])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "what is 6*7?")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        while not isinstance(transcript.selected_view, ToolCallView):
+            await pilot.press("down")
+        await settle(pilot)
+        footer = footer_of(app)
+
+        def expand_reads() -> str:
+            return next(entry.description for entry in footer.entries if entry.action == "expand")
+
+        assert expand_reads() == "Expand"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert transcript.selected_view.expanded
+        assert expand_reads() == "Collapse"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert expand_reads() == "Expand"
+        await pilot.click(transcript.selected_view.query_one("CollapsibleTitle"))  # unfolded by the mouse
+        await settle(pilot)
+        assert transcript.selected_view.expanded and expand_reads() == "Collapse"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_trim_undo_and_the_match_keys_show_only_when_they_apply_and_say_why_when_pressed(tmp_path, size):
+    """t showed in a chat with no tool output; u and n did nothing, silently, with nothing to undo or
+    no search (their bindings were off). Left out of the footer and the palette then, they still
+    answer when pressed; trim shows once a tool call does."""
+    from lovia.models import ScriptedModel, ScriptedTurn, call
+    from tests.tui.conftest import told, type_and_send
+
+    model = ScriptedModel(["Hello.", ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]),
+                           "It is 42."])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "hi")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("end")
+        await settle(pilot)
+        footer = footer_of(app)
+
+        def shown() -> set[str]:
+            return {entry.action for entry in footer.entries}
+
+        def palette() -> set[str]:
+            return {command.title for command in app.get_system_commands(app.screen)}
+
+        assert not {"trim", "undo_rewind", "match"} & shown()
+        assert not {"Trim tool outputs", "Undo rewind", "Next match"} & palette()
+        await pilot.press("u", "n")
+        await settle(pilot)
+        said = [t.message for t in told(app)]
+        assert any(message.startswith("Nothing to undo") for message in said)
+        assert "No search to step through: ctrl+f searches every session." in said
+        await pilot.press("t")
+        await wait_for(pilot, lambda: any("long enough to trim" in t.message for t in told(app)))
+
+        await type_and_send(pilot, "what is 6*7?")
+        transcript.focus()
+        await settle(pilot)
+        assert "Trim tool outputs" in palette()
+        if size[0] > 80:  # at 80 columns the cursor's keys come first, and trim has no room left
+            assert "trim" in shown()

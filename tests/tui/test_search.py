@@ -6,6 +6,7 @@ Real SQLite files (and the in-memory store), the real app through its pilot, at 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,9 @@ async def test_the_in_memory_store_searches_too(tmp_path):
         await cursor_shown(pilot, transcript)
 
 
-async def test_n_does_nothing_before_a_search(db):
+async def test_n_before_a_search_says_so_and_is_not_in_the_footer(db):
+    from lovia.tui.widgets.footer import LoviaFooter
+
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -214,7 +217,24 @@ async def test_n_does_nothing_before_a_search(db):
         await pilot.press("n")
         await settle(pilot)
         assert transcript.selected_position == before
-        assert not any(b.binding.action == "match(1)" and b.enabled for b in app.active_bindings.values())
+        assert "No search to step through: ctrl+f searches every session." in [t.message for t in told(app)]
+        assert "match(1)" not in {entry.action for entry in app.screen.query_one(LoviaFooter).entries}
+
+
+def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_matches():
+    """The list showed an answer's ``**294**`` as stored; a tool's output keeps its own characters."""
+    from lovia.session import SearchHit
+    from lovia.tui.screens.search import hit_label
+
+    snippet = "…the total is **294** apples, and `x = 294` in code:  ```python print(294)  ```…"
+    matches = tuple((found.start(), found.end()) for found in re.finditer("294", snippet))
+    label = hit_label(SearchHit("s-1", "Sums", 3, "assistant", snippet, matches), 100, now=0.0)
+    line = label.plain.splitlines()[1]
+    assert line == "  …the total is 294 apples, and x = 294 in code: print(294) …"  # the fences go too
+    lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+    assert lit == ["294", "294", "294"]
+    output = hit_label(SearchHit("s-1", "Sums", 4, "tool_result", "2**8 = 256", ((0, 1),)), 100, now=0.0)
+    assert output.plain.splitlines()[1] == "  2**8 = 256"
 
 
 async def test_a_store_that_cannot_search_hides_ctrl_f(tmp_path):

@@ -247,3 +247,42 @@ async def test_delete_forgets_the_undo(make_backend):
     item = await backend.delete_session("s")
     await backend.restore_session(item.trash_id)
     assert await backend.rewind_undo("s") is None
+
+
+async def test_a_message_sent_from_another_window_while_a_regenerate_rewinds_waits_and_the_undo_stays(tmp_path):
+    """The regenerate rewound before its run claimed the session: a message another window sent in
+    between was answered there, taken by the store as the resend, and the regenerate's own answer
+    came after it, which forgot the undo: what the rewind dropped was gone for good. The rewind is
+    made once the regenerate's run holds the session now; the other window is told a run executes."""
+    db = tmp_path / "lovia.db"
+    elsewhere: list[BaseException] = []
+
+    class RewindSeenElsewhere(SQLiteSession):
+        async def rewind_undoably(self, session_id: str, *, keep_entries: int) -> int:
+            removed = await super().rewind_undoably(session_id, keep_entries=keep_entries)
+            try:  # the other window sends right after the rewind
+                await chat(other, session_id, "from the other window")
+            except RunClaimedError as exc:
+                elsewhere.append(exc)
+            return removed
+
+    stores = [RewindSeenElsewhere(db, wal=True), SQLiteCheckpointer(db, wal=True),
+              SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True)]
+    try:
+        here = ChatBackend(stores[0], stores[1], Agent(name="bot", model=ScriptedModel(["one", "two", "two again"])))
+        other = ChatBackend(stores[2], stores[3], Agent(name="bot", model=ScriptedModel(["answered elsewhere"])))
+        await chat(here, "s", "first", "second")
+        before = await transcript(here, "s")
+
+        started = await here.regenerate("s")
+        await finish(started)
+        assert len(elsewhere) == 1 and "is being executed" in str(elsewhere[0])
+        texts = [e["text"] for _, entries in await transcript(here, "s") for e in entries]
+        assert texts == ["first", "one", "second", "two again"]
+        undo = await here.rewind_undo("s")
+        assert undo is not None and undo.added_run_id == started.stream.run_id
+        await here.undo_rewind("s")
+        assert await transcript(here, "s") == before
+    finally:
+        for store in stores:
+            await store.close()

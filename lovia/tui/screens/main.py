@@ -787,6 +787,8 @@ class MainScreen(Screen):
     async def _match_requested(self, event: Transcript.MatchRequested) -> None:
         matches = self._matches
         if matches is None:
+            self.notify(f"No search to step through: {keymap_of(self).key_text('main.search')} searches every "
+                        "session.")
             return
         chat = self.chat
         with told_on(self, "search"):

@@ -13,6 +13,7 @@ order, then the next (or previous) session of the results.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -28,7 +29,7 @@ from textual.widgets.option_list import Option
 
 from lovia.errors import LoviaError, UserError
 from lovia.session import SearchHit
-from lovia.stores._search import SearchQuery, parse_query
+from lovia.stores._search import MARK_CLOSE, MARK_OPEN, SearchQuery, parse_query, unmark
 from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
 from lovia.tui.keymap import keymap_of
@@ -65,12 +66,36 @@ def hit_label(hit: SearchHit, width: int, now: float | None = None) -> Text:
     head.append(f"  {KINDS.get(hit.kind, hit.kind)}", style="dim")
     if hit.at is not None:
         head.append(f"  {format.ago(hit.at, now)}", style="dim")
-    snippet = Text("  " + hit.snippet, no_wrap=True, overflow="ellipsis")
-    for start, end in hit.matches:
+    text, matches = shown_snippet(hit)
+    snippet = Text("  " + text, no_wrap=True, overflow="ellipsis")
+    for start, end in matches:
         snippet.stylize("bold reverse", start + 2, end + 2)
     for line in (head, snippet):
         line.truncate(max(width, 10), overflow="ellipsis")
     return Text("\n", no_wrap=True).join([head, snippet])
+
+
+def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The hit's snippet and its matches' offsets as the transcript shows the entry: an answer's
+    Markdown syntax left out (``**294**`` reads ``294``, a link its text), the other kinds as stored
+    (a tool's output is shown as it came). The matches are marked before the syntax goes, so the
+    offsets move with the text; a match inside what goes (a link's address) goes with it."""
+    if hit.kind != "assistant":
+        return hit.snippet, hit.matches
+    marked: list[str] = []
+    done = 0
+    for start, end in hit.matches:
+        marked += (hit.snippet[done:start], MARK_OPEN, hit.snippet[start:end], MARK_CLOSE)
+        done = end
+    marked.append(hit.snippet[done:])
+    # The snippet is one line: a code block's fences are inline there, where Markdown keeps them.
+    plain = format.plain_text(_FENCE.sub(" ", "".join(marked)))
+    return unmark(_SPACES.sub(" ", plain))
+
+
+_FENCE = re.compile(r"(?:`{3,}|~{3,})[\w+#.-]*")
+"""A code block's fence and its language, as a one-line snippet holds them."""
+_SPACES = re.compile(" {2,}")
 
 
 class SearchScreen(ModalScreen[SearchResults | None]):

@@ -116,6 +116,7 @@ class ChatPanel(Vertical):
         transcript.can_edit = self.backend.can_rewind
         transcript.can_trim = self.backend.can_trim
         transcript.can_fork = self.backend.can_fork
+        transcript.can_undo = self.backend.can_undo_rewind
         yield transcript
         yield Static("Editing a message: enter resends it and drops everything after it; escape cancels.",
                      id="editing")
@@ -224,8 +225,9 @@ class ChatPanel(Vertical):
         When crashed or failed runs of the session are not in it yet, the user is asked first
         (resume, keep as partial, discard; see :meth:`ChatBackend.send`). Once the run starts,
         the composer is cleared, gets back the draft an edit put aside, or is kept as it is.
-        Runs settled on the way (a stopped run finalized, say) are stored now: the session is
-        shown again, as stored, before the new run.
+        Runs settled on the way (a stopped run finalized, say) are stored by the time the run
+        holds the session, and an edit's rewind is made then: the session is shown again, as
+        stored, before the new run.
         """
         self._starting = True
         try:
@@ -245,9 +247,9 @@ class ChatPanel(Vertical):
             self._end_edit()
         elif composer == "clear":
             self.composer.clear()
-        if started.settled or composer != "clear":  # settled runs moved, or an edit rewound
-            await self._show_session()
-        self._drive(started.stream, resumed=False, message=started.message)
+        # settled runs moved, or an edit rewinds (see ChatBackend.resend_edited)
+        self._drive(started.stream, resumed=False, message=started.message,
+                    show_stored_first=bool(started.settled) or composer != "clear")
 
     async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | None:
         """Ask what happens to crashed or failed runs before a message goes; ``None``: nothing is sent."""
@@ -289,18 +291,27 @@ class ChatPanel(Vertical):
                 await self.transcript.add_notice(f"MCP server {server.name} is not offered to the model: "
                                                  f"{server.error}. {servers} lists the servers.", "warning")
 
-    def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None) -> None:
+    def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None,
+               show_stored_first: bool = False) -> None:
         self.stream = stream
         self.running = True
-        self._consume(stream, resumed, message)
+        self._consume(stream, resumed, message, show_stored_first)
 
     @work(exclusive=True, group="run")
-    async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None) -> None:
-        """Show the run's events as they come; ``message`` goes under the run's header, as stored."""
+    async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None,
+                       show_stored_first: bool = False) -> None:
+        """Show the run's events as they come; ``message`` goes under the run's header, as stored.
+
+        With ``show_stored_first`` the session is shown again as stored when the run starts (or
+        fails before it could): what the run's start changed in it (see :meth:`_start_run`) shows.
+        """
         transcript = self.transcript
         reported: BaseException | None = None
         try:
             async for event in stream:
+                if show_stored_first and isinstance(event, (RunStarted, RunFailed)):
+                    show_stored_first = False
+                    await self._show_session()
                 if isinstance(event, RunStarted):
                     stored = await self._stored_run(event.run_id)
                     await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
@@ -458,27 +469,32 @@ class ChatPanel(Vertical):
             target = await self.backend.locate(self.session_id, event.message, position=event.position) \
                 if self.session_id else None
         except LoviaError as exc:
-            self.transcript.take_typed_for_edit(end=True)  # typed for an edit there will not be
+            self.transcript.take_typed_ahead(end=True)  # typed for an edit there will not be
             self.notify(str(exc), severity="error")
             return
         if target is None:
-            self.transcript.take_typed_for_edit(end=True)
+            self.transcript.take_typed_ahead(end=True)
             self.notify("That message is not in this session any more: it was rewound, or its run was discarded.",
                         severity="warning")
             return
         # Held on until focus leaves the transcript (for the composer, or the question below).
-        typed = self.transcript.take_typed_for_edit(end=False)
+        typed = self.transcript.take_typed_ahead(end=False)
         if target.later_runs:
             self._confirm_edit(target, typed)
         else:
             self.start_edit(target, typed=typed)
 
-    @on(Transcript.TypedForEdit)
-    def _typed_for_edit(self, event: Transcript.TypedForEdit) -> None:
-        """Keys typed for the edit that came after it began: after what the composer holds, if it is editing."""
+    @on(Transcript.TypedAhead)
+    def _typed_ahead(self, event: Transcript.TypedAhead) -> None:
+        """Keys typed for an edit or a fork that came after it began: after what the composer holds, if
+        it is editing or the fork opened (a trim's question drops them)."""
         event.stop()
-        if self._editing is not None:
-            self.composer.insert(event.text, self.composer.document.end)
+        if (event.action == "edit" and self._editing is not None) or event.action == "fork":
+            self._type_into_composer(event.text)
+
+    def _type_into_composer(self, text: str) -> None:
+        if text:
+            self.composer.insert(text, self.composer.document.end)
             self.composer.move_cursor(self.composer.document.end)
 
     @work(group="dialog")
@@ -489,7 +505,7 @@ class ChatPanel(Vertical):
         confirmed = await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit"))
         # The question took the keys (a screen pushed over it leaves the transcript focused): what
         # reached the transcript before it showed is dropped, and its keys are its own again.
-        self.transcript.take_typed_for_edit(end=True)
+        self.transcript.take_typed_ahead(end=True)
         if confirmed:
             self.start_edit(target, typed=typed)
 
@@ -575,6 +591,8 @@ class ChatPanel(Vertical):
         event.stop()
         if self.session_id is not None and self.backend.can_trim:
             self._trim()
+        else:
+            self.transcript.take_typed_ahead(end=True)
 
     @work(exclusive=True, group="trim")
     async def _trim(self) -> None:
@@ -582,6 +600,10 @@ class ChatPanel(Vertical):
             await self._ask_and_trim()
         except LoviaError as exc:  # a store error: nothing was trimmed, and the app stays up
             self.notify(str(exc), severity="error")
+        finally:
+            # What reached the transcript before the question showed (or instead of it) is dropped:
+            # it was not typed for the conversation's keys.
+            self.transcript.take_typed_ahead(end=True)
 
     async def _ask_and_trim(self) -> None:
         """Ask first, saying how much the trim reclaims when the store can tell; then trim."""
@@ -644,29 +666,40 @@ class ChatPanel(Vertical):
         event.stop()
         if self.session_id is not None and self.backend.can_fork:
             self._fork(self.session_id, event)
+        else:
+            self.transcript.take_typed_ahead(end=True)
 
     @work(group="dialog")  # not exclusive: that would cancel the group's other user actions (a run starting)
     async def _fork(self, session_id: str, request: Transcript.ForkRequested) -> None:
-        """Copy the session up to and including the picked entry into a new session, and open it to write in."""
+        """Copy the session up to and including the picked entry into a new session, and open it to write in.
+
+        What was typed right after ``f`` goes into the new session's composer (see :meth:`Transcript.on_key`).
+        """
+        transcript = self.transcript
         if self.running:
+            transcript.take_typed_ahead(end=True)
             self.notify("Wait for the answer, or stop it with escape, before forking.", severity="warning")
             return
-        at_user_message = isinstance(self.transcript.selected_view, UserMessageView)
+        at_user_message = isinstance(transcript.selected_view, UserMessageView)
         try:
             position = request.position
             if position is None and request.run_id is not None and request.matches is not None:
                 position = await self.backend.stored_position(session_id, request.run_id, request.matches)
             if position is None:
+                transcript.take_typed_ahead(end=True)
                 self.notify("That message is not in the session (yet): fork once its run is stored.",
                             severity="warning")
                 return
             new_session_id, copied = await self.backend.fork(session_id, position)
         except LoviaError as exc:  # refused (rewound meanwhile) or a store error: nothing was made
+            transcript.take_typed_ahead(end=True)
             self.notify(str(exc), severity="error")
             return
+        typed = transcript.take_typed_ahead(end=False)  # the rest comes as focus leaves (TypedAhead)
         await self.open_session(new_session_id)
         self.post_message(self.Changed(new_session_id))
         self.composer.focus()
+        self._type_into_composer(typed)
         # A fork at one of your messages ends with it, unanswered: regenerate asks for its answer.
         answer = (f" It ends with your message: {keymap_of(self).key_text('chat.regenerate')} gets it an answer."
                   if at_user_message else "")

@@ -42,6 +42,17 @@ class HidesInFooter(Protocol):
         ...
 
 
+@runtime_checkable
+class DescribesInFooter(Protocol):
+    """A widget one of whose keys does something else for what it has selected now than its
+    binding's description says (``enter`` folds a tool call it unfolded): the footer says what. A
+    widget calls ``refresh_bindings`` when that may have changed."""
+
+    def footer_description(self, action: str) -> str | None:
+        """What the footer calls this widget's binding to ``action`` now; ``None``: the binding's description."""
+        ...
+
+
 @dataclass(frozen=True)
 class FooterEntry:
     """One key the footer shows: what it presses when clicked, and how it reads."""
@@ -209,8 +220,10 @@ class LoviaFooter(Widget, can_focus=False):
         by_action: dict[str, list[FooterEntry]] = {}
         for node, binding, enabled, tooltip in active.values():
             if binding.show and not (isinstance(node, HidesInFooter) and node.hidden_in_footer(binding.action)):
+                described = node.footer_description(binding.action) if isinstance(node, DescribesInFooter) else None
                 by_action.setdefault(binding.action, []).append(FooterEntry(
-                    binding.key, app.get_key_display(binding), binding.description, binding.action, enabled, tooltip))
+                    binding.key, app.get_key_display(binding), described or binding.description, binding.action,
+                    enabled, tooltip))
         # (Textual's footer draws the keys of a binding group together under one label; lovia's
         # bindings declare no group, so each action is an entry of its own.)
         entries = [same[0] for same in by_action.values()]

@@ -95,7 +95,17 @@ def _code_blocks_kept(markdown: str) -> tuple[str, ...]:
 
 @runtime_checkable
 class Expandable(Protocol):
-    """A view with more to show than its first lines; ``enter`` on it calls ``toggle``."""
+    """A view that may have more to show than its first lines; ``enter`` on it calls ``toggle``."""
+
+    @property
+    def folds(self) -> bool:
+        """Whether there is more to show than its first lines (``toggle`` does something)."""
+        ...
+
+    @property
+    def expanded(self) -> bool:
+        """Whether it shows everything now (``enter`` folds it back)."""
+        ...
 
     def toggle(self) -> None:
         """Show everything, or fold back to the summary."""

@@ -48,6 +48,11 @@ class NoticeView(MessageView):
 
     def watch_expanded(self) -> None:
         self.query_one(".body", Static).update(self._body())
+        self.refresh_bindings()  # enter folds it now: the footer says so
+
+    @property
+    def folds(self) -> bool:
+        return bool(self.details)
 
     def toggle(self) -> None:
         """Show the whole text, or fold it back to its first line."""

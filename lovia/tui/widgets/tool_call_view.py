@@ -108,6 +108,14 @@ class ToolCallView(MessageView):
         self.archived = text
         output.update(Text.assemble(text, ("\n(the full output, from the archive)", "dim")))
 
+    @property
+    def folds(self) -> bool:
+        return True  # its arguments and output fold under its title
+
+    @property
+    def expanded(self) -> bool:
+        return not self.query_one(Collapsible).collapsed
+
     def toggle(self) -> None:
         collapsible = self.query_one(Collapsible)
         collapsible.collapsed = not collapsible.collapsed
@@ -115,8 +123,14 @@ class ToolCallView(MessageView):
     @on(Collapsible.Expanded)
     def _expanded(self, event: Collapsible.Expanded) -> None:
         event.stop()
+        self.refresh_bindings()  # enter folds it now: the footer says so (however it unfolded)
         if self.result is not None and self.result.trimmed_chars and self.archived is None:
             self.post_message(self.ArchiveRequested(self))
+
+    @on(Collapsible.Collapsed)
+    def _collapsed(self, event: Collapsible.Collapsed) -> None:
+        event.stop()
+        self.refresh_bindings()
 
     def reveal(self, query: SearchQuery) -> bool:
         """A match in the output unfolds the call (the search indexes outputs, not arguments)."""

@@ -57,8 +57,12 @@ from lovia.tui.widgets.tool_call_view import (
 )
 from lovia.tui.widgets.user_message import UserMessageView
 
-EDIT_TYPED_AHEAD_SECONDS = 0.25
-"""After ``e`` on a message it cannot edit: how long what is typed is still taken as the edit's (and dropped)."""
+TYPED_AHEAD_SECONDS = 0.25
+"""After ``e`` or ``f`` on a message it cannot edit or fork from: how long what is typed is still taken
+as meant for the composer (and dropped)."""
+HOLDS_TYPED_AHEAD = ("edit", "fork", "trim")
+"""The actions whose key holds what is typed right after it (see :meth:`Transcript.on_key`): an edit
+and a fork hand the keys to the composer, trim's question drops them."""
 PAGE = 24
 """The most stored entries read and mounted at a time (see :attr:`Transcript.page_size`)."""
 MIN_PAGE = 8
@@ -143,12 +147,14 @@ class Transcript(VerticalScroll, can_focus=True):
             self.message = message
             self.position = position
 
-    class TypedForEdit(Message):
-        """``text`` was typed for the edit ``e`` asked for, after the edit began (see :meth:`Transcript.on_key`)."""
+    class TypedAhead(Message):
+        """``text`` was typed right after the key of ``action`` (one of :data:`HOLDS_TYPED_AHEAD`), and
+        held until focus left (see :meth:`Transcript.on_key`)."""
 
-        def __init__(self, text: str) -> None:
+        def __init__(self, text: str, action: str) -> None:
             super().__init__()
             self.text = text
+            self.action = action
 
     class ForkRequested(Message):
         """The user wants a new session copied from this one up to and including a stored entry.
@@ -224,11 +230,14 @@ class Transcript(VerticalScroll, can_focus=True):
         self._tool_views: dict[str, ToolCallView] = {}
         self._selected_run: str | None = None  # the run of the selected message, as last reported
         self.can_edit = True  # the session store can rewind
-        # While an edit asked for with ``e`` is being found: the characters typed meanwhile (see on_key).
-        self._typed_for_edit: list[str] | None = None
+        # While an edit, a fork or a trim asked for by key gets under way: the characters typed
+        # meanwhile, and the action they are held for (see on_key).
+        self._typed_ahead: list[str] | None = None
+        self._typed_ahead_for = ""
         self.search_active = False  # a search's matches can be stepped through (n, N)
         self.can_trim = True  # the session store can trim tool outputs
         self.can_fork = True  # the session store can fork
+        self.can_undo = True  # the session store keeps what a rewind drops
         self.undo_available = False  # the session's last rewind can be undone (the chat panel keeps it current)
 
     # -- showing a session -----------------------------------------------------------------
@@ -242,6 +251,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._edge_load = self._first_load = None
         async with self._paging:  # a page being mounted for what was shown before is done first
             await self._show(transcript)
+        self.refresh_bindings()  # trim applies to a session with tool calls (see applies)
         self.call_after_refresh(self._check_edges)
         self.call_after_refresh(self._read_first_page)
 
@@ -745,6 +755,8 @@ class Transcript(VerticalScroll, can_focus=True):
             view = ToolCallView(call, dangling_state=RUNNING_AGAIN if rerun else RUNNING)
             self._tool_views[call.call_id] = view
             await self._append(view)
+            if len(self._tool_views) == 1:
+                self.refresh_bindings()  # the first tool call: trim applies now
         else:  # a re-run on resume keeps the view it had
             view.set_dangling_state(RUNNING_AGAIN if rerun else RUNNING)
 
@@ -1066,7 +1078,7 @@ class Transcript(VerticalScroll, can_focus=True):
         view = self.selected_view
         if view is None:
             self.notify("Select a message to expand it (↑/↓).", severity="warning")
-        elif isinstance(view, Expandable):
+        elif isinstance(view, Expandable) and view.folds:
             view.toggle()
 
     def action_copy(self) -> None:
@@ -1092,47 +1104,58 @@ class Transcript(VerticalScroll, can_focus=True):
             self.notify("Select one of your messages to edit it (↑/↓).", severity="warning")
         else:
             item = self._item_of.get(view)
-            self._typed_for_edit = []
+            self._hold_typed_ahead("edit")
             self.post_message(self.EditRequested(view.message, item.position if item is not None else None))
 
     def on_key(self, event: events.Key) -> None:
-        """``e`` starts the edit here, not through its binding: keys typed right after it are the
-        edit's, until focus leaves for the composer (the message is found in the stores first).
-        They reach this widget before the binding of the first would run (Textual runs a binding
-        once its key has bubbled up to the app), and as bindings they would fork (``f``), trim
-        (``t``) or undo a rewind (``u``). Held (:meth:`take_typed_for_edit`), they go after the
-        edited text; backspace erases the last one held, and any other key is dropped (an
-        ``enter`` in the burst would expand, arrows would move the cursor under the edit)."""
-        if self._typed_for_edit is not None:
+        """``e``, ``f`` and ``t`` act here, not through their bindings: keys typed right after one
+        are held until focus leaves for the composer or a question (the message is found in the
+        stores first, the fork is made, the trim's saving read). They reach this widget before the
+        binding of the first would run (Textual runs a binding once its key has bubbled up to the
+        app), and as bindings "e fix it" would fork (``f``) and trim (``t``), and a message typed
+        right after a fork would edit, copy and fork again. Held (:meth:`take_typed_ahead`), an
+        edit's keys go after the edited text and a fork's into the new session's composer; a trim's
+        are dropped. Backspace erases the last one held, and any other key is dropped (an ``enter``
+        in the burst would expand, arrows would move the cursor under the edit)."""
+        if self._typed_ahead is not None:
             event.stop()
             event.prevent_default()
             if event.is_printable and event.character is not None:
-                self._typed_for_edit.append(event.character)
-            elif event.key == "backspace" and self._typed_for_edit:
-                self._typed_for_edit.pop()
-        elif event.key in keymap_of(self).keys("transcript.edit") and self.check_action("edit", ()):
-            event.stop()
-            event.prevent_default()
-            self.action_edit()
-            if self._typed_for_edit is None:
-                # No edit starts here (not one of the user's messages: it said so). What was typed
-                # with the e was meant for an edit all the same: dropped, not run as keys.
-                self._typed_for_edit = []
-                self.set_timer(EDIT_TYPED_AHEAD_SECONDS, lambda: self.take_typed_for_edit(end=True))
+                self._typed_ahead.append(event.character)
+            elif event.key == "backspace" and self._typed_ahead:
+                self._typed_ahead.pop()
+            return
+        keys = keymap_of(self)
+        action = next((action for action in HOLDS_TYPED_AHEAD
+                       if event.key in keys.keys(f"transcript.{action}") and self.check_action(action, ())), None)
+        if action is None:
+            return
+        event.stop()
+        event.prevent_default()
+        getattr(self, f"action_{action}")()
+        if self._typed_ahead is None:
+            # Nothing starts (not a message it applies to: it said so). What was typed with the key
+            # was meant for what it would have started all the same: dropped, not run as keys.
+            self._hold_typed_ahead(action)
+            self.set_timer(TYPED_AHEAD_SECONDS, lambda: self.take_typed_ahead(end=True))
 
-    def take_typed_for_edit(self, *, end: bool) -> str:
-        """What was typed since ``e`` asked for an edit (or since the last take). With ``end`` the keys
-        are this widget's again at once; else they stay held until focus leaves it (for the composer
-        or a dialog), and what came meanwhile is handed on then (:class:`TypedForEdit`)."""
-        typed = self._typed_for_edit or []
-        self._typed_for_edit = None if end else []
+    def _hold_typed_ahead(self, action: str) -> None:
+        """What is typed from now on is held for ``action`` (see :meth:`on_key`)."""
+        self._typed_ahead, self._typed_ahead_for = [], action
+
+    def take_typed_ahead(self, *, end: bool) -> str:
+        """What was typed since the key of an edit, a fork or a trim (or since the last take). With
+        ``end`` the keys are this widget's again at once; else they stay held until focus leaves it
+        (for the composer or a dialog), and what came meanwhile is handed on then (:class:`TypedAhead`)."""
+        typed = self._typed_ahead or []
+        self._typed_ahead = None if end else []
         return "".join(typed)
 
     def on_blur(self) -> None:
-        if self._typed_for_edit is not None:
-            rest = self.take_typed_for_edit(end=True)
+        if self._typed_ahead is not None:
+            rest = self.take_typed_ahead(end=True)
             if rest:
-                self.post_message(self.TypedForEdit(rest))
+                self.post_message(self.TypedAhead(rest, self._typed_ahead_for))
 
     def action_fork(self) -> None:
         """Fork from the message under the cursor: a stored one, or one of a run shown live (found once stored)."""
@@ -1141,6 +1164,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if view is None:
             self.notify("Select a message to fork from (↑/↓).", severity="warning")
         elif item is not None and item.position is not None:
+            self._hold_typed_ahead("fork")
             self.post_message(self.ForkRequested(item.position))
         else:
             header = self.header_above(view)
@@ -1148,9 +1172,11 @@ class Transcript(VerticalScroll, can_focus=True):
             if header is None or matches is None:
                 self.notify("Only a message of the conversation can be forked from (↑/↓ to one).", severity="warning")
             else:
+                self._hold_typed_ahead("fork")
                 self.post_message(self.ForkRequested(None, header.run_id, matches))
 
     def action_trim(self) -> None:
+        self._hold_typed_ahead("trim")
         self.post_message(self.TrimRequested())
 
     def action_undo_rewind(self) -> None:
@@ -1168,23 +1194,39 @@ class Transcript(VerticalScroll, can_focus=True):
         self.post_message(self.TimelineRequested(header.run))
 
     def applies(self, action: str) -> bool:
-        """Whether the cursor's ``action`` does something for the message under it (edit: one of the
-        user's; expand: what folds; copy code: one with a code block); other actions always apply."""
+        """Whether ``action`` does something now: the cursor's for the message under it (edit: one of
+        the user's; expand: what folds; copy code: one with a code block); trim while the session may
+        hold a tool output (one is shown, or not all of it is); undo while the last rewind can be
+        undone; the match keys while a search's matches can be stepped through. Others always apply."""
         view = self.selected_view
         if action in ("copy", "fork"):
             return view is not None
         if action == "expand":
-            return isinstance(view, Expandable)
+            return isinstance(view, Expandable) and view.folds
         if action == "edit":
             return isinstance(view, UserMessageView)
         if action == "copy_code":
             return view is not None and view.holds_code()
+        if action == "trim":
+            return bool(self._tool_views) or self.older_hidden > 0 or self.newer_hidden > 0
+        if action == "undo_rewind":
+            return self.undo_available
+        if action == "match":
+            return self.search_active
         return True
 
     def hidden_in_footer(self, action: str) -> bool:
-        """The cursor's keys that do nothing for the message under it (see
-        :class:`~lovia.tui.widgets.footer.HidesInFooter`); the command palette leaves them out too."""
-        return not self.applies(action)
+        """The keys that do nothing now (see :meth:`applies` and
+        :class:`~lovia.tui.widgets.footer.HidesInFooter`); the command palette leaves them out too.
+        Pressed all the same, each says why it does nothing. ``action`` is as bound: ``match(1)``."""
+        return not self.applies(action.partition("(")[0])
+
+    def footer_description(self, action: str) -> str | None:
+        """``enter`` on an unfolded message folds it (see :class:`~lovia.tui.widgets.footer.DescribesInFooter`)."""
+        view = self.selected_view
+        if action == "expand" and isinstance(view, Expandable) and view.folds and view.expanded:
+            return "Collapse"
+        return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "edit":
@@ -1194,9 +1236,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if action == "fork":
             return self.can_fork
         if action == "undo_rewind":
-            return self.undo_available
-        if action == "match":
-            return self.search_active
+            return self.can_undo
         return True
 
 
