@@ -270,7 +270,8 @@ async def test_trim_undo_and_the_match_keys_show_only_when_they_apply_and_say_wh
         await pilot.press("u", "n")
         await settle(pilot)
         said = [t.message for t in told(app)]
-        assert any(message.startswith("Nothing to undo") for message in said)
+        assert ("Nothing to undo: u brings back what an edit-and-resend or a regenerate dropped, until the next "
+                "message is sent.") in said
         assert "No search to step through: ctrl+f searches every session." in said
         await pilot.press("t")
         await wait_for(pilot, lambda: any("long enough to trim" in t.message for t in told(app)))

@@ -644,8 +644,8 @@ class ChatPanel(Vertical):
         try:
             undo = await self.backend.rewind_undo(session_id)
             if undo is None:
-                self.notify("Nothing to undo: a message sent after an edit or a regenerate keeps the conversation "
-                            "as it is.")
+                self.notify(f"Nothing to undo: {keymap_of(self).key_text('transcript.undo_rewind')} brings back what "
+                            "an edit-and-resend or a regenerate dropped, until the next message is sent.")
                 await self._refresh_undo()
                 return
             dropped = f"{format.count(undo.removed, 'entry', 'entries')} of {format.count(len(undo.run_ids), 'run')}"
