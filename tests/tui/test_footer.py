@@ -198,11 +198,12 @@ async def test_the_footer_shows_the_cursor_keys_that_apply_to_the_message_under_
         await settle(pilot)
         assert isinstance(transcript.selected_view, AssistantMessageView)  # no block, though it has ```
         assert "copy_code" not in {entry.action for entry in footer.entries}
-        await pilot.press("y", "e")  # hidden, and still saying why they do nothing
+        await pilot.press("y", "enter", "e")  # hidden, and still saying why they do nothing
         await settle(pilot)
         said = [t.message for t in told(app)]
         assert "The selected message has no code block." in said
         assert "Select one of your messages to edit it (↑/↓)." in said
+        assert "Nothing to expand here: enter unfolds a tool call, or a notice with more lines." in said
 
 
 @pytest.mark.parametrize("size", SIZES)

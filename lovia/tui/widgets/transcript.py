@@ -1080,6 +1080,8 @@ class Transcript(VerticalScroll, can_focus=True):
             self.notify("Select a message to expand it (↑/↓).", severity="warning")
         elif isinstance(view, Expandable) and view.folds:
             view.toggle()
+        else:
+            self.notify("Nothing to expand here: enter unfolds a tool call, or a notice with more lines.")
 
     def action_copy(self) -> None:
         view = self.selected_view
