@@ -233,6 +233,9 @@ def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_mat
     assert line == "  …the total is 294 apples, and x = 294 in code: print(294) …"  # the fences go too
     lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
     assert lit == ["294", "294", "294"]
+    cut = "I'm the offline **demo… fixed rules. Try: `what time"  # halves of pairs the cut left out
+    label = hit_label(SearchHit("s-1", "Sums", 3, "assistant", cut, ((4, 11),)), 100, now=0.0)
+    assert label.plain.splitlines()[1] == "  I'm the offline demo… fixed rules. Try: what time"
     output = hit_label(SearchHit("s-1", "Sums", 4, "tool_result", "2**8 = 256", ((0, 1),)), 100, now=0.0)
     assert output.plain.splitlines()[1] == "  2**8 = 256"
 

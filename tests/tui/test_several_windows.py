@@ -8,6 +8,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from lovia import AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.tui.screens.main import MainScreen
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
@@ -389,6 +391,68 @@ async def test_a_message_sent_as_another_window_starts_a_run_in_the_session_is_r
     async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
         assert [s.run_id for s in await session.segments("s-shared")] == ["first"]
         assert [r.run_id for r in await checkpointer.list_runs()] == ["run-of-the-other-window"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_resend_or_regenerate_refused_as_another_window_starts_a_run_keeps_the_edit_and_says_why(
+        tmp_path, size):
+    """Refused at its run's claim, an edit was shown as a failed new message after the other
+    window's, with six lines of run ids, then gone; the composer held its text out of edit mode
+    (enter sent it as a new message), and after a regenerate the old message, never typed. The
+    resend is now told in a notice and the edit taken up again; nothing of it is shown or kept."""
+    from lovia import Agent, DemoModel, RunHead, RunOwner, RunSnapshot
+    from lovia.tui.app import LoviaApp
+    from lovia.tui.backend import ChatBackend
+    from lovia.tui.config import RememberedState
+    from lovia.tui.session_servers import SessionServers
+    from lovia.tui.widgets.notice import NoticeView
+
+    other_window = RunOwner(host="laptop-2", pid=777, started=1)
+
+    class OtherWindowStartsMeanwhile(SQLiteCheckpointer):
+        armed = False
+
+        async def claim_alone(self, run_id, owner, **kwargs):
+            if self.armed:
+                await self.save(RunSnapshot("run-of-the-other-window", RunHead(
+                    agent="assistant", session_id="s-shared", first_input="theirs", owner=other_window,
+                    claim="their-claim", lease_until=time.time() + 600), [UserMessage(text="theirs")]))
+            return await super().claim_alone(run_id, owner, **kwargs)
+
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    state = RememberedState(tmp_path / "state.json")
+    checkpointer = OtherWindowStartsMeanwhile(db, wal=True)
+    backend = ChatBackend(SQLiteSession(db, wal=True), checkpointer,
+                          Agent(name="assistant", model=DemoModel(delay=0)), mcp=SessionServers((), state=state))
+    app = LoviaApp(backend, model_label="demo (offline)", state=state)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        checkpointer.armed = True
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        await pilot.press(*" again", "enter")
+        await settle(pilot)
+        said = [n.message for n in told(app)]
+        assert ("Not resent: another run of this session is being executed: wait for its answer, then press enter "
+                "to resend.") in said
+        assert chat.has_class("-editing") and chat.composer.text == "hello again"  # enter tries again
+        assert not [n for n in chat.transcript.query(NoticeView) if n.has_class("-error")]
+        assert "hello again" not in [view.message.text for view in chat.transcript.views if hasattr(view, "message")]
+
+        await checkpointer.delete("run-of-the-other-window")  # it ended there
+        await pilot.press("escape")
+        await settle(pilot)
+        told(app).clear()
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        said = [n.message for n in told(app)]
+        assert ("Not regenerated: another run of this session is being executed: wait for its answer, then ctrl+g to "
+                "regenerate.") in said
+        assert chat.composer.text == ""  # not the message regenerate asked again, which nobody typed
+    async with SQLiteSession(db, wal=True) as session:
+        assert [s.run_id for s in await session.segments("s-shared")] == ["first"]  # nothing rewound
 
 
 async def test_a_change_elsewhere_reads_only_the_sessions_it_changed(tmp_path):

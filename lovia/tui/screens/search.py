@@ -90,11 +90,15 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
     marked.append(hit.snippet[done:])
     # The snippet is one line: a code block's fences are inline there, where Markdown keeps them.
     plain = format.plain_text(_FENCE.sub(" ", "".join(marked)))
-    return unmark(_SPACES.sub(" ", plain))
+    # It is cut from the stored text: emphasis or a code span whose other half is outside the cut
+    # is not Markdown there either.
+    return unmark(_SPACES.sub(" ", _UNPAIRED.sub("", plain)))
 
 
 _FENCE = re.compile(r"(?:`{3,}|~{3,})[\w+#.-]*")
 """A code block's fence and its language, as a one-line snippet holds them."""
+_UNPAIRED = re.compile(r"`+|\*{2,}|_{2,}|~{2,}")
+"""Markdown's code span and emphasis marks (a lone ``*`` or ``_`` is left: ``6*7``, ``snake_case``)."""
 _SPACES = re.compile(" {2,}")
 
 

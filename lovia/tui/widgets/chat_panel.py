@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from lovia.entries import UserMessage
-from lovia.errors import LoviaError
+from lovia.errors import LoviaError, RunClaimedError
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
@@ -213,13 +213,14 @@ class ChatPanel(Vertical):
         if editing is not None:
             self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text,
                                                                       settle=settle, position=editing.position),
-                            composer="draft")
+                            composer="draft", not_started=lambda error: self._resend_refused(error, editing, text))
         else:
             self._start_run(lambda settle: self.backend.send(session_id, text, settle=settle), composer="clear")
 
     @work(group="dialog")  # a user action: the several-windows watcher leaves the transcript alone meanwhile
     async def _start_run(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
-                         composer: Literal["clear", "draft", "keep"]) -> None:
+                         composer: Literal["clear", "draft", "keep"],
+                         not_started: Callable[[BaseException], None] | None = None) -> None:
         """Start the run ``begin`` makes, and show it.
 
         When crashed or failed runs of the session are not in it yet, the user is asked first
@@ -227,7 +228,9 @@ class ChatPanel(Vertical):
         the composer is cleared, gets back the draft an edit put aside, or is kept as it is.
         Runs settled on the way (a stopped run finalized, say) are stored by the time the run
         holds the session, and an edit's rewind is made then: the session is shown again, as
-        stored, before the new run.
+        stored, before the new run. A run that fails before it starts (refused: another run of
+        the session executes) is shown in the transcript with its message, unless ``not_started``
+        is given: it is then told of the error instead (a resend: nothing of it is shown).
         """
         self._starting = True
         try:
@@ -249,7 +252,7 @@ class ChatPanel(Vertical):
             self.composer.clear()
         # settled runs moved, or an edit rewinds (see ChatBackend.resend_edited)
         self._drive(started.stream, resumed=False, message=started.message,
-                    show_stored_first=bool(started.settled) or composer != "clear")
+                    show_stored_first=bool(started.settled) or composer != "clear", not_started=not_started)
 
     async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | None:
         """Ask what happens to crashed or failed runs before a message goes; ``None``: nothing is sent."""
@@ -292,14 +295,15 @@ class ChatPanel(Vertical):
                                                  f"{server.error}. {servers} lists the servers.", "warning")
 
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None,
-               show_stored_first: bool = False) -> None:
+               show_stored_first: bool = False, not_started: Callable[[BaseException], None] | None = None) -> None:
         self.stream = stream
         self.running = True
-        self._consume(stream, resumed, message, show_stored_first)
+        self._consume(stream, resumed, message, show_stored_first, not_started)
 
     @work(exclusive=True, group="run")
     async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None,
-                       show_stored_first: bool = False) -> None:
+                       show_stored_first: bool = False,
+                       not_started: Callable[[BaseException], None] | None = None) -> None:
         """Show the run's events as they come; ``message`` goes under the run's header, as stored.
 
         With ``show_stored_first`` the session is shown again as stored when the run starts (or
@@ -347,6 +351,10 @@ class ChatPanel(Vertical):
                     resume = keymap_of(self).key_text("chat.resume")
                     await transcript.add_notice(f"Stopped. {resume} resumes it; sending your next message keeps what "
                                                 "it did so far in the conversation, marked as stopped.", "warning")
+                elif isinstance(event, RunFailed) and message is not None and not_started is not None:
+                    reported = event.error  # before it started: told, not shown as a run
+                    message = None
+                    not_started(event.error)
                 elif isinstance(event, RunFailed):
                     reported = event.error
                     unsent = message
@@ -433,7 +441,8 @@ class ChatPanel(Vertical):
         if self.running or self._starting or self.session_id is None:
             return
         session_id = self.session_id
-        self._start_run(lambda settle: self.backend.regenerate(session_id, settle=settle), composer="keep")
+        self._start_run(lambda settle: self.backend.regenerate(session_id, settle=settle), composer="keep",
+                        not_started=self._resend_refused)
 
     async def action_edit_last(self, composer_then: str | None = None) -> None:
         """Edit the last message: a stopped or failed last run's own message, else the last stored one.
@@ -508,6 +517,20 @@ class ChatPanel(Vertical):
         self.transcript.take_typed_ahead(end=True)
         if confirmed:
             self.start_edit(target, typed=typed)
+
+    def _resend_refused(self, error: BaseException, target: EditTarget | None = None, text: str = "") -> None:
+        """A resend (``target``, resent as ``text``) or a regenerate that failed before its run started:
+        nothing of it was kept. Said in a notice; an edit is taken up again with the text as it was
+        resent, so enter tries again (the composer would otherwise send it as a new message)."""
+        if target is not None and self._editing is None:
+            self.start_edit(target)
+            self._put_in_composer(text)
+        again = "press enter to resend" if target is not None else \
+            f"{keymap_of(self).key_text('chat.regenerate')} to regenerate"
+        why = (f"another run of this session is being executed: wait for its answer, then {again}"
+               if isinstance(error, RunClaimedError) else str(error).rstrip("."))
+        self.notify(f"Not {'resent' if target is not None else 'regenerated'}: {why}.", severity="error",
+                    timeout=10)
 
     def start_edit(self, target: EditTarget, *, typed: str = "", composer_then: str | None = None) -> None:
         """Put the message in the composer, cursor at its end; what the composer held is put aside.
