@@ -334,7 +334,7 @@ async def test_a_message_typed_right_after_f_goes_into_the_fork_not_to_the_trans
         burst(app, "f and ecfte then")
         await wait_for(pilot, lambda: chat.session_id != original and chat.composer.has_focus)
         await pilot.pause(0.3)  # (not settle: the code before this fix left a question open, waiting)
-        assert chat.composer.text == " and ecfte then"
+        assert chat.composer.text == "and ecfte then"  # the space after f was not meant for the message
         assert app.clipboard == clipboard and not chat.has_class("-editing")
         async with SQLiteSession(db) as session:
             assert len(await session.list_sessions()) == 2  # one fork, not three

@@ -283,3 +283,37 @@ async def test_trim_undo_and_the_match_keys_show_only_when_they_apply_and_say_wh
         assert "Trim tool outputs" in palette()
         if size[0] > 80:  # at 80 columns the cursor's keys come first, and trim has no room left
             assert "trim" in shown()
+
+
+async def test_trim_fork_and_undo_leave_the_footer_while_an_answer_runs(tmp_path):
+    """They only said to wait for the answer; the footer offered them all the same."""
+    from lovia import Agent
+    from lovia.models import ScriptedModel, ScriptedTurn, call
+    from tests.tui.conftest import told, type_and_send
+    from tests.tui.test_stop_and_continue import blocking_tool
+
+    slow, gate = blocking_tool()
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]), "42.",
+                           ScriptedTurn(tool_calls=[call("slow", {"seconds": 1})]), "done"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "what is 6*7?")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        await settle(pilot)
+        footer = footer_of(app)
+        assert {"trim", "fork"} <= {entry.action for entry in footer.entries}
+        app.screen.chat.composer.focus()
+        await pilot.press(*"slow please", "enter")
+        await wait_for(pilot, gate.is_set)
+        transcript.focus()
+        await pilot.press("home")
+        await pilot.pause()
+        assert "copy" in {entry.action for entry in footer.entries}  # a message is selected
+        assert not {"trim", "fork", "undo_rewind"} & {entry.action for entry in footer.entries}
+        await pilot.press("f")  # still says why
+        await wait_for(pilot, lambda: any("before forking" in t.message for t in told(app)))
+        await pilot.press("escape")
+        await settle(pilot)
+        assert {"trim", "fork"} <= {entry.action for entry in footer.entries}

@@ -502,6 +502,8 @@ class ChatPanel(Vertical):
             self._type_into_composer(event.text)
 
     def _type_into_composer(self, text: str) -> None:
+        if not self.composer.text:  # "f and tell me more": the space went between the key and the text
+            text = text.lstrip()
         if text:
             self.composer.insert(text, self.composer.document.end)
             self.composer.move_cursor(self.composer.document.end)
@@ -602,6 +604,7 @@ class ChatPanel(Vertical):
         return bool(transcript.run_ids) or bool(transcript.views)
 
     def watch_running(self, running: bool) -> None:
+        self.transcript.answering = running
         self.refresh_bindings()
 
     def watch_has_resumable_run(self) -> None:

@@ -238,6 +238,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self.can_trim = True  # the session store can trim tool outputs
         self.can_fork = True  # the session store can fork
         self.can_undo = True  # the session store keeps what a rewind drops
+        self.answering = False  # a run of this window executes (the chat panel keeps it current)
         self.undo_available = False  # the session's last rewind can be undone (the chat panel keeps it current)
 
     # -- showing a session -----------------------------------------------------------------
@@ -1199,8 +1200,11 @@ class Transcript(VerticalScroll, can_focus=True):
         """Whether ``action`` does something now: the cursor's for the message under it (edit: one of
         the user's; expand: what folds; copy code: one with a code block); trim while the session may
         hold a tool output (one is shown, or not all of it is); undo while the last rewind can be
-        undone; the match keys while a search's matches can be stepped through. Others always apply."""
+        undone; the match keys while a search's matches can be stepped through. Trim, fork and undo
+        wait while an answer runs here. Others always apply."""
         view = self.selected_view
+        if action in ("trim", "fork", "undo_rewind") and self.answering:
+            return False
         if action in ("copy", "fork"):
             return view is not None
         if action == "expand":
