@@ -9,6 +9,8 @@ long answer while it streams.
 
 from __future__ import annotations
 
+import asyncio
+
 import threading
 
 import pytest
@@ -73,6 +75,12 @@ async def streamed_then_loaded(tmp_path, text: str, *, stop_after: int | None = 
         await settle(pilot)
         assert not chat.running
         assert streamed.outer_size.height < chat.transcript.size.height, "the answer must fit the screen to be compared"
+        # A block's exact colouring starts after a refresh and shows at the next one: settle can
+        # return between them under load (CI painted the streamed block as coloured line by line).
+        await wait_for(pilot, lambda: all(fence.exact for fence in streamed.query(StreamedFence)))
+        drawn = asyncio.Event()
+        app.screen.call_after_refresh(drawn.set)
+        await drawn.wait()
         as_streamed = painted(app, streamed.query_one(Markdown).region)
         fences = [(fence.exact, fence.chunks) for fence in streamed.query(StreamedFence)]
         notices = [notice.copy_text() for notice in chat.transcript.query(NoticeView)]
