@@ -252,7 +252,9 @@ class _Run:
         self._told_servers: set[str] = set()  # MCP servers whose failure to start was warned of
         self._last_save = time.monotonic()
         self._renewal_error: BaseException | None = None
-        self._not_started = False  # ended before anything ran: once_claimed failed (see _prepare_once_claimed)
+        # Set when once_claimed failed, so the run ends before anything of it ran: whether the claim
+        # stored it fresh (see _prepare_once_claimed); None otherwise.
+        self._not_started: bool | None = None
         self._completed: RunResult | None = None  # set once the checkpoint says completed
         self._completion_reported = False
         # Active time: what earlier executions ran (read from the head at this one's first
@@ -281,15 +283,22 @@ class _Run:
                     snapshot = await self._claim(snapshot)
             if snapshot is not None and snapshot.head.status == "completed":
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
-            await self._prepare_once_claimed(fresh=snapshot is None)
-            async with self._renewing_lease():
+            async with self._renewing_lease():  # renewed while once_claimed runs too
+                await self._prepare_once_claimed(fresh=snapshot is None)
                 return await self._drive(resumed=snapshot is not None,
                                          last_alive=snapshot.taken_from.updated_at
                                          if snapshot is not None and snapshot.taken_from is not None else None)
         except asyncio.CancelledError:
-            if self._not_started:
-                raise
             failure = self._renewal_error
+            if self._not_started is not None:
+                await self._forget_not_started(self._not_started)
+                if failure is None:
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                emit(RunFailed(self.run_id, failure))
+                raise failure from None
             if self._completed is not None:
                 # Stopped once its checkpoint said completed: it did complete (a store error in
                 # its append heals on replay). A stop is the caller's own cancellation, raised;
@@ -312,7 +321,10 @@ class _Run:
             await self._fail(failure)
             raise failure from None
         except BaseException as exc:
-            if not self._not_started:
+            if self._not_started is not None:
+                await self._forget_not_started(self._not_started)
+                emit(RunFailed(self.run_id, exc))
+            else:
                 await self._fail(exc)
             raise
         finally:
@@ -320,28 +332,32 @@ class _Run:
             release_live_claim(self._token)  # after the mark: until then this execution holds the run
 
     async def _prepare_once_claimed(self, *, fresh: bool) -> None:
-        """``CheckpointOptions.once_claimed``, between the claim and the history read.
+        """``CheckpointOptions.once_claimed``, between the claim and the history read (the lease renewed).
 
-        Should it fail, the run ends before it began: the fresh run the claim stored is deleted (it
-        holds only its input), a stored run it took up is released ``interrupted`` as a stop leaves
-        it; an error is then reported (``RunFailed``) and raised, not recorded on the run
-        (``_not_started`` tells ``execute``), and a cancellation is raised as it came.
+        Should it fail (or be cancelled), the run ends before it began: ``_not_started`` tells
+        ``execute``, which undoes the claim once the renewals stopped (:meth:`_forget_not_started`)
+        and reports an error (``RunFailed``) rather than recording it on the run.
         """
         options = self.checkpoint
         if options is None or options.once_claimed is None:
             return
         try:
             await options.once_claimed()
-        except BaseException as exc:
-            self._not_started = True
-            with contextlib.suppress(Exception):  # the hook's error is the one to report
-                if fresh:
-                    await wait_out(asyncio.ensure_future(options.checkpointer.delete(self.run_id)))
-                else:
-                    await self._mark("interrupted")  # shielded: written even while cancelled
-            if not isinstance(exc, asyncio.CancelledError):
-                self._emit(RunFailed(self.run_id, exc))
+        except BaseException:
+            self._not_started = fresh
             raise
+
+    async def _forget_not_started(self, fresh: bool) -> None:
+        """Undo the claim of a run whose ``once_claimed`` failed: the fresh run the claim stored is
+        deleted (it holds only its input); a stored run it took up is released ``interrupted``, as
+        a stop leaves it. Shielded: done even while cancelled. Its own failure is not reported."""
+        options = self.checkpoint
+        assert options is not None
+        with contextlib.suppress(Exception):
+            if fresh:
+                await wait_out(asyncio.ensure_future(options.checkpointer.delete(self.run_id)))
+            else:
+                await self._mark("interrupted")
 
     async def _fail(self, exc: BaseException) -> None:
         await self._mark("failed", error=f"{type(exc).__name__}: {exc}")

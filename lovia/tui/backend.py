@@ -140,7 +140,9 @@ class StartedRun:
 
     ``message`` is the user message as it will be stored (show that one: it is equal to the
     stored entry, so it can be found again for an edit). ``settled`` names the session's runs
-    that were finalized or discarded before it, so what is shown of the session is stale.
+    that are finalized or discarded by the time it starts (before it, or, for an
+    edit-and-resend, once its run holds the session), so what is shown of the session is stale
+    then.
     """
 
     message: UserMessage

@@ -120,3 +120,22 @@ async def test_a_stored_run_whose_once_claimed_fails_is_released_interrupted(tmp
     stored = await checkpointer.load("stopped")
     assert stored is not None and stored.head.status == "interrupted" and not stored.head.is_held()
     assert [e.text for e in stored.entries] == ["third"]
+
+
+async def test_the_lease_is_renewed_while_once_claimed_runs(tmp_path):
+    """Run before the renewals started, a slow once_claimed let the lease lapse: another process then
+    saw the run crashed and could start one of the session beside it."""
+    import time
+
+    session, checkpointer = await stores(tmp_path)
+    held: list[bool] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(2.0)
+        stored = await checkpointer.load("resend")
+        held.append(stored is not None and stored.head.lease_until is not None and stored.head.lease_until > time.time())
+
+    await Runner.run(Agent(name="bot", model=ScriptedModel(["ok"])), "again", session=session, session_id="s",
+                     checkpoint=CheckpointOptions(checkpointer, "resend", alone_in_session=True, lease_seconds=1.0,
+                                                  once_claimed=slow))
+    assert held == [True]

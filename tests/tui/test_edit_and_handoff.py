@@ -359,3 +359,94 @@ async def test_keys_typed_right_after_t_are_dropped_not_run(tmp_path):
                        or any("long enough to trim" in t.message for t in told(app)))
         await pilot.pause(0.3)
         assert app.screen is main and chat.session_id == session_id and not chat.has_class("-editing")
+
+
+class RewindFails(SQLiteSession):
+    """A store whose rewind fails (the disk, say) once the resend's run holds the session."""
+
+    async def rewind_undoably(self, session_id, *, keep_entries):
+        from lovia.errors import StoreError
+
+        raise StoreError("disk I/O error")
+
+
+class RewindTakesASecond(SQLiteSession):
+    """A store whose rewind takes a second: time to press escape while a resend makes it."""
+
+    started = None
+
+    async def rewind_undoably(self, session_id, *, keep_entries):
+        import asyncio
+
+        self.started.set()
+        await asyncio.sleep(1.0)
+        return await super().rewind_undoably(session_id, keep_entries=keep_entries)
+
+
+@pytest.mark.parametrize("how", ["fails", "stopped"])
+async def test_a_resend_that_ends_before_its_run_starts_keeps_the_edit_and_the_draft(tmp_path, how):
+    """Once the rewind moved into the resend's run, its failure (or an escape while it ran) came as
+    the run's: the edited message was shown as a failed run stored nowhere and the text was lost
+    behind the draft (a failure), or nothing was said and the text was gone (a stop)."""
+    import asyncio
+
+    from lovia.tui.widgets.notice import NoticeView
+    from tests.tui.conftest import told
+
+    db = tmp_path / "lovia.db"
+    session = RewindFails(db, wal=True) if how == "fails" else RewindTakesASecond(db, wal=True)
+    if how == "stopped":
+        session.started = asyncio.Event()
+    app = make_app(db, model=ScriptedModel(["one", "two", "never"]), session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        await pilot.press(*"my draft", "ctrl+l")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        await pilot.press(*", edited", "enter")
+        if how == "stopped":
+            await wait_for(pilot, session.started.is_set)
+            await pilot.press("escape")
+        await settle(pilot)
+        said = "Not resent: disk I/O error." if how == "fails" else "Not resent: stopped before it started."
+        assert said in [t.message for t in told(app)]
+        assert chat.has_class("-editing") and chat.composer.text == "second, edited"
+        assert not chat.transcript.query(NoticeView)
+        assert [v.message.text for v in chat.transcript.query(UserMessageView)] == ["first", "second"]
+        await pilot.press("escape")  # the edit ends: the draft comes back
+        await pilot.pause()
+        assert chat.composer.text == "my draft"
+        assert await chat.backend.runs(session_id=chat.session_id) == []
+    assert await stored_texts(db, chat.session_id) == ["first", "one", "second", "two"]
+
+
+async def test_a_fork_from_the_command_palette_leaves_the_transcripts_keys_alone(tmp_path):
+    """Asked for from the palette with the composer focused, the fork held what the transcript was
+    typed from then on until it lost focus: its cursor keys did nothing, and a later key went into
+    the composer."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        transcript = chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        chat.composer.focus()
+        original = chat.session_id
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"fork from")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: chat.session_id != original)
+        await settle(pilot)
+        transcript.focus()
+        await pilot.press("end", "up")
+        await pilot.pause()
+        assert transcript.selected_view is not None  # the keys moved the cursor
+        chat.composer.focus()
+        await pilot.pause()
+        assert chat.composer.text == ""

@@ -352,32 +352,43 @@ async def test_a_session_this_window_opened_itself_is_not_taken_for_a_change_els
         assert [n for n in told(app) if "changed in another window" in n.message]
 
 
-async def test_a_message_sent_as_another_window_starts_a_run_in_the_session_is_refused_and_kept(tmp_path):
-    # Two windows sending at the same moment both ran: each looked for a running run of the session
-    # before the other's had started. Here the other window's run starts in exactly that moment
-    # (after this window looked, before its run's claim); the claim itself now refuses.
-    from lovia import Agent, DemoModel, RunHead, RunOwner, RunSnapshot
+class OtherWindowStartsMeanwhile(SQLiteCheckpointer):
+    """The file as another window starts a run in ``s-shared`` just before each claim of this one's."""
+
+    async def claim_alone(self, run_id, owner, **kwargs):
+        from lovia import RunHead, RunOwner, RunSnapshot
+
+        other_window = RunOwner(host="laptop-2", pid=777, started=1)
+        await self.save(RunSnapshot("run-of-the-other-window", RunHead(
+            agent="assistant", session_id="s-shared", first_input="theirs", owner=other_window,
+            claim="their-claim", lease_until=time.time() + 600), [UserMessage(text="theirs")]))
+        return await super().claim_alone(run_id, owner, **kwargs)
+
+
+async def app_where_another_window_starts_a_run(db):
+    """The app on ``db`` (one run stored in ``s-shared``), its checkpointer an :class:`OtherWindowStartsMeanwhile`."""
+    from lovia import Agent, DemoModel
     from lovia.tui.app import LoviaApp
     from lovia.tui.backend import ChatBackend
     from lovia.tui.config import RememberedState
     from lovia.tui.session_servers import SessionServers
+
+    await stored_session(db, "s-shared")
+    state = RememberedState(db.parent / "state.json")
+    checkpointer = OtherWindowStartsMeanwhile(db, wal=True)
+    backend = ChatBackend(SQLiteSession(db, wal=True), checkpointer,
+                          Agent(name="assistant", model=DemoModel(delay=0)), mcp=SessionServers((), state=state))
+    return LoviaApp(backend, model_label="demo (offline)", state=state), checkpointer
+
+
+async def test_a_message_sent_as_another_window_starts_a_run_in_the_session_is_refused_and_kept(tmp_path):
+    # Two windows sending at the same moment both ran: each looked for a running run of the session
+    # before the other's had started. Here the other window's run starts in exactly that moment
+    # (after this window looked, before its run's claim); the claim itself now refuses.
     from lovia.tui.widgets.notice import NoticeView
 
-    other_window = RunOwner(host="laptop-2", pid=777, started=1)
-
-    class OtherWindowStartsMeanwhile(SQLiteCheckpointer):
-        async def claim_alone(self, run_id, owner, **kwargs):
-            await self.save(RunSnapshot("run-of-the-other-window", RunHead(
-                agent="assistant", session_id="s-shared", first_input="theirs", owner=other_window,
-                claim="their-claim", lease_until=time.time() + 600), [UserMessage(text="theirs")]))
-            return await super().claim_alone(run_id, owner, **kwargs)
-
     db = tmp_path / "lovia.db"
-    await stored_session(db, "s-shared")
-    state = RememberedState(tmp_path / "state.json")
-    backend = ChatBackend(SQLiteSession(db, wal=True), OtherWindowStartsMeanwhile(db, wal=True),
-                          Agent(name="assistant", model=DemoModel(delay=0)), mcp=SessionServers((), state=state))
-    app = LoviaApp(backend, model_label="demo (offline)", state=state)
+    app, _ = await app_where_another_window_starts_a_run(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         chat = app.screen.chat
@@ -400,36 +411,13 @@ async def test_a_resend_or_regenerate_refused_as_another_window_starts_a_run_kee
     window's, with six lines of run ids, then gone; the composer held its text out of edit mode
     (enter sent it as a new message), and after a regenerate the old message, never typed. The
     resend is now told in a notice and the edit taken up again; nothing of it is shown or kept."""
-    from lovia import Agent, DemoModel, RunHead, RunOwner, RunSnapshot
-    from lovia.tui.app import LoviaApp
-    from lovia.tui.backend import ChatBackend
-    from lovia.tui.config import RememberedState
-    from lovia.tui.session_servers import SessionServers
     from lovia.tui.widgets.notice import NoticeView
 
-    other_window = RunOwner(host="laptop-2", pid=777, started=1)
-
-    class OtherWindowStartsMeanwhile(SQLiteCheckpointer):
-        armed = False
-
-        async def claim_alone(self, run_id, owner, **kwargs):
-            if self.armed:
-                await self.save(RunSnapshot("run-of-the-other-window", RunHead(
-                    agent="assistant", session_id="s-shared", first_input="theirs", owner=other_window,
-                    claim="their-claim", lease_until=time.time() + 600), [UserMessage(text="theirs")]))
-            return await super().claim_alone(run_id, owner, **kwargs)
-
     db = tmp_path / "lovia.db"
-    await stored_session(db, "s-shared")
-    state = RememberedState(tmp_path / "state.json")
-    checkpointer = OtherWindowStartsMeanwhile(db, wal=True)
-    backend = ChatBackend(SQLiteSession(db, wal=True), checkpointer,
-                          Agent(name="assistant", model=DemoModel(delay=0)), mcp=SessionServers((), state=state))
-    app = LoviaApp(backend, model_label="demo (offline)", state=state)
+    app, checkpointer = await app_where_another_window_starts_a_run(db)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         chat = app.screen.chat
-        checkpointer.armed = True
         await pilot.press("ctrl+l")
         await wait_for(pilot, lambda: chat.has_class("-editing"))
         await pilot.press(*" again", "enter")

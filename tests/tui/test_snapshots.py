@@ -127,9 +127,16 @@ def test_runs_list_and_inspector(snap_compare, demo_db, theme):
 @pytest.mark.parametrize("theme", THEMES)
 def test_transcript_with_an_expanded_tool_call(snap_compare, demo_db, theme):
     async def expand(pilot):
+        from lovia.tui.widgets.tool_call_view import ToolCallView
+
         transcript = pilot.app.screen.chat.transcript
         transcript.focus()
-        await pilot.press("end", "up", "up", "up")  # onto the calculate call
+        await pilot.press("end")
+        for _ in range(20):  # up to the open session's last tool call (three keys missed it: enter did nothing)
+            if isinstance(transcript.selected_view, ToolCallView):
+                break
+            await pilot.press("up")
+        assert isinstance(transcript.selected_view, ToolCallView)
         await pilot.press("enter")
         await pilot.pause()
 

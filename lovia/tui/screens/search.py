@@ -79,7 +79,8 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The hit's snippet and its matches' offsets as the transcript shows the entry: an answer's
     Markdown syntax left out (``**294**`` reads ``294``, a link its text), the other kinds as stored
     (a tool's output is shown as it came). The matches are marked before the syntax goes, so the
-    offsets move with the text; a match inside what goes (a link's address) goes with it."""
+    offsets move with the text. A link whose address holds a match stays as written (the mark
+    makes the address no address), and an image's alt text goes with the image."""
     if hit.kind != "assistant":
         return hit.snippet, hit.matches
     marked: list[str] = []

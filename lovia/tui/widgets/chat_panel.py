@@ -220,7 +220,7 @@ class ChatPanel(Vertical):
     @work(group="dialog")  # a user action: the several-windows watcher leaves the transcript alone meanwhile
     async def _start_run(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
                          composer: Literal["clear", "draft", "keep"],
-                         not_started: Callable[[BaseException], None] | None = None) -> None:
+                         not_started: Callable[[BaseException | None], None] | None = None) -> None:
         """Start the run ``begin`` makes, and show it.
 
         When crashed or failed runs of the session are not in it yet, the user is asked first
@@ -295,7 +295,8 @@ class ChatPanel(Vertical):
                                                  f"{server.error}. {servers} lists the servers.", "warning")
 
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None,
-               show_stored_first: bool = False, not_started: Callable[[BaseException], None] | None = None) -> None:
+               show_stored_first: bool = False,
+               not_started: Callable[[BaseException | None], None] | None = None) -> None:
         self.stream = stream
         self.running = True
         self._consume(stream, resumed, message, show_stored_first, not_started)
@@ -303,7 +304,7 @@ class ChatPanel(Vertical):
     @work(exclusive=True, group="run")
     async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None,
                        show_stored_first: bool = False,
-                       not_started: Callable[[BaseException], None] | None = None) -> None:
+                       not_started: Callable[[BaseException | None], None] | None = None) -> None:
         """Show the run's events as they come; ``message`` goes under the run's header, as stored.
 
         With ``show_stored_first`` the session is shown again as stored when the run starts (or
@@ -311,9 +312,10 @@ class ChatPanel(Vertical):
         """
         transcript = self.transcript
         reported: BaseException | None = None
+        interrupted = False
         try:
             async for event in stream:
-                if show_stored_first and isinstance(event, (RunStarted, RunFailed)):
+                if show_stored_first and isinstance(event, (RunStarted, RunFailed, RunInterrupted)):
                     show_stored_first = False
                     await self._show_session()
                 if isinstance(event, RunStarted):
@@ -347,6 +349,7 @@ class ChatPanel(Vertical):
                 elif isinstance(event, RunCompleted):
                     await transcript.end_run("completed", await self._stored_run(stream.run_id))
                 elif isinstance(event, RunInterrupted):
+                    interrupted = True
                     await transcript.end_run("interrupted", await self._stored_run(stream.run_id))
                     resume = keymap_of(self).key_text("chat.resume")
                     await transcript.add_notice(f"Stopped. {resume} resumes it; sending your next message keeps what "
@@ -375,6 +378,12 @@ class ChatPanel(Vertical):
                         hint = f"What was stored is kept: {keys('chat.resume')} retries the run from its checkpoint; " \
                                f"{keys('chat.edit_last')} edits the message."
                     await transcript.add_notice(f"✗ {event.error}", "error", hint=hint)
+            if message is not None and not_started is not None and stream.stopped and not interrupted:
+                # Stopped (escape) before it started, while its start changed the session (a
+                # resend's rewind): no event came. What the stop left is shown, and the resend told.
+                if show_stored_first:
+                    await self._show_session()
+                not_started(None)
         except Exception as exc:
             # The run's own error is shown in the transcript; anything else is a bug, unless the app is
             # closing and the widgets this worker updates went away under it.
@@ -520,17 +529,19 @@ class ChatPanel(Vertical):
         if confirmed:
             self.start_edit(target, typed=typed)
 
-    def _resend_refused(self, error: BaseException, target: EditTarget | None = None, text: str = "") -> None:
-        """A resend (``target``, resent as ``text``) or a regenerate that failed before its run started:
-        nothing of it was kept. Said in a notice; an edit is taken up again with the text as it was
-        resent, so enter tries again (the composer would otherwise send it as a new message)."""
+    def _resend_refused(self, error: BaseException | None, target: EditTarget | None = None, text: str = "") -> None:
+        """A resend (``target``, resent as ``text``) or a regenerate that failed (``error``) or was
+        stopped (``None``) before its run started: nothing of it was kept. Said in a notice; an edit
+        is taken up again with the text as it was resent, so enter tries again (the composer would
+        otherwise send it as a new message)."""
         if target is not None and self._editing is None:
             self.start_edit(target)
             self._put_in_composer(text)
         again = "press enter to resend" if target is not None else \
             f"{keymap_of(self).key_text('chat.regenerate')} to regenerate"
         why = (f"another run of this session is being executed: wait for its answer, then {again}"
-               if isinstance(error, RunClaimedError) else str(error).rstrip("."))
+               if isinstance(error, RunClaimedError) else "stopped before it started" if error is None
+               else str(error).rstrip("."))
         self.notify(f"Not {'resent' if target is not None else 'regenerated'}: {why}.", severity="error",
                     timeout=10)
 

@@ -1143,15 +1143,18 @@ class Transcript(VerticalScroll, can_focus=True):
             self.set_timer(TYPED_AHEAD_SECONDS, lambda: self.take_typed_ahead(end=True))
 
     def _hold_typed_ahead(self, action: str) -> None:
-        """What is typed from now on is held for ``action`` (see :meth:`on_key`)."""
-        self._typed_ahead, self._typed_ahead_for = [], action
+        """What is typed from now on is held for ``action`` (see :meth:`on_key`), while this widget has
+        focus: asked for otherwise (the command palette), the keys are not this widget's to hold, and
+        a hold would outlast the action (it ends as focus leaves)."""
+        if self.has_focus:
+            self._typed_ahead, self._typed_ahead_for = [], action
 
     def take_typed_ahead(self, *, end: bool) -> str:
         """What was typed since the key of an edit, a fork or a trim (or since the last take). With
         ``end`` the keys are this widget's again at once; else they stay held until focus leaves it
         (for the composer or a dialog), and what came meanwhile is handed on then (:class:`TypedAhead`)."""
         typed = self._typed_ahead or []
-        self._typed_ahead = None if end else []
+        self._typed_ahead = None if end or not self.has_focus else []  # focus left meanwhile: nothing to hold
         return "".join(typed)
 
     def on_blur(self) -> None:
