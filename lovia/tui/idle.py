@@ -53,6 +53,7 @@ class IdleWork:
         """Forget the queued work and stop queueing (the app closes: nothing is left to show)."""
         self.enabled = False
         self._queued.clear()
+        self._last_input = 0.0  # the closing app's keys: the next app in this process starts idle
         if self._check is not None:
             self._check.cancel()
             self._check = None

@@ -92,11 +92,6 @@ async def streamed_then_loaded(tmp_path, text: str, *, stop_after: int | None = 
     return as_streamed, as_loaded, streamed, fences, notices
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known race, not yet understood: with another app run earlier in the process, about 3 runs in 10 "
-    "paint a streamed block's docstring line as it was coloured chunk by chunk, though make_exact "
-    "computed and showed the exact lines (tests/tui/test_footer.py collapse + this test reproduces "
-    "it; seen at c433582 too). Closing note 32."))
 async def test_a_long_code_block_streamed_paints_as_the_same_answer_loaded(tmp_path):
     text = answer(150)
     as_streamed, as_loaded, streamed, fences, _ = await streamed_then_loaded(tmp_path, text)

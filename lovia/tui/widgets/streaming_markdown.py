@@ -115,6 +115,7 @@ class StreamedFence(MarkdownFence):
         self._chunks: list[tuple[int, str]] = []
         self._highlighted_with: tuple[bool, bool] | None = None
         self._exact_asked = False  # exact_soon waits for a refresh to start make_exact
+        self._exact_for: tuple[str, tuple[bool, bool]] | None = None  # the code and palette make_exact is at
         self._lines = CodeLines()
 
     @property
@@ -166,11 +167,21 @@ class StreamedFence(MarkdownFence):
         """
         code = self.code
         self._highlighted_with = ansi, dark = palette_of(self.app)
-        lines = await asyncio.to_thread(_highlighted_lines, code, self.lexer, ansi, dark)
+        self._exact_for = pass_for = (code, (ansi, dark))
+        try:
+            lines = await asyncio.to_thread(_highlighted_lines, code, self.lexer, ansi, dark)
+        finally:
+            if self._exact_for == pass_for:
+                self._exact_for = None
         if code != self.code or not self.is_attached:
             return
         self._lines.show(lines)
         self.exact = True
+
+    @property
+    def exact_pending(self) -> bool:
+        """Whether the block is to be coloured whole again: asked for, or under way."""
+        return not self.exact or self._exact_asked or self._exact_for is not None
 
     def exact_soon(self) -> None:
         """Run :meth:`make_exact` in a worker once the screen has been drawn again.
@@ -178,7 +189,8 @@ class StreamedFence(MarkdownFence):
         The whole-block highlight holds the GIL in its thread for tens of milliseconds: started at
         once, it slowed the drawing of what called for it (a stopped answer's end and its notice).
         """
-        if self.is_attached and not self._exact_asked:
+        under_way = self._exact_for is not None and self._exact_for == (self.code, palette_of(self.app))
+        if self.is_attached and not self._exact_asked and not under_way:
             self._exact_asked = True  # asked twice before the refresh (the fence closed, the answer ended): once
             self.call_after_refresh(self._start_exact)
 
@@ -435,7 +447,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         blocks = self.blocks
         opened = self._open
         if opened is not None and not opened.closes(markdown):
-            self.fold_settled(blocks[len(self.folded):-1])  # only the last block, the fence, changes
+            self.fold_settled(self._settled(blocks[len(self.folded):-1]))  # only the last block, the fence, changes
             opened.body += markdown
             self._held += markdown
             # What markdown-it and MarkdownFence would make of it; more is coming.
@@ -444,8 +456,27 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         markdown = self._held + markdown
         joined = self._list_joined_by(markdown)
         # Only the last block changes (Textual rebuilds it), and a list before it that it joins.
-        self.fold_settled(blocks[len(self.folded):-2 if joined else -1])
+        self.fold_settled(self._settled(blocks[len(self.folded):-2 if joined else -1]))
         await self._parse(markdown, joined)
+
+    @staticmethod
+    def _settled(blocks: list[MarkdownBlock]) -> list[MarkdownBlock]:
+        """The first of ``blocks`` (complete, in order) that will not change again, to fold.
+
+        A complete code block still changes once: its colours, when it is highlighted whole. Folded
+        before that, its captured chunk-by-chunk colours were shown until the fold's end (seconds,
+        at the user's next idle moment). Blocks are settled up to the first that holds a code block
+        not yet highlighted whole; that highlight is asked for (a block in a list gets it here),
+        and the next update folds on.
+        """
+        for index, block in enumerate(blocks):
+            fences = [block] if isinstance(block, StreamedFence) else list(block.query(StreamedFence))
+            pending = [fence for fence in fences if fence.exact_pending]
+            if pending:
+                for fence in pending:
+                    fence.exact_soon()
+                return blocks[:index]
+        return blocks
 
     async def flush(self) -> None:
         """Parse what was held back: the blocks become exactly those of Textual's ``append``."""
