@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
 from typing import ClassVar
@@ -13,6 +14,7 @@ from rich.segment import Segments
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -95,6 +97,8 @@ class LoviaApp(App[None]):
         self._signals_taken: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
         self._terminating = False
         self._tune_collector = tune_collector_for_startup
+        self._notices_shown: dict[tuple[str, str, str], float] = {}
+        """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
 
     def on_load(self) -> None:
         # The theme before the app's first styling: set in on_mount, it made Textual parse the CSS
@@ -112,6 +116,21 @@ class LoviaApp(App[None]):
         again :data:`COLLECTOR_RESUMES_AFTER` seconds later, past the work that follows the first paint."""
         if self._tune_collector:
             self.set_timer(COLLECTOR_RESUMES_AFTER, COLLECTOR.resume_after_start, name="resume collector")
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Textual's notice, but never twice at once: a notice the same as one still shown (a key
+        pressed twice where it does nothing) is not stacked under it. An error reads as a sentence
+        (the library's messages start in lower case, as Python's exceptions do)."""
+        if severity == "error" and message[:1].islower():
+            message = message[0].upper() + message[1:]
+        shown_for = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
+        notice, now = (message, title, severity), time.monotonic()
+        self._notices_shown = {shown: until for shown, until in self._notices_shown.items() if until > now}
+        if notice in self._notices_shown:
+            return
+        self._notices_shown[notice] = now + shown_for
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def on_mount(self) -> None:
         IDLE_WORK.enabled = True  # this app tells it of keys and clicks (on_event)

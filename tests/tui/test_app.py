@@ -536,3 +536,25 @@ async def test_a_new_sessions_title_is_its_first_message_while_the_first_answer_
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert str(chat.query_one("#chat-title").render()) == "New session"
+
+
+async def test_a_notice_still_shown_is_not_stacked_again_and_an_error_reads_as_a_sentence(tmp_path):
+    # `n` pressed twice before any search stacked two identical notices; an error from the
+    # library (undo refused while a run executes) started in lower case.
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#transcript").focus()
+        await pilot.press("n", "n")
+        await settle(pilot)
+        said = [t.message for t in told(app)]
+        assert said.count("No search to step through: ctrl+f searches every session.") == 1
+        app.notify("a run of this session is executing", severity="error")
+        app.notify("kept as written", severity="warning")
+        await pilot.pause()
+        assert [t.message for t in told(app)][-2:] == ["A run of this session is executing", "kept as written"]
+        app.NOTIFICATION_TIMEOUT = 0.0  # the notice shown has gone: the same one shows again
+        app.notify("Once more.")
+        app.notify("Once more.")
+        await pilot.pause()
+        assert [t.message for t in told(app)][-2:] == ["Once more.", "Once more."]

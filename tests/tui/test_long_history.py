@@ -453,3 +453,26 @@ async def test_what_a_jump_hid_is_never_taken_for_the_live_part_while_it_is_remo
         await pilot.press("end")
         await settle(pilot)
         assert taken_for_live and taken_for_live == [0] * len(taken_for_live)
+
+
+async def test_trim_leaves_the_footer_once_paging_shows_no_tool_call_anywhere(long_db, tmp_path):
+    # Trim applies while a page not shown may hold a tool output; the footer kept `t` once scrolling
+    # showed every entry of a session without one (its keys were not brought up to date by a page).
+    from tests.tui.test_footer import footer_of
+
+    db = copy_of(long_db, tmp_path)
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(16):
+            await session.append("s-thirty-two", [UserMessage(text=f"Question number {i}: what changed in step {i}?"),
+                                              AssistantMessage(text=f"Step {i} changed.")])
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        transcript = await open_long(pilot, "s-thirty-two")
+        assert transcript.older_hidden > 0
+        assert "trim" in {entry.action for entry in footer_of(app).entries}
+        selected = transcript.selected
+        transcript.scroll_home(animate=False)  # as the mouse's wheel does: the cursor stays
+        await wait_for(pilot, lambda: transcript.older_hidden == 0)
+        await settle(pilot)
+        assert transcript.newer_hidden == 0 and not hidden(transcript) and transcript.selected == selected
+        assert "trim" not in {entry.action for entry in footer_of(app).entries}

@@ -87,7 +87,7 @@ async def test_a_language_new_to_the_process_is_shown_plain_then_coloured_off_th
             assert fence._highlighted_code == expected
             assert str(fence.query_one("#code-content").render()) == str(expected)
         assert styled(fences[0]) and styled(fences[1])
-    assert language not in asked_on_the_loop and "" not in asked_on_the_loop, colouring_threads
+    assert language not in asked_on_the_loop and "" not in asked_on_the_loop, colouring.calls
 
 
 async def test_a_language_coloured_before_is_coloured_at_once(tmp_path, colouring):

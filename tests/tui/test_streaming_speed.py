@@ -10,7 +10,6 @@ long answer while it streams.
 from __future__ import annotations
 
 import asyncio
-
 import threading
 
 import pytest

@@ -377,7 +377,7 @@ class Transcript(VerticalScroll, can_focus=True):
         async with self._paging:
             first, kept = self._window[0], self._first
             if kept is not None and kept.end == first.start:  # the first page is next: show it
-                following = self._after_refresh_place()
+                following = self._after_page_change()
                 self._first = None
                 await self._join(kept, to_first=True)
                 following()
@@ -385,7 +385,7 @@ class Transcript(VerticalScroll, can_focus=True):
             page = await self._read(max(kept.end if kept else 0, first.start - self.page_size), first.start)
             if page is None:
                 return False
-            following = self._after_refresh_place()
+            following = self._after_page_change()
             widgets = self._page_widgets(page)
             if widgets:
                 await self.mount_all(widgets, before=next((w for p in self._window for w in p.widgets), None)
@@ -404,7 +404,7 @@ class Transcript(VerticalScroll, can_focus=True):
             last, kept = self._window[-1], self._last
             if kept is not None and kept.start == last.end:  # the last page is next: show it
                 self._last = None
-                following = self._after_refresh_place()
+                following = self._after_page_change()
                 await self._join(kept, to_first=False)
                 following()
                 return True
@@ -415,7 +415,7 @@ class Transcript(VerticalScroll, can_focus=True):
             if widgets:
                 await self.mount_all(widgets, before=self._after_window())
             self._window.append(_Page(page.start, page.end, widgets))
-            following = self._after_refresh_place()
+            following = self._after_page_change()
             await self._unmount_far(keep_first=False)
             if self.at_end:
                 self._show_tail(True)
@@ -423,20 +423,26 @@ class Transcript(VerticalScroll, can_focus=True):
             following()
             return True
 
-    def _after_refresh_place(self):
-        """Note where the first widget shown now is; the returned call keeps it there once the layout changed."""
+    def _after_page_change(self):
+        """Note where the first widget shown now is; the returned call, once a page was mounted or
+        joined, keeps it there when the layout changed, and brings the keys in the footer up to
+        date (trim applies while a page not shown may hold a tool output)."""
         anchored_at_end = self.is_anchored and self.scroll_y >= self.max_scroll_y
         keep = next((w for w in self.children if w.display and w.virtual_region.bottom > self.scroll_y), None)
         if anchored_at_end or keep is None:
-            return lambda: None  # the anchor keeps the end in view
+            return self.refresh_bindings  # the anchor keeps the end in view
         y_before = keep.virtual_region.y
 
         def keep_place() -> None:
             if keep.is_attached:
                 self.scroll_to(y=self.scroll_y + keep.virtual_region.y - y_before, animate=False)
 
+        def paged() -> None:
+            self.refresh_bindings()
+            self.call_after_refresh(keep_place)
+
         self.release_anchor()
-        return lambda: self.call_after_refresh(keep_place)
+        return paged
 
     def _after_window(self) -> Widget | None:
         """The first widget after the window's: the hidden last page's, or the live part's."""
