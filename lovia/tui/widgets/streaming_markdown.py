@@ -466,17 +466,18 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         A complete code block still changes once: its colours, when it is highlighted whole. Folded
         before that, its captured chunk-by-chunk colours were shown until the fold's end (seconds,
         at the user's next idle moment). Blocks are settled up to the first that holds a code block
-        not yet highlighted whole; that highlight is asked for (a block in a list gets it here),
-        and the next update folds on.
+        not yet highlighted whole. Every such highlight is asked for at once (a block in a list, or
+        parsed whole in one update, gets it here): asked one at a time, folding fell behind a fast
+        stream by one highlight per code block, and each update laid out what piled up.
         """
+        settled = len(blocks)
         for index, block in enumerate(blocks):
-            fences = [block] if isinstance(block, StreamedFence) else list(block.query(StreamedFence))
-            pending = [fence for fence in fences if fence.exact_pending]
-            if pending:
-                for fence in pending:
+            fences = [block] if isinstance(block, StreamedFence) else block.query(StreamedFence)
+            for fence in fences:
+                if fence.exact_pending:
                     fence.exact_soon()
-                return blocks[:index]
-        return blocks
+                    settled = min(settled, index)
+        return blocks[:settled]
 
     async def flush(self) -> None:
         """Parse what was held back: the blocks become exactly those of Textual's ``append``."""
