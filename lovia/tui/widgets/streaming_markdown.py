@@ -461,7 +461,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
 
     @staticmethod
     def _settled(blocks: list[MarkdownBlock]) -> list[MarkdownBlock]:
-        """The first of ``blocks`` (complete, in order) that will not change again, to fold.
+        """The leading ``blocks`` (complete, in order) that will not change again: those to fold.
 
         A complete code block still changes once: its colours, when it is highlighted whole. Folded
         before that, its captured chunk-by-chunk colours were shown until the fold's end (seconds,
