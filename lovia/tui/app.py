@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
+from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, run_state
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.config import RememberedState
@@ -122,8 +123,8 @@ class LoviaApp(App[None]):
         """Textual's notice, but never twice at once: a notice the same as one still shown (a key
         pressed twice where it does nothing) is not stacked under it. An error reads as a sentence
         (the library's messages start in lower case, as Python's exceptions do)."""
-        if severity == "error" and message[:1].islower():
-            message = message[0].upper() + message[1:]
+        if severity == "error":
+            message = format.sentence(message)
         shown_for = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         notice, now = (message, title, severity), time.monotonic()
         self._notices_shown = {shown: until for shown, until in self._notices_shown.items() if until > now}
@@ -131,6 +132,10 @@ class LoviaApp(App[None]):
             return
         self._notices_shown[notice] = now + shown_for
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def clear_notifications(self) -> None:
+        self._notices_shown.clear()  # none is shown now: the next may be the same as one cleared
+        super().clear_notifications()
 
     def on_mount(self) -> None:
         IDLE_WORK.enabled = True  # this app tells it of keys and clicks (on_event)

@@ -68,6 +68,18 @@ def one_line(text: str, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def sentence(text: str) -> str:
+    """An error's text as the UI shows it, starting in capitals: ``cannot reach …`` reads ``Cannot reach …``.
+
+    Errors start in lower case, as Python's do. A first word that is a name (``openai:local
+    refused``, ``gpt-4o``, a path) is left as written.
+    """
+    first = text.split(maxsplit=1)[0] if text.strip() else ""
+    if first.isalpha() and first.islower():
+        return text[0].upper() + text[1:]
+    return text
+
+
 def plain_text(markdown: str) -> str:
     """The words of ``markdown`` without its syntax: ``**bold** `x`, [link](u)`` reads ``bold x, link``."""
     words: list[str] = []

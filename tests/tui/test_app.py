@@ -553,6 +553,10 @@ async def test_a_notice_still_shown_is_not_stacked_again_and_an_error_reads_as_a
         app.notify("kept as written", severity="warning")
         await pilot.pause()
         assert [t.message for t in told(app)][-2:] == ["A run of this session is executing", "kept as written"]
+        app.clear_notifications()  # none shown now: the same one shows again
+        app.notify("kept as written", severity="warning")
+        await pilot.pause()
+        assert [t.message for t in told(app)][-1] == "kept as written"
         app.NOTIFICATION_TIMEOUT = 0.0  # the notice shown has gone: the same one shows again
         app.notify("Once more.")
         app.notify("Once more.")

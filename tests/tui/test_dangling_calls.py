@@ -224,7 +224,7 @@ async def test_a_call_decided_elsewhere_meanwhile_is_refused_with_the_run_id(tmp
             await complete_dangling_call(other_window, "run-crashed", call.call_id, output="decided there")
         await pilot.press(*"decided here", "enter")
         await settle(pilot)
-        assert any(f"tool call {call.call_id!r} of run 'run-crashed' has a result already" in n.message
+        assert any(f"Tool call {call.call_id!r} of run 'run-crashed' has a result already" in n.message
                    for n in told(app))
     entries, _ = await stored(db)
     assert [e.output for e in entries if isinstance(e, ToolResult)] == ["decided there"]

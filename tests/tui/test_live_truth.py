@@ -280,6 +280,7 @@ async def test_actions_on_a_run_running_elsewhere_are_refused_at_once_and_focus_
         await pilot.pause()
         for key in ("x", "f"):
             told(app).clear()
+            app.clear_notifications()  # the same refusal again: not stacked under one still shown
             await pilot.press(key)
             await settle(pilot)
             assert not isinstance(app.screen, ConfirmScreen)  # no question first

@@ -5,19 +5,21 @@ pilot against a real SQLite file and the real SSE server on 127.0.0.1."""
 from __future__ import annotations
 
 import io
+import socket
 
 from rich.console import Console
 from textual.widgets import Static
 
 from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage, tool
 from lovia.models import OpenAIChatModel, ScriptedModel, ScriptedTurn
+from lovia.tui import format
 from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.notice import NoticeView
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from lovia.usage import Usage
 from tests.models.sse_server import TRACEBACK, SSEServer
 from tests.models.test_openai_chat import SECRET, Playlist
-from tests.tui.conftest import make_app, settle, type_and_send
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 
 CUT_OFF = "cut off: the model hit its token limit"
 
@@ -104,3 +106,25 @@ async def test_the_inspector_says_usage_unknown_not_zero(tmp_path):
         console.print(inspector.shown)
         usage_line = next(line for line in console.export_text().splitlines() if line.startswith("usage"))
         assert "1 request · usage unknown" in usage_line and "0 in" not in usage_line
+
+
+async def test_an_endpoint_nobody_listens_on_is_said_in_sentences(tmp_path):
+    # The model's error ("cannot reach openai:local at …") started the transcript's notice and the
+    # runs list's line in lower case; a name first (openai:local refused …) stays as written.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    model = OpenAIChatModel("local", base_url=f"http://127.0.0.1:{port}/v1", api_key=SECRET, retries=0, timeout=10)
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await type_and_send(pilot, "hello there")
+        (notice,) = [n for n in app.screen.chat.transcript.query(NoticeView) if n.has_class("-error")]
+        assert shown(notice.query_one(".body", Static)).startswith(f"✗ Cannot reach openai:local at http://127.0.0.1:{port}")
+        runs = app.screen.query_one("RunsPane")
+        await wait_for(pilot, lambda: len(runs.runs) == 1)
+        await settle(pilot)
+        listed = app.screen.query_one("#run-list").get_option_at_index(0).prompt.plain
+        assert "\nCannot reach openai:local" in listed
+    assert format.sentence("openai:local refused the request") == "openai:local refused the request"
+    assert format.sentence("gpt-4o-mini cannot use tools") == "gpt-4o-mini cannot use tools"
+    assert format.sentence("nothing to undo") == "Nothing to undo"

@@ -191,7 +191,7 @@ def run_label(summary: RunSummary, stop: RunStop, session_title: str, now: float
         lines.append("\n" + format.one_line(names, width), style="bold")
     lines.append("\n" + format.one_line(head.first_input or "(no input)", width))
     if stop.kind == "failed" and stop.detail:
-        lines.append("\n" + format.one_line(stop.detail, width), style="red")
+        lines.append("\n" + format.one_line(format.sentence(stop.detail), width), style="red")
     elif stop.moment == "streaming" and stop.detail:
         lines.append("\n" + f"“{format.one_line(stop.detail, width - 2)}”", style="italic dim")
     elif stop.kind == "elsewhere" and stop.detail:
