@@ -315,7 +315,7 @@ class LoviaApp(App[None]):
         if chat.check_action("cancel_edit", ()):
             yield SystemCommand("Cancel edit", f"Leave the message as it is and restore the draft "
                                 f"({keys('chat.cancel_edit')})", chat.action_cancel_edit)
-        if chat.check_action("resume", ()):
+        if chat.check_action("resume", ()) and not chat.hidden_in_footer("resume"):
             yield SystemCommand("Resume", f"Resume this session's stopped, crashed or failed run "
                                 f"({keys('chat.resume')})", chat.action_resume)
         if opened and chat.check_action("regenerate", ()):

@@ -317,3 +317,26 @@ async def test_trim_fork_and_undo_leave_the_footer_while_an_answer_runs(tmp_path
         await pilot.press("escape")
         await settle(pilot)
         assert {"trim", "fork"} <= {entry.action for entry in footer.entries}
+
+
+async def test_the_timeline_shows_once_a_run_is_shown_and_an_empty_session_says_why(tmp_path):
+    """A new session's footer offered `w Timeline`, and `w` answered "select a message of one",
+    `enter` "select a message to expand it", with no message to select."""
+    from tests.tui.conftest import told, type_and_send
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await settle(pilot)
+        assert "timeline" not in {entry.action for entry in footer_of(app).entries}
+        await pilot.press("w", "enter")
+        await settle(pilot)
+        said = [t.message for t in told(app)]
+        assert "No run to show: none has run in this session yet." in said
+        assert "Nothing to expand: no message yet." in said
+        await type_and_send(pilot, "hi")
+        transcript.focus()
+        await settle(pilot)
+        assert "timeline" in {entry.action for entry in footer_of(app).entries}

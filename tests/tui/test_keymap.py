@@ -459,7 +459,7 @@ async def test_the_empty_sessions_list_names_the_keys_in_force(tmp_path):
         sessions = app.screen.query_one("#session-list")
 
         def hint() -> str:
-            return str(sessions.get_option_at_index(0).prompt)
+            return " ".join(str(sessions.get_option_at_index(0).prompt).split())  # wrapped to the pane
 
         assert hint() == "No sessions yet: write a message and press enter to start one; f12 lists every key."
         sessions.focus()

@@ -15,6 +15,7 @@ from lovia.tui.screens.main import MainScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.runs_pane import RunsPane
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.test_streaming_speed import painted
 
 
 def gated_app(db, tool_turns: int = 1):
@@ -448,3 +449,22 @@ async def test_backspace_in_the_list_widens_a_filter_that_matches_nothing_any_mo
         await pilot.press(*["backspace"] * 5)
         await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-other"])
         assert filter_box.value == ""
+
+
+async def test_the_empty_sessions_lists_hint_is_read_whole_in_the_pane(tmp_path):
+    # The list cuts each line at its width: "No session matches the filter: …" hid which key clears it.
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        sessions = app.screen.query_one("#session-list")
+        for typed in ("", "zzz"):
+            if typed:
+                app.screen.query_one("SessionsPane Input").focus()
+                await pilot.press(*typed)
+                await wait_for(pilot, lambda: "matches" in str(sessions.get_option_at_index(0).prompt))
+            await settle(pilot)
+            rows = painted(app, sessions.content_region)
+            hint = " ".join("".join(text for row in rows for text, _ in row).split())
+            assert "…" not in hint
+            assert hint.endswith(("f1 lists every key.", "escape clears it."))
+

@@ -30,6 +30,7 @@ from lovia.errors import RunClaimedError
 from lovia.models import DemoModel, ScriptedModel, ScriptedTurn, call
 from lovia.tui.backend import ChatBackend, RunsNeedDecision, SessionListing
 from lovia.tui.screens.choice import ChoiceScreen
+from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.run_header import RunHeader
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
@@ -103,10 +104,19 @@ async def test_the_next_message_after_a_stop_first_records_the_stopped_run_as_pa
         assert "stopped" in headers[stopped.run_id]
         data = await app.backend.transcript(chat.session_id)
         assert [(r.partial, r.ended) for r in data.runs] == [(True, "stopped"), (False, None)]
-        assert not chat.check_action("resume", ())  # nothing to resume: ctrl+r is not offered
+        assert chat.hidden_in_footer("resume")  # nothing to resume: ctrl+r is not offered
+        assert "resume" not in {entry.action for entry in app.screen.query_one(LoviaFooter).entries}
+        await pilot.press("ctrl+r")  # pressed all the same, it says so (it was silent)
+        await settle(pilot)
+        assert "This session has no interrupted run to resume." in [t.message for t in told(app)]
+        assert len(await segments_of(db, chat.session_id)) == 2
+        await pilot.press("ctrl+n")  # a new session, not stored yet: the same
+        await settle(pilot)
+        told(app).clear()
+        app.clear_notifications()
         await pilot.press("ctrl+r")
         await settle(pilot)
-        assert len(await segments_of(db, chat.session_id)) == 2
+        assert "This session has no interrupted run to resume." in [t.message for t in told(app)]
 
 
 async def test_a_stopped_run_stays_resumable_until_the_next_message(tmp_path):

@@ -415,13 +415,14 @@ class ChatPanel(Vertical):
 
     async def action_resume(self) -> None:
         """Resume this session's newest interrupted, crashed or failed run."""
-        if self.running or self.session_id is None:
+        if self.running:
             return
         runs = None
-        with told_on(self, "list this session's runs"):
-            runs = await self.backend.runs(session_id=self.session_id)
-        if runs is None:
-            return
+        if self.session_id is not None:
+            with told_on(self, "list this session's runs"):
+                runs = await self.backend.runs(session_id=self.session_id)
+            if runs is None:
+                return
         if not runs:
             self.notify("This session has no interrupted run to resume.")
             return
@@ -605,8 +606,13 @@ class ChatPanel(Vertical):
         if action == "resend":
             return self._editing is not None
         if action == "resume":
-            return not self.running and self.has_resumable_run
+            return not self.running
         return True
+
+    def hidden_in_footer(self, action: str) -> bool:
+        """Resume while the session has no run to resume (see :class:`~lovia.tui.widgets.footer.HidesInFooter`):
+        pressed all the same, it says so."""
+        return action == "resume" and not self.has_resumable_run
 
     @property
     def has_history(self) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -144,6 +145,10 @@ class SessionFilter(Input):
     def action_clear_filter(self) -> None:
         self.value = ""
         self.action_to_list()
+
+
+EMPTY_HINT_WIDTH = 30
+"""Columns the empty list's hint is wrapped to: the list's own in the pane's 36 (its borders, padding and scrollbar)."""
 
 
 class SessionsPane(Vertical):
@@ -296,7 +301,9 @@ class SessionsPane(Vertical):
             wanted = highlighted_id if index.get(highlighted_id or "", count) < count else current
             options.highlighted = 0 if from_top else index.get(wanted or "", 0)
         else:
-            options.add_option(Option(Text(self._empty_hint(), style="dim"), disabled=True))
+            # Wrapped here: the list cuts every line at its width (a session's), and the hint's key went.
+            hint = textwrap.fill(self._empty_hint(), EMPTY_HINT_WIDTH)
+            options.add_option(Option(Text(hint, style="dim"), disabled=True))
 
     def _empty_hint(self) -> str:
         """Why the list is empty and which key to press, naming keys the config file's [keys] moved

@@ -685,6 +685,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if header is None:
             self._live_header = RunHeader(run)
             await self._append(self._live_header)
+            self.refresh_bindings()  # the first run of a session: the timeline applies now
             return
         self._live_header = header
         if stored is None:
@@ -1084,7 +1085,8 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_expand(self) -> None:
         view = self.selected_view
         if view is None:
-            self.notify("Select a message to expand it (↑/↓).", severity="warning")
+            self.notify("Select a message to expand it (↑/↓)." if self.views else "Nothing to expand: no message yet.",
+                        severity="warning")
         elif isinstance(view, Expandable) and view.folds:
             view.toggle()
         else:
@@ -1199,18 +1201,22 @@ class Transcript(VerticalScroll, can_focus=True):
         view = self.selected_view
         header = self.header_above(view) if view is not None else None
         if header is None and view is None:
-            header = next((h for h in reversed(self._headers()) if h.display), None)
+            header = next(reversed(self._shown_headers()), None)
         if header is None:
-            self.notify("No run to show: select a message of one (↑/↓).", severity="warning")
+            self.notify("No run to show: select a message of one (↑/↓)." if self._shown_headers()
+                        else "No run to show: none has run in this session yet.", severity="warning")
             return
         self.post_message(self.TimelineRequested(header.run))
+
+    def _shown_headers(self) -> list[RunHeader]:
+        return [header for header in self._headers() if header.display]
 
     def applies(self, action: str) -> bool:
         """Whether ``action`` does something now: the cursor's for the message under it (edit: one of
         the user's; expand: what folds; copy code: one with a code block); trim while the session may
         hold a tool output (one is shown, or not all of it is); undo while the last rewind can be
-        undone; the match keys while a search's matches can be stepped through. Trim, fork and undo
-        wait while an answer runs here. Others always apply."""
+        undone; the match keys while a search's matches can be stepped through; the timeline while a
+        run is shown. Trim, fork and undo wait while an answer runs here. Others always apply."""
         view = self.selected_view
         if action in ("trim", "fork", "undo_rewind") and self.answering:
             return False
@@ -1228,6 +1234,8 @@ class Transcript(VerticalScroll, can_focus=True):
             return self.undo_available
         if action == "match":
             return self.search_active
+        if action == "timeline":
+            return bool(self._shown_headers())
         return True
 
     def hidden_in_footer(self, action: str) -> bool:
