@@ -275,7 +275,7 @@ async def test_trim_undo_and_the_match_keys_show_only_when_they_apply_and_say_wh
                 "message is sent.") in said
         assert "No search to step through: ctrl+f searches every session." in said
         await pilot.press("t")
-        await wait_for(pilot, lambda: any("long enough to trim" in t.message for t in told(app)))
+        await wait_for(pilot, lambda: "This session has no tool output to trim." in [t.message for t in told(app)])
 
         await type_and_send(pilot, "what is 6*7?")
         transcript.focus()

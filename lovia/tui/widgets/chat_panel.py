@@ -632,10 +632,12 @@ class ChatPanel(Vertical):
     @on(Transcript.TrimRequested)
     def _trim_requested(self, event: Transcript.TrimRequested) -> None:
         event.stop()
-        if self.session_id is not None and self.backend.can_trim:
+        if self.session_id is not None and self.backend.can_trim and self.transcript.may_hold_tool_output:
             self._trim()
-        else:
-            self.transcript.take_typed_ahead(end=True)
+            return
+        if self.backend.can_trim:
+            self.notify("This session has no tool output to trim.")
+        self.transcript.take_typed_ahead(end=True)
 
     @work(exclusive=True, group="trim")
     async def _trim(self) -> None:

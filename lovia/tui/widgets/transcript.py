@@ -1208,6 +1208,11 @@ class Transcript(VerticalScroll, can_focus=True):
             return
         self.post_message(self.TimelineRequested(header.run))
 
+    @property
+    def may_hold_tool_output(self) -> bool:
+        """Whether the session may hold a tool output: one is shown, or not all of the session is."""
+        return bool(self._tool_views) or self.older_hidden > 0 or self.newer_hidden > 0
+
     def _shown_headers(self) -> list[RunHeader]:
         return [header for header in self._headers() if header.display]
 
@@ -1229,7 +1234,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if action == "copy_code":
             return view is not None and view.holds_code()
         if action == "trim":
-            return bool(self._tool_views) or self.older_hidden > 0 or self.newer_hidden > 0
+            return self.may_hold_tool_output
         if action == "undo_rewind":
             return self.undo_available
         if action == "match":
