@@ -14,7 +14,7 @@ from rich.segment import Segments
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.notifications import SeverityLevel
+from textual.notifications import Notification, SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -136,6 +136,12 @@ class LoviaApp(App[None]):
     def clear_notifications(self) -> None:
         self._notices_shown.clear()  # none is shown now: the next may be the same as one cleared
         super().clear_notifications()
+
+    def _unnotify(self, notification: Notification, refresh: bool = True) -> None:
+        # Textual's, called when a toast times out or is clicked away (guarded in
+        # tests/tui/test_textual_private_names.py): the same notice may show again at once.
+        self._notices_shown.pop((notification.message, notification.title, notification.severity), None)
+        super()._unnotify(notification, refresh)
 
     def on_mount(self) -> None:
         IDLE_WORK.enabled = True  # this app tells it of keys and clicks (on_event)

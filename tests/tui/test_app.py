@@ -110,7 +110,7 @@ async def test_a_model_that_dies_shows_the_error_and_can_be_retried(tmp_path):
         await type_and_send(pilot, "hello")
         chat = app.screen.chat
         errors = [n for n in chat.transcript.query(NoticeView) if n.has_class("-error")]
-        assert errors and "endpoint died mid-stream" in errors[0].text
+        assert errors and "✗ Endpoint died mid-stream" in errors[0].text  # a sentence, as the UI shows errors
         assert [r.head.status for r in app.screen.query_one("RunsPane").runs] == ["failed"]
         await pilot.press("ctrl+r")
         await settle(pilot)
@@ -542,7 +542,7 @@ async def test_a_notice_still_shown_is_not_stacked_again_and_an_error_reads_as_a
     # `n` pressed twice before any search stacked two identical notices; an error from the
     # library (undo refused while a run executes) started in lower case.
     app = make_app(tmp_path / "lovia.db")
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:  # toasts shown, to click one
         await settle(pilot)
         app.screen.query_one("#transcript").focus()
         await pilot.press("n", "n")
@@ -553,6 +553,15 @@ async def test_a_notice_still_shown_is_not_stacked_again_and_an_error_reads_as_a
         app.notify("kept as written", severity="warning")
         await pilot.pause()
         assert [t.message for t in told(app)][-2:] == ["A run of this session is executing", "kept as written"]
+        told(app).clear()
+        await wait_for(pilot, lambda: any("kept as written" in str(t.render()) for t in app.screen.query("Toast")))
+        [kept] = [t for t in app.screen.query("Toast") if "kept as written" in str(t.render())]
+        await pilot.click(kept)  # one clicked away: the same one shows again at once
+        await pilot.pause()
+        app.notify("kept as written", severity="warning")
+        app.notify("A run of this session is executing", severity="error")  # still shown: not again
+        await pilot.pause()
+        assert [t.message for t in told(app)] == ["kept as written"]
         app.clear_notifications()  # none shown now: the same one shows again
         app.notify("kept as written", severity="warning")
         await pilot.pause()

@@ -319,9 +319,10 @@ async def test_trim_fork_and_undo_leave_the_footer_while_an_answer_runs(tmp_path
         assert {"trim", "fork"} <= {entry.action for entry in footer.entries}
 
 
-async def test_the_timeline_shows_once_a_run_is_shown_and_an_empty_session_says_why(tmp_path):
+async def test_keys_that_need_a_run_show_once_one_is_shown_and_an_empty_session_says_why(tmp_path):
     """A new session's footer offered `w Timeline`, and `w` answered "select a message of one",
-    `enter` "select a message to expand it", with no message to select."""
+    `enter` "select a message to expand it", with no message to select; ctrl+g, ctrl+l, ctrl+s and
+    ctrl+r did nothing, silently (their bindings were off)."""
     from tests.tui.conftest import told, type_and_send
 
     app = make_app(tmp_path / "lovia.db")
@@ -336,7 +337,21 @@ async def test_the_timeline_shows_once_a_run_is_shown_and_an_empty_session_says_
         said = [t.message for t in told(app)]
         assert "No run to show: none has run in this session yet." in said
         assert "Nothing to expand: no message yet." in said
+        offered = {entry.action for entry in footer_of(app).entries}
+        assert not {"regenerate", "edit_last", "export", "resume"} & offered
+        told(app).clear()
+        await pilot.press("ctrl+g", "ctrl+l", "ctrl+s", "ctrl+r")  # they did nothing, silently
+        await settle(pilot)
+        assert [t.message for t in told(app)] == [
+            "Nothing to regenerate yet: send a message first.", "Nothing to edit yet.",
+            "Nothing to export yet: this session has no stored message.",
+            "This session has no interrupted run to resume."]
+        app.screen.query_one("#composer").focus()
+        await pilot.press("up")  # in the empty composer: would edit the last message; there is none, quietly
+        await settle(pilot)
+        assert len(told(app)) == 4
         await type_and_send(pilot, "hi")
         transcript.focus()
         await settle(pilot)
-        assert "timeline" in {entry.action for entry in footer_of(app).entries}
+        offered = {entry.action for entry in footer_of(app).entries}
+        assert {"timeline", "regenerate", "edit_last", "export"} <= offered and "resume" not in offered

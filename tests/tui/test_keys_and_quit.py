@@ -13,6 +13,7 @@ from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.screens.prompt import PromptScreen
+from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.runs_pane import RunsPane
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 from tests.tui.test_streaming_speed import painted
@@ -264,8 +265,8 @@ async def test_a_resume_is_offered_only_for_the_open_sessions_runs(tmp_path):
 
 
 def footer_keys(app) -> set[str]:
-    """The keys the footer shows now (a binding whose check says no is left out)."""
-    return {key for key, active in app.screen.active_bindings.items() if active.binding.show and active.enabled}
+    """The keys the footer shows now (a binding whose check says no, or that its widget hides, left out)."""
+    return {entry.key for entry in app.screen.query_one(LoviaFooter).entries if entry.enabled}
 
 
 async def test_the_footer_offers_resume_regenerate_and_edit_only_while_they_apply(tmp_path):

@@ -476,3 +476,18 @@ async def test_trim_leaves_the_footer_once_paging_shows_no_tool_call_anywhere(lo
         await settle(pilot)
         assert transcript.newer_hidden == 0 and not hidden(transcript) and transcript.selected == selected
         assert "trim" not in {entry.action for entry in footer_of(app).entries}
+
+
+async def test_the_timeline_of_a_run_begun_on_a_page_not_shown(long_db, tmp_path):
+    # The long session opens inside its last run of 200 entries, whose header is on a page not
+    # shown: `w` left the footer and said no run had run in the session.
+    from lovia.tui.screens.timeline import TimelineScreen
+    from tests.tui.test_footer import footer_of
+
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(160, 45)) as pilot:
+        transcript = await open_long(pilot)
+        assert not [h for h in transcript.query(RunHeader) if h.display]
+        assert "timeline" in {entry.action for entry in footer_of(app).entries}
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))

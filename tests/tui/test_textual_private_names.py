@@ -193,3 +193,13 @@ def test_the_compositor_settled_lines_lays_a_container_out_with_exists():
     assert list(inspect.signature(Compositor.reflow).parameters)[1:3] == ["parent", "size"]
     assert isinstance(inspect.getattr_static(Compositor, "layers"), property)
     assert {"region", "clip"} <= set(MapGeometry._fields)
+
+
+def test_the_call_that_forgets_a_notification_exists():
+    # LoviaApp._unnotify extends Textual's: a toast timed out or clicked away calls it, so the
+    # same notice may show again (LoviaApp.notify does not stack one still shown).
+    from textual.widgets._toast import Toast
+
+    handler = getattr(App, "_unnotify", None)
+    assert handler is not None and list(inspect.signature(handler).parameters) == ["self", "notification", "refresh"]
+    assert "_unnotify" in inspect.getsource(Toast)

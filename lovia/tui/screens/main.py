@@ -674,14 +674,19 @@ class MainScreen(Screen):
         entries = format.count(summary.entries, "entry", "entries")
         self.notify(f"Exported {format.count(summary.runs, 'run')} ({entries}) to {summary.path}", timeout=10)
 
+    def hidden_in_footer(self, action: str) -> bool:
+        """Export while the open session has nothing stored (see
+        :class:`~lovia.tui.widgets.footer.HidesInFooter`): pressed all the same, it says so."""
+        chat = self._chat_panel
+        return action == "export" and not (chat is not None and chat.is_attached and chat.transcript.run_ids)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "search":
             return self.backend.can_search
         if action == "trash":
             return self.backend.can_trash
-        if action == "export":
-            chat = self._chat_panel
-            return chat is not None and chat.is_attached and chat.session_id is not None
+        if action == "export":  # with nothing stored yet, it says so
+            return True
         if action == "stop_run":  # asked for the footer at any time, also while the app closes
             chat = self._chat_panel
             return chat is not None and chat.is_attached and chat.running

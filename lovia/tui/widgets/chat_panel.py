@@ -448,7 +448,10 @@ class ChatPanel(Vertical):
 
     def action_regenerate(self) -> None:
         """Ask the last message again (a stopped or failed last run's own message, see ``ChatBackend.last_message``)."""
-        if self.running or self._starting or self.session_id is None:
+        if self.running or self._starting:
+            return
+        if self.session_id is None or not self.has_history:
+            self.notify("Nothing to regenerate yet: send a message first.")
             return
         session_id = self.session_id
         self._start_run(lambda settle: self.backend.regenerate(session_id, settle=settle), composer="keep",
@@ -461,6 +464,7 @@ class ChatPanel(Vertical):
         by default, what it holds as this begins.
         """
         if self.session_id is None:
+            self.notify("Nothing to edit yet.")
             return
         if composer_then is None:
             composer_then = self.composer.text
@@ -477,7 +481,7 @@ class ChatPanel(Vertical):
     @on(Composer.EditLastRequested)
     async def _edit_last_requested(self, event: Composer.EditLastRequested) -> None:
         event.stop()
-        if self.check_action("edit_last", ()):
+        if self.check_action("edit_last", ()) and self.has_history:  # up in a new session's composer: nothing
             # Asked with the composer empty: what it holds by the time the edit starts was typed for the edit.
             await self.action_edit_last(composer_then="")
 
@@ -598,7 +602,7 @@ class ChatPanel(Vertical):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("regenerate", "edit_last"):
-            return self.backend.can_rewind and not self.running and self.has_history
+            return self.backend.can_rewind and not self.running
         if action == "stop":
             return self.running
         if action == "cancel_edit":
@@ -610,9 +614,11 @@ class ChatPanel(Vertical):
         return True
 
     def hidden_in_footer(self, action: str) -> bool:
-        """Resume while the session has no run to resume (see :class:`~lovia.tui.widgets.footer.HidesInFooter`):
-        pressed all the same, it says so."""
-        return action == "resume" and not self.has_resumable_run
+        """Resume while the session has no run to resume, regenerate and edit-last while it has no
+        message (see :class:`~lovia.tui.widgets.footer.HidesInFooter`): pressed all the same, each says so."""
+        if action == "resume":
+            return not self.has_resumable_run
+        return action in ("regenerate", "edit_last") and not self.has_history
 
     @property
     def has_history(self) -> bool:

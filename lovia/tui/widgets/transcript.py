@@ -1199,29 +1199,29 @@ class Transcript(VerticalScroll, can_focus=True):
     def action_timeline(self) -> None:
         """Ask for the timeline of the run under the cursor (the last run shown when no message is selected)."""
         view = self.selected_view
-        header = self.header_above(view) if view is not None else None
-        if header is None and view is None:
-            header = next(reversed(self._shown_headers()), None)
-        if header is None:
-            self.notify("No run to show: select a message of one (↑/↓)." if self._shown_headers()
+        if view is not None:
+            run = self._run_of(view)
+        else:
+            header = next((h for h in reversed(self._headers()) if h.display), None)
+            last = self.views[-1] if self.views else None  # a run begun on a page not shown has no header here
+            run = header.run if header is not None else self._run_of(last) if last is not None else None
+        if run is None:
+            self.notify("No run to show: select a message of one (↑/↓)." if self.run_ids
                         else "No run to show: none has run in this session yet.", severity="warning")
             return
-        self.post_message(self.TimelineRequested(header.run))
+        self.post_message(self.TimelineRequested(run))
 
     @property
     def may_hold_tool_output(self) -> bool:
         """Whether the session may hold a tool output: one is shown, or not all of the session is."""
         return bool(self._tool_views) or self.older_hidden > 0 or self.newer_hidden > 0
 
-    def _shown_headers(self) -> list[RunHeader]:
-        return [header for header in self._headers() if header.display]
-
     def applies(self, action: str) -> bool:
         """Whether ``action`` does something now: the cursor's for the message under it (edit: one of
         the user's; expand: what folds; copy code: one with a code block); trim while the session may
         hold a tool output (one is shown, or not all of it is); undo while the last rewind can be
-        undone; the match keys while a search's matches can be stepped through; the timeline while a
-        run is shown. Trim, fork and undo wait while an answer runs here. Others always apply."""
+        undone; the match keys while a search's matches can be stepped through; the timeline once the
+        session shows a run. Trim, fork and undo wait while an answer runs here. Others always apply."""
         view = self.selected_view
         if action in ("trim", "fork", "undo_rewind") and self.answering:
             return False
@@ -1240,7 +1240,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if action == "match":
             return self.search_active
         if action == "timeline":
-            return bool(self._shown_headers())
+            return bool(self.run_ids)
         return True
 
     def hidden_in_footer(self, action: str) -> bool:
