@@ -71,8 +71,9 @@ def one_line(text: str, width: int = 60) -> str:
 def sentence(text: str) -> str:
     """An error's text as the UI shows it, starting in capitals: ``cannot reach …`` reads ``Cannot reach …``.
 
-    Errors start in lower case, as Python's do. A first word that is a name (``openai:local
-    refused``, ``gpt-4o``, a path) is left as written.
+    Errors start in lower case, as Python's do. A first word holding more than letters
+    (``openai:local refused``, ``gpt-4o``, a path, ``can't``) is left as written; a name of letters
+    alone (``ollama is down``) is capitalized, as a sentence's first word is.
     """
     first = text.split(maxsplit=1)[0] if text.strip() else ""
     if first.isalpha() and first.islower():

@@ -396,7 +396,7 @@ async def test_a_message_sent_as_another_window_starts_a_run_in_the_session_is_r
         await type_and_send(pilot, "mine")
         await settle(pilot)
         errors = [n.text for n in chat.transcript.query(NoticeView) if n.has_class("-error")]
-        assert any("run 'run-of-the-other-window' of session 's-shared' is being executed by process 777 on "
+        assert any("Run 'run-of-the-other-window' of session 's-shared' is being executed by process 777 on "
                    "laptop-2" in text for text in errors), errors
         assert chat.composer.text == "mine"  # nothing of it was stored: the message is back to send again
     async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:

@@ -265,8 +265,10 @@ async def test_an_ended_answer_waiting_for_idle_unfolds_at_once_under_the_mouse(
             IDLE_WORK.drop()
 
 
-def held_highlight(monkeypatch) -> threading.Event:
-    """Hold every whole-block highlight (StreamedFence.make_exact's, in its thread) until the event is set."""
+@pytest.fixture
+def held_highlight(monkeypatch):
+    """Hold every whole-block highlight (StreamedFence.make_exact's, in its thread) until the event is set
+    (set at the end in any case: a test failing first leaves no thread waiting)."""
     release = threading.Event()
     highlight = streaming_markdown._highlighted_lines
 
@@ -275,7 +277,8 @@ def held_highlight(monkeypatch) -> threading.Event:
         return highlight(*args)
 
     monkeypatch.setattr(streaming_markdown, "_highlighted_lines", when_released)
-    return release
+    yield release
+    release.set()
 
 
 def after(code: str) -> str:
@@ -287,11 +290,11 @@ def after(code: str) -> str:
     code_block(5),
     "- an item with code:\n\n" + "".join(f"  {line}\n" if line else "\n" for line in code_block(5).splitlines()),
 ], ids=["top-level", "in-a-list"])
-async def test_a_code_block_is_folded_only_once_coloured_as_a_whole(monkeypatch, code):
+async def test_a_code_block_is_folded_only_once_coloured_as_a_whole(held_highlight, code):
     # Folded while its highlight as a whole was under way, a code block's chunk-by-chunk colours
     # (a docstring spanning two chunks coloured as code) were captured and shown until the user
     # was next idle, though the block itself had its exact colours (a test flaked on it, 3 in 10).
-    release = held_highlight(monkeypatch)
+    release = held_highlight
     first, rest = after(code), "\nMore after it.\n\nAnd more.\n"
     app = TwoAnswers(first + rest)
     async with app.run_test(size=(90, 300)) as pilot:

@@ -148,14 +148,15 @@ class SessionFilter(Input):
 
 
 EMPTY_HINT_WIDTH = 30
-"""Columns the empty list's hint is wrapped to: the list's own in the pane's 36 (its borders, padding and scrollbar)."""
+"""Columns the empty list's hint is wrapped to: the list's own in the pane's 36 (its borders, padding
+and scrollbar; SessionsPane's CSS width: change both together)."""
 
 
 class SessionsPane(Vertical):
     """Filter box and list; posts :class:`Selected` and :class:`Action` messages up."""
 
     DEFAULT_CSS = """
-    SessionsPane { width: 36; border-right: solid $panel; }
+    SessionsPane { width: 36; border-right: solid $panel; }  /* EMPTY_HINT_WIDTH follows it */
     SessionsPane .pane-title { color: $text-muted; padding: 0 1; text-style: bold; }
     SessionsPane.-time-view .pane-title { color: $accent; }
     SessionsPane Input { margin: 0 0 1 0; }

@@ -196,6 +196,8 @@ class StreamedFence(MarkdownFence):
 
     def _start_exact(self) -> None:
         self._exact_asked = False
+        if self._exact_for is not None and self._exact_for == (self.code, palette_of(self.app)):
+            return  # under way since it was asked: started again, the pass would be thrown away
         if self.is_attached:
             self.run_worker(self.make_exact(), group="highlight", exclusive=True)
 

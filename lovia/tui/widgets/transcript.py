@@ -521,6 +521,7 @@ class Transcript(VerticalScroll, can_focus=True):
                     self._last = None
                 if kept.end == self._window[0].start if to_first else kept.start == self._window[-1].end:
                     await self._join(kept, to_first)  # next to what is shown: nothing else changes
+                    self.refresh_bindings()  # the keys that apply to what is shown (trim, timeline)
                     return
             dropped = self._hide_window()
             if kept is not None:
@@ -537,6 +538,7 @@ class Transcript(VerticalScroll, can_focus=True):
             if not self.at_end:
                 self.anchor(False)
             self._drop_later(dropped)
+            self.refresh_bindings()
 
     def _show_screenful(self, kept: _Page, *, at_start: bool, page_size: int) -> None:
         """Show a page's first (or last) ``page_size`` entries now and the rest once the screen is drawn.
@@ -1006,6 +1008,7 @@ class Transcript(VerticalScroll, can_focus=True):
             if not self.at_end:
                 self.anchor(False)
             self._drop_later(dropped)
+            self.refresh_bindings()
 
     def _hide_window(self) -> list[Widget]:
         """Take every page out of the window: the session's first and last pages are kept, hidden; the
