@@ -53,6 +53,15 @@ def copy_of(db: Path, tmp_path: Path) -> Path:
     return target
 
 
+async def with_short_session(db: Path, session_id: str, questions: int) -> Path:
+    """``db`` with a session of ``questions`` runs of a question and its answer, numbered as the long session's."""
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(questions):
+            await session.append(session_id, [UserMessage(text=f"Question number {i}: what changed in step {i}?"),
+                                              AssistantMessage(text=f"Step {i} changed.")])
+    return db
+
+
 async def tools_first(db: Path, runs: int = 10) -> None:
     """A session whose first run has a tool call across the first page's edge, then ``runs`` runs of 200."""
     async with SQLiteSession(db, wal=True) as session:
@@ -233,12 +242,7 @@ async def test_from_home_and_from_end_the_view_scrolls_on_both_ways(long_db, tmp
 @pytest.mark.parametrize("size", SIZES)
 async def test_home_and_end_in_a_session_of_two_pages_keep_every_entry_shown(long_db, tmp_path, size):
     """Ten entries at 80x24 open as a page and the two before it: home shows those two above, hides nothing."""
-    db = copy_of(long_db, tmp_path)
-    async with SQLiteSession(db, wal=True) as session:
-        for i in range(5):
-            await session.append("s-ten", [UserMessage(text=f"Question number {i}: what changed in step {i}?"),
-                                           AssistantMessage(text=f"Step {i} changed.")])
-    app = make_app(db)
+    app = make_app(await with_short_session(copy_of(long_db, tmp_path), "s-ten", 5))
     async with app.run_test(size=size) as pilot:
         transcript = await open_long(pilot, "s-ten")
         await pilot.press("home")
@@ -460,12 +464,7 @@ async def test_trim_leaves_the_footer_once_paging_shows_no_tool_call_anywhere(lo
     # showed every entry of a session without one (its keys were not brought up to date by a page).
     from tests.tui.test_footer import footer_of
 
-    db = copy_of(long_db, tmp_path)
-    async with SQLiteSession(db, wal=True) as session:
-        for i in range(16):
-            await session.append("s-thirty-two", [UserMessage(text=f"Question number {i}: what changed in step {i}?"),
-                                              AssistantMessage(text=f"Step {i} changed.")])
-    app = make_app(db)
+    app = make_app(await with_short_session(copy_of(long_db, tmp_path), "s-thirty-two", 16))
     async with app.run_test(size=(160, 45)) as pilot:
         transcript = await open_long(pilot, "s-thirty-two")
         assert transcript.older_hidden > 0
