@@ -17,6 +17,12 @@ from tests.tui.conftest import burst, make_app, settle, type_and_send, wait_for
 from tests.tui.test_stop_and_continue import blocking_tool, fail_first_message, failing_then, stop_a_run
 
 
+async def send_first_and_second(pilot) -> None:
+    """The two messages most tests here start from, each sent and answered."""
+    await type_and_send(pilot, "first")
+    await type_and_send(pilot, "second")
+
+
 async def stored_texts(db, session_id: str) -> list[str | None]:
     async with SQLiteSession(db, wal=True) as session:
         return [getattr(e, "text", None) for e in await session.load(session_id)]
@@ -97,8 +103,7 @@ async def test_editing_an_older_message_says_how_many_runs_it_drops_and_asks(tmp
 async def test_the_last_message_needs_no_confirmation(tmp_path):
     app = make_app(tmp_path / "lovia.db", model=ScriptedModel(["one", "two"]))
     async with app.run_test(size=(160, 45)) as pilot:
-        await type_and_send(pilot, "first")
-        await type_and_send(pilot, "second")
+        await send_first_and_second(pilot)
         chat = app.screen.chat
         chat.transcript.focus()
         await pilot.press("end", "up", "e")
@@ -230,8 +235,7 @@ async def test_keys_typed_right_after_e_go_into_the_edit_not_to_the_transcripts_
     db = tmp_path / "lovia.db"
     app = make_app(db, model=ScriptedModel(["one", "two"]))
     async with app.run_test(size=size) as pilot:
-        await type_and_send(pilot, "first")
-        await type_and_send(pilot, "second")
+        await send_first_and_second(pilot)
         chat = app.screen.chat
         chat.transcript.focus()
         await pilot.press("end", "up")
@@ -299,8 +303,7 @@ async def test_backspace_typed_right_after_e_erases_and_other_keys_do_nothing_me
     db = tmp_path / "lovia.db"
     app = make_app(db, model=ScriptedModel(["one", "two"]))
     async with app.run_test(size=(80, 24)) as pilot:
-        await type_and_send(pilot, "first")
-        await type_and_send(pilot, "second")
+        await send_first_and_second(pilot)
         chat = app.screen.chat
         chat.transcript.focus()
         await pilot.press("end", "up")
@@ -324,8 +327,7 @@ async def test_a_message_typed_right_after_f_goes_into_the_fork_not_to_the_trans
     db = tmp_path / "lovia.db"
     app = make_app(db, model=ScriptedModel(["one", "two"]))
     async with app.run_test(size=size) as pilot:
-        await type_and_send(pilot, "first")
-        await type_and_send(pilot, "second")
+        await send_first_and_second(pilot)
         chat = app.screen.chat
         original = chat.session_id
         chat.transcript.focus()
@@ -399,8 +401,7 @@ async def test_a_resend_that_ends_before_its_run_starts_keeps_the_edit_and_the_d
         session.started = asyncio.Event()
     app = make_app(db, model=ScriptedModel(["one", "two", "never"]), session=session)
     async with app.run_test(size=(80, 24)) as pilot:
-        await type_and_send(pilot, "first")
-        await type_and_send(pilot, "second")
+        await send_first_and_second(pilot)
         chat = app.screen.chat
         await pilot.press(*"my draft", "ctrl+l")
         await wait_for(pilot, lambda: chat.has_class("-editing"))
@@ -428,8 +429,7 @@ async def test_a_fork_from_the_command_palette_leaves_the_transcripts_keys_alone
     db = tmp_path / "lovia.db"
     app = make_app(db, model=ScriptedModel(["one", "two"]))
     async with app.run_test(size=(160, 45)) as pilot:
-        await type_and_send(pilot, "first")
-        await type_and_send(pilot, "second")
+        await send_first_and_second(pilot)
         chat = app.screen.chat
         transcript = chat.transcript
         transcript.focus()
