@@ -469,3 +469,37 @@ async def test_the_empty_sessions_lists_hint_is_read_whole_in_the_pane(tmp_path)
             assert "…" not in hint
             assert hint.endswith(("f1 lists every key.", "escape clears it."))
 
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_escape_in_the_sessions_list_clears_the_filter_its_hint_names(tmp_path, size):
+    # The empty list says "escape clears it" while the list has the focus; escape did nothing there.
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-help", [UserMessage(text="help with taxes")])
+        await session.append("s-other", [UserMessage(text="Groceries for the week")])
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size[0] < 110:
+            await pilot.press("ctrl+b")
+            await settle(pilot)
+        pane = app.screen.query_one("SessionsPane")
+        session_list = app.screen.query_one("#session-list")
+        session_list.focus()
+        await pilot.press(*"zzz")
+        await wait_for(pilot, lambda: pane.sessions == [])
+        session_list.focus()
+        await settle(pilot)
+        assert "escape" in footer_keys(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(pane.sessions) == 2)
+        assert app.screen.query_one("#session-filter").value == ""
+        assert app.focused is session_list
+        if size[0] >= 110:
+            assert "escape" not in footer_keys(app)  # nothing left to clear
+        else:
+            assert app.screen.has_class("-sessions-open")
+            await pilot.press("escape")  # with no filter, escape goes on to the screen: the pane folds
+            await settle(pilot)
+            assert not app.screen.has_class("-sessions-open")

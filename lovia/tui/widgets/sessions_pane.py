@@ -36,6 +36,11 @@ from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.lists import StoppingOptionList
 
+CLEAR_FILTER_BINDING = Binding(
+    # One id for the list and the filter box, as f2: the empty list's hint names this key while the
+    # list has the focus, so it must clear the filter there too.
+    "escape", "clear_filter", "Clear filter", id="sessions-filter.clear")
+
 TIME_VIEW_BINDING = Binding(
     # Not a letter: letters typed in the list or the filter filter by title. One id for both, as f2.
     "f3", "time_view", "Time view", id="sessions.time_view",
@@ -52,6 +57,7 @@ class SessionList(StoppingOptionList):
         Binding("f2", "rename", "Rename", priority=True, id="sessions.rename"),
         Binding("delete", "delete", "Delete", id="sessions.delete"),
         Binding("slash", "filter", "Filter", show=False, id="sessions.filter"),
+        CLEAR_FILTER_BINDING,
         TIME_VIEW_BINDING,
     ]
 
@@ -62,6 +68,9 @@ class SessionList(StoppingOptionList):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "rename":
             return self.can_rename
+        if action == "clear_filter":
+            # With no filter escape goes on to the screen (at 80 columns it folds this pane)
+            return bool(self._filter_box().value)
         return True
 
     async def action_rename(self) -> None:
@@ -73,7 +82,13 @@ class SessionList(StoppingOptionList):
         self.post_message(SessionsPane.Action("delete", self._current()))
 
     def action_filter(self) -> None:
-        self.screen.query_one("#session-filter", Input).focus()
+        self._filter_box().focus()
+
+    def action_clear_filter(self) -> None:
+        self._filter_box().value = ""
+
+    def _filter_box(self) -> Input:
+        return self.screen.query_one("#session-filter", Input)
 
     def action_time_view(self) -> None:
         self.query_ancestor(SessionsPane).next_time_view()
@@ -89,7 +104,7 @@ class SessionList(StoppingOptionList):
             self.query_ancestor(SessionsPane).show_more()
 
     async def _on_key(self, event) -> None:
-        filter_input = self.screen.query_one("#session-filter", Input)
+        filter_input = self._filter_box()
         # A space starts nothing, but once typing began it is part of what is typed: a fast
         # typist's "shared sess" reached this list before the filter had focus, and lost its space.
         if event.character and event.character.isprintable() and event.key not in ("slash",) \
@@ -116,7 +131,7 @@ class SessionFilter(Input):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "to_list", "To the list", show=False, id="sessions-filter.to_list"),
-        Binding("escape", "clear_filter", "Clear filter", id="sessions-filter.clear"),
+        CLEAR_FILTER_BINDING,
         TIME_VIEW_BINDING,
         # The same id as the list's: one action, so one [keys] entry moves both
         Binding("f2", "rename", "Rename", priority=True, tooltip="Rename the session highlighted in the list",
@@ -387,6 +402,7 @@ class SessionsPane(Vertical):
         """Filter what the pane holds: no store is asked."""
         event.stop()
         self._filter(keep_options=False)
+        self.screen.refresh_bindings()  # escape clears a filter from the list only while there is one
 
     @on(Input.Submitted, "#session-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
