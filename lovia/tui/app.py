@@ -121,17 +121,26 @@ class LoviaApp(App[None]):
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Textual's notice, but never twice at once: a notice the same as one still shown (a key
-        pressed twice where it does nothing) is not stacked under it. An error reads as a sentence
-        (the library's messages start in lower case, as Python's exceptions do)."""
+        pressed twice where it does nothing) replaces it, shown for its whole time again rather
+        than stacked under it. An error reads as a sentence (the library's messages start in lower
+        case, as Python's exceptions do)."""
         if severity == "error":
             message = format.sentence(message)
         shown_for = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         notice, now = (message, title, severity), time.monotonic()
         self._notices_shown = {shown: until for shown, until in self._notices_shown.items() if until > now}
         if notice in self._notices_shown:
-            return
+            # On the loop, ahead of the new one (notify may be called from any thread)
+            self.call_later(self._withdraw, notice)
         self._notices_shown[notice] = now + shown_for
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def _withdraw(self, notice: tuple[str, str, str]) -> None:
+        """Take the notice shown the same as ``notice`` off the screen; the new one keeps its place in
+        :attr:`_notices_shown` (hence Textual's own ``_unnotify``, not this app's)."""
+        for shown in list(self._notifications):
+            if (shown.message, shown.title, shown.severity) == notice:
+                super()._unnotify(shown, refresh=False)
 
     def clear_notifications(self) -> None:
         self._notices_shown.clear()  # none is shown now: the next may be the same as one cleared

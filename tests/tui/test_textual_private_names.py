@@ -203,3 +203,11 @@ def test_the_call_that_forgets_a_notification_exists():
     handler = getattr(App, "_unnotify", None)
     assert handler is not None and list(inspect.signature(handler).parameters) == ["self", "notification", "refresh"]
     assert "_unnotify" in inspect.getsource(Toast)
+    # LoviaApp._withdraw reads the notifications shown from App._notifications
+    assert "self._notifications = Notifications()" in inspect.getsource(App.__init__)
+    assert "self._notifications.add(" in inspect.getsource(App)
+    from textual.notifications import Notification, Notifications
+
+    shown = Notification("shown", "t", "warning")
+    notifications = Notifications().add(shown)
+    assert [(n.message, n.title, n.severity) for n in notifications] == [("shown", "t", "warning")]
