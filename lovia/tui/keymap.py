@@ -40,7 +40,7 @@ import pkgutil
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from textual.app import App
@@ -334,12 +334,41 @@ class Keymap:
         return name in self.rebound and self.rebound[name] != actions()[name].default_keys
 
     def key_text(self, name: str) -> str:
-        """The keys ``name`` takes, as shown to the user: ``ctrl+b`` or ``r / enter``."""
-        return " / ".join(display_key(k) for k in self.keys(name))
+        """The keys to name for ``name`` in a hint, as shown to the user: ``ctrl+b`` or ``r / enter``.
+
+        A key a clash leaves in doubt (see :meth:`clashes`) is not named while ``name`` has another:
+        "f1 lists every key" is not said of an f1 the config file gave to something else too.
+        """
+        return " / ".join(display_key(k) for k in self._hinted_keys(name))
 
     def first_key_text(self, name: str) -> str:
-        """The first key ``name`` takes, as shown to the user (a button's hint: ``Cancel (n)``)."""
-        return display_key(self.keys(name)[0])
+        """The first key :meth:`key_text` names, as shown to the user (a button's hint: ``Cancel (n)``)."""
+        return display_key(self._hinted_keys(name)[0])
+
+    def configured_key_text(self, name: str) -> str:
+        """Every key ``name`` takes as the config file put it, clashes included (the help's table)."""
+        return " / ".join(display_key(k) for k in self.keys(name))
+
+    def sure_key_text(self, name: str) -> str | None:
+        """:meth:`key_text`, or ``None`` when a clash also gives every key of ``name`` to another
+        (which one takes it is Textual's choice): a hint that can do without the key says nothing of it."""
+        if set(self.keys(name)) <= self._clashed_keys.get(name, set()):
+            return None
+        return self.key_text(name)
+
+    def _hinted_keys(self, name: str) -> tuple[str, ...]:
+        keys = self.keys(name)
+        doubtful = self._clashed_keys.get(name, set())
+        return tuple(k for k in keys if k not in doubtful) or keys
+
+    @cached_property
+    def _clashed_keys(self) -> dict[str, set[str]]:
+        """Action name -> its keys that some clash also gives to another."""
+        clashed: dict[str, set[str]] = {}
+        for clash in self.clashes() if self.rebound else ():
+            for name in clash.names:
+                clashed.setdefault(name, set()).add(clash.key)
+        return clashed
 
     def textual_keymap(self) -> dict[str, str]:
         """What to give ``App.set_keymap``.

@@ -488,3 +488,27 @@ async def test_the_palette_offers_search_and_the_mcp_servers_and_says_each_comma
             await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+
+
+@pytest.mark.parametrize(("keys", "promised", "not_promised"), [
+    # f1 given to the trash as well: the welcome promised "f1 lists every key"
+    ({"main.trash": ("f1",)}, ["press enter to start", "ctrl+p finds any action"], ["lists every key"]),
+    # help keeps a key no clash touches: that one is named
+    ({"main.trash": ("f1",), "app.help": ("f1", "f12")}, ["f12 lists every key"], ["f1 "]),
+    ({"main.search": ("f9",), "composer.send": ("f9",)}, ["Write a message below to start", "f1 lists every key"],
+     ["press f9"]),
+])
+async def test_the_welcome_and_the_empty_list_promise_no_key_a_clash_gave_away(tmp_path, keys, promised,
+                                                                               not_promised):
+    app = make_app(tmp_path / "lovia.db", keys=keys)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        welcome = " ".join(str(app.screen.query_one("#welcome").render()).split())
+        hint = " ".join(str(app.screen.query_one("#session-list").get_option_at_index(0).prompt).split())
+        for said in promised:
+            assert said in welcome
+        for said in not_promised:
+            assert said not in welcome
+            assert said.replace("Write a message below", "write a message") not in hint
+        assert welcome.endswith(".") and hint.endswith(".")
+        assert ("lists every key" in hint) == ("lists every key" in welcome)

@@ -53,13 +53,13 @@ def key_table(keymap: Keymap = DEFAULT_KEYMAP) -> list[tuple[str, list[KeyRow]]]
     groups: dict[str, list[KeyRow]] = {}
     known = actions()
     for action in known.values():
-        default = DEFAULT_KEYMAP.key_text(action.name) if keymap.is_rebound(action.name) else None
+        default = DEFAULT_KEYMAP.configured_key_text(action.name) if keymap.is_rebound(action.name) else None
         groups.setdefault(action.title, []).append(
-            KeyRow(keymap.key_text(action.name), action.name, action.description, default))
+            KeyRow(keymap.configured_key_text(action.name), action.name, action.description, default))
     for title, rows in (*BUILTIN_KEYS.items(), *HANDLED_KEYS.items()):
         groups.setdefault(title, []).extend(KeyRow(keys, "", what) for keys, what in rows)
     for title, names in ALSO_IN.items():
-        groups.setdefault(title, []).extend(KeyRow(keymap.key_text(name), name, known[name].description)
+        groups.setdefault(title, []).extend(KeyRow(keymap.configured_key_text(name), name, known[name].description)
                                             for name in names)
     return list(groups.items())
 

@@ -73,10 +73,10 @@ WIDE = 150
 SIDE_PANES = {"sessions": "SessionsPane", "runs": "#side"}
 """The panes that fold, by name: what ctrl+b and ctrl+o show and hide."""
 
-WELCOME_TEMPLATE = ("Write a message below and press {send} to start a conversation. "
-                    "{help} lists every key; {palette} finds any action by name.")
-WELCOME = WELCOME_TEMPLATE.format(send="enter", help="f1", palette="ctrl+p")
-"""The welcome with lovia's default keys; with keys moved by the config file's [keys], the template's."""
+WELCOME = ("Write a message below and press enter to start a conversation. "
+           "f1 lists every key; ctrl+p finds any action by name.")
+"""The welcome with lovia's default keys; with keys moved by the config file's [keys], see
+:meth:`MainScreen._welcome`."""
 
 
 class MainScreen(Screen):
@@ -175,8 +175,15 @@ class MainScreen(Screen):
         keymap = keymap_of(self)
         if not keymap.rebound:
             return WELCOME
-        return WELCOME_TEMPLATE.format(send=keymap.key_text("composer.send"), help=keymap.key_text("app.help"),
-                                       palette=keymap.key_text("app.command_palette"))
+        # A key a clash gave to another action too is not promised (the clash is reported at start)
+        send, help_key, palette = (keymap.sure_key_text(name)
+                                   for name in ("composer.send", "app.help", "app.command_palette"))
+        start = (f"Write a message below and press {send} to start a conversation." if send
+                 else "Write a message below to start a conversation.")
+        clauses = [f"{help_key} lists every key" if help_key else "",
+                   f"{palette} finds any action by name" if palette else ""]
+        more = "; ".join(clause for clause in clauses if clause)
+        return f"{start} {more}." if more else start
 
     def compose(self) -> ComposeResult:
         # The width's class from the start: set by Textual's first resize, it restyled and laid

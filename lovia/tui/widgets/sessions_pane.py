@@ -333,8 +333,11 @@ class SessionsPane(Vertical):
             return f"No session matches the filter: {key('sessions-filter.clear', 'escape')} clears it."
         if self.time_view.window is not None and self.listed:
             return f"No session active {self.time_view.name}: {key('sessions.time_view', 'f3')} shows the others."
-        return (f"No sessions yet: write a message and press {key('composer.send', 'enter')} to start one; "
-                f"{key('app.help', 'f1')} lists every key.")
+        # The welcome's two promises, each left out when a clash gave its key to another action too
+        send, help_key = ("enter", "f1") if not keymap.rebound else (
+            keymap.sure_key_text("composer.send"), keymap.sure_key_text("app.help"))
+        start = f"write a message and press {send} to start one" if send else "write a message to start one"
+        return f"No sessions yet: {start}; {help_key} lists every key." if help_key else f"No sessions yet: {start}."
 
     def _more_marker(self, options: OptionList) -> None:
         left = len(self.sessions) - self._options_for
