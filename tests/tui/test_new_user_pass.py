@@ -58,6 +58,29 @@ async def test_ages_in_the_lists_move_on_while_nobody_writes(tmp_path, monkeypat
         await wait_for(pilot, lambda: "3 min ago" in plain(runs.get_option_at_index(0).prompt))
 
 
+async def test_ages_in_the_lists_read_true_to_the_second_and_unchanged_lines_are_left_alone(tmp_path, monkeypatch):
+    # Ages were worked out again every 30 s: "42 s ago" could mean 71.
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="do it",
+                       started_at=T, updated_at=T)
+        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="do it")]))
+    now = [T + 1]
+    monkeypatch.setattr(format, "clock", lambda: now[0])
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        sessions = app.screen.query_one("#session-list")
+        runs = app.screen.query_one("#run-list")
+        shown = sessions.get_option_at_index(0).prompt, runs.get_option_at_index(0).prompt
+        await pilot.pause(lists.AGES_REFRESH_SECONDS * 2.5)  # ticks that change nothing draw nothing
+        assert (sessions.get_option_at_index(0).prompt, runs.get_option_at_index(0).prompt) == shown
+        assert sessions.get_option_at_index(0).prompt is shown[0] and runs.get_option_at_index(0).prompt is shown[1]
+        now[0] = T + 42
+        await wait_for(pilot, lambda: "42 s ago" in plain(sessions.get_option_at_index(0).prompt)
+                       and "42 s ago" in plain(runs.get_option_at_index(0).prompt), give_up_after=5)
+
+
 async def test_up_and_down_stop_at_the_ends_of_the_sessions_list(tmp_path):
     db = tmp_path / "lovia.db"
     await stored_sessions(db, "newest", "middle", "oldest")

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from rich.text import Text
 from textual.widgets import OptionList
 
-AGES_REFRESH_SECONDS = 30.0
-"""How often the sessions and runs lists re-render their relative ages ("3 min ago") from the
-data they hold; no store is asked, so a list nobody writes to still reads true."""
+AGES_REFRESH_SECONDS = 1.0
+"""How often the sessions and runs lists work out their relative ages ("42 s ago") again from the
+data they hold: no store is asked, and only an option whose text changed is drawn again, so a list
+nobody writes to still reads true to the second (every 30 s, "42 s ago" could mean 71)."""
+
+
+def replace_changed_prompts(options: OptionList, prompts: Iterable[Text]) -> None:
+    """Give the first options ``prompts``, in order, leaving alone each already showing its own
+    (highlight and scroll stay; an unchanged option is not laid out again)."""
+    for index, prompt in enumerate(prompts):
+        if options.get_option_at_index(index).prompt != prompt:
+            options.replace_option_prompt_at_index(index, prompt)
 
 
 class StoppingOptionList(OptionList):

@@ -107,10 +107,8 @@ class RunsPane(Vertical):
     def refresh_ages(self) -> None:
         """Re-render the listed runs' ages (and lines, to the list's width) from what the list holds;
         highlight and scroll stay."""
-        options = self.query_one(RunList)
         now = format.clock()
-        for index, run in enumerate(self.runs):
-            options.replace_option_prompt_at_index(index, self._label(run, now))
+        lists.replace_changed_prompts(self.query_one(RunList), (self._label(run, now) for run in self.runs))
 
     def _label(self, run: RunSummary, now: float) -> Text:
         options = self.query_one(RunList)

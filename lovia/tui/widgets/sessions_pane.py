@@ -363,9 +363,8 @@ class SessionsPane(Vertical):
         if self.time_view.since(format.clock()) != self._since:
             self._filter(keep_options=True)
             return
-        options = self.query_one(SessionList)
-        for index, info in enumerate(self.sessions[:self._options_for]):
-            options.replace_option_prompt_at_index(index, _label(info, info.session_id == self._current))
+        lists.replace_changed_prompts(self.query_one(SessionList), (
+            _label(info, info.session_id == self._current) for info in self.sessions[:self._options_for]))
 
     async def ask_new_title(self, session_id: str) -> None:
         """Open the rename prompt for ``session_id``; its answer comes as :class:`Renamed`.
