@@ -221,6 +221,30 @@ async def test_n_before_a_search_says_so_and_is_not_in_the_footer(db):
         assert "match(1)" not in {entry.action for entry in app.screen.query_one(LoviaFooter).entries}
 
 
+@pytest.mark.parametrize("size", SIZES)
+async def test_after_a_search_the_footer_offers_n_and_n_first_as_one_entry(db, size):
+    # At 80 columns the footer had room for neither n nor N once a hit was opened (they came after
+    # c, e, t, f and w); N never fitted beside n.
+    from lovia.tui.widgets.footer import LoviaFooter
+
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await search(pilot, WORD)
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await settle(pilot)
+        footer = app.screen.query_one(LoviaFooter)
+        first = footer.entries[0]
+        assert (first.key_display, first.description, first.action) == ("n/N", "Match", "match(1)")
+        assert "n/N Match" in "".join(segment.text for segment in footer.render_line(0))
+        transcript = app.screen.query_one(Transcript)
+        opened = (app.screen.chat.session_id, transcript.selected_position)
+        await pilot.click(footer, offset=(1, 0))  # a click on it presses n: the next match
+        await wait_for(pilot, lambda: (app.screen.chat.session_id,
+                                       app.screen.query_one(Transcript).selected_position) != opened)
+
+
 def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_matches():
     """The list showed an answer's ``**294**`` as stored; a tool's output keeps its own characters."""
     from lovia.session import SearchHit

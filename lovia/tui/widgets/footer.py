@@ -10,12 +10,14 @@ variables and component classes (``footer-key--key``, ``footer-key--description`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import ClassVar, Protocol, runtime_checkable
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
@@ -73,6 +75,24 @@ class FooterEntry:
     def compact_width(self) -> int:
         """The cells it takes drawn compact, as the command palette's is: ``^p palette``."""
         return cell_len(self.key_display) + (cell_len(self.description) + 1 if self.description else 0)
+
+
+def _grouped(entries: list[tuple[FooterEntry, Binding.Group | None]]) -> list[FooterEntry]:
+    """As Textual's footer draws them: side by side bindings of one group are one entry, their
+    keys together under the group's description (``n/N Match``: room for one more key at 80
+    columns). A click presses the first; the tooltip holds each one's."""
+    merged: list[FooterEntry] = []
+    for group, members in groupby(entries, key=lambda pair: pair[1]):
+        same = [entry for entry, _ in members]
+        if group is None or len(same) == 1:
+            merged.extend(same)
+            continue
+        first = same[0]
+        merged.append(FooterEntry(
+            first.key, "/".join(entry.key_display for entry in same), group.description, first.action,
+            any(entry.enabled for entry in same),
+            "\n".join(f"{entry.key_display}: {entry.tooltip or entry.description}" for entry in same)))
+    return merged
 
 
 class LoviaFooter(Widget, can_focus=False):
@@ -217,16 +237,14 @@ class LoviaFooter(Widget, can_focus=False):
     def _entries_in_force(self) -> tuple[list[FooterEntry], FooterEntry | None]:
         """As Textual's footer picks them: the first shown binding of each action, in the screen's order."""
         app, active = self.app, self.screen.active_bindings
-        by_action: dict[str, list[FooterEntry]] = {}
+        by_action: dict[str, list[tuple[FooterEntry, Binding.Group | None]]] = {}
         for node, binding, enabled, tooltip in active.values():
             if binding.show and not (isinstance(node, HidesInFooter) and node.hidden_in_footer(binding.action)):
                 described = node.footer_description(binding.action) if isinstance(node, DescribesInFooter) else None
-                by_action.setdefault(binding.action, []).append(FooterEntry(
+                by_action.setdefault(binding.action, []).append((FooterEntry(
                     binding.key, app.get_key_display(binding), described or binding.description, binding.action,
-                    enabled, tooltip))
-        # (Textual's footer draws the keys of a binding group together under one label; lovia's
-        # bindings declare no group, so each action is an entry of its own.)
-        entries = [same[0] for same in by_action.values()]
+                    enabled, tooltip), binding.group))
+        entries = _grouped([same[0] for same in by_action.values()])
         palette = None
         if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
             _, binding, enabled, tooltip = active[app.COMMAND_PALETTE_BINDING]

@@ -104,6 +104,10 @@ class _Page:
     widgets: list[Widget]
 
 
+MATCH_KEYS = Binding.Group("Match")
+"""n and N, drawn as one footer entry."""
+
+
 class Transcript(VerticalScroll, can_focus=True):
     """The live transcript pane."""
 
@@ -112,6 +116,12 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("down,j", "cursor(1)", "Next", show=False, id="transcript.next"),
         Binding("home", "cursor_home", "First", show=False, id="transcript.first"),
         Binding("end", "to_end", "Last", show=False, id="transcript.last"),
+        # First of the keys the footer shows, and one entry there ("n/N Match"): offered only after
+        # a search, when stepping through its matches is what this pane is being used for.
+        Binding("n", "match(1)", "Next match", id="transcript.next_match", group=MATCH_KEYS,
+                tooltip="The next match of the search: further down this session, then the next session"),
+        Binding("N", "match(-1)", "Previous match", id="transcript.previous_match", group=MATCH_KEYS,
+                tooltip="The previous match of the search: further up this session, then the previous session"),
         Binding("enter", "expand", "Expand", id="transcript.expand"),
         Binding("c", "copy", "Copy", id="transcript.copy"),
         Binding("y", "copy_code", "Copy code", id="transcript.copy_code"),
@@ -124,10 +134,6 @@ class Transcript(VerticalScroll, can_focus=True):
         # Offered only while the last edit-and-resend or regenerate can be undone (until the next message).
         Binding("u", "undo_rewind", "Undo rewind", id="transcript.undo_rewind",
                 tooltip="Bring the transcript back as it was before the last edit-and-resend or regenerate"),
-        Binding("n", "match(1)", "Next match", id="transcript.next_match",
-                tooltip="The next match of the search: further down this session, then the next session"),
-        Binding("N", "match(-1)", "Previous match", id="transcript.previous_match",
-                tooltip="The previous match of the search: further up this session, then the previous session"),
     ]
 
     DEFAULT_CSS = """
