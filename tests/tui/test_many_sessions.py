@@ -5,6 +5,8 @@ Queries are counted by stores that count their calls (``tests/tui/counting.py``)
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from lovia import BUILTIN_TOOLS, Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, UserMessage
@@ -199,3 +201,35 @@ async def test_a_new_sessions_first_message_leaves_the_cursor_alone_when_the_fil
         await type_and_send(pilot, "gamma")  # a new session the filter "alpha" hides
         await settle(pilot)
         assert options.get_option_at_index(options.highlighted).id == picked
+
+
+async def test_a_slow_listing_started_first_never_overwrites_a_newer_one(tmp_path):
+    # Two refreshes racing: a full listing held up in its read applied what it read after a later,
+    # quicker refresh of one session had shown that session as it is now; its old row stayed.
+    db = tmp_path / "lovia.db"
+    await many_sessions(db, 3)
+    app, _, _ = counted_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen, pane = app.screen, app.screen.query_one("SessionsPane")
+        backend, gate, held = screen.backend, asyncio.Event(), asyncio.Event()
+        listed_before = backend.sessions
+
+        async def slow_sessions(*args, **kwargs):
+            listing = await listed_before(*args, **kwargs)  # read before the rename below
+            held.set()
+            await gate.wait()
+            return listing
+
+        backend.sessions = slow_sessions
+        slow = asyncio.create_task(screen.refresh_lists())
+        await wait_for(pilot, held.is_set)
+        backend.sessions = listed_before
+        async with SQLiteSession(db, wal=True) as elsewhere:
+            await elsewhere.rename_session("s-0001", "renamed elsewhere")
+        quick = asyncio.create_task(screen.refresh_session("s-0001"))
+        await pilot.pause(0.1)
+        gate.set()
+        await asyncio.gather(slow, quick)
+        await settle(pilot)
+        assert {info.session_id: info.title for info in pane.listed}["s-0001"] == "renamed elsewhere"

@@ -8,6 +8,7 @@ wide screen the same keys hide and show the panes. f10 maximizes the focused pan
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
@@ -165,6 +166,9 @@ class MainScreen(Screen):
         # refresh_changed): where the session store's changes stood, and the runs not stored yet.
         self._sessions_mark: int | None = None
         self._runs_listed: set[ListedRun] | None = None
+        # One refresh of the lists at a time, from its reads to what it shows: a slow one started
+        # first would show what it read after a later one had shown what is there now.
+        self._lists_updating = asyncio.Lock()
         self._resumed_before = False  # see on_screen_resume
         self._unstored: list[RunSummary] | None = None  # the runs not stored yet, as the lists last read them
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
@@ -423,14 +427,15 @@ class MainScreen(Screen):
             session_id = None
             await self.chat.open_session(None)
         self._welcome_if_empty()
-        unstored = await self._unstored_runs()
-        in_flight = [r for r in self.backend.listed_runs(unstored) if r.head.session_id == session_id] \
-            if session_id else []
-        self.inspected = in_flight[0].run_id if in_flight else None
-        if sessions is None and self.backend.can_list_sessions:
-            pane = self.query_one(SessionsPane)
-            sessions = pane.listed
-        self._show_lists(sessions, unstored)
+        async with self._lists_updating:
+            unstored = await self._unstored_runs()
+            in_flight = [r for r in self.backend.listed_runs(unstored) if r.head.session_id == session_id] \
+                if session_id else []
+            self.inspected = in_flight[0].run_id if in_flight else None
+            if sessions is None and self.backend.can_list_sessions:
+                pane = self.query_one(SessionsPane)
+                sessions = pane.listed
+            self._show_lists(sessions, unstored)
         await self.inspect(self.inspected)
         return opened
 
@@ -447,6 +452,11 @@ class MainScreen(Screen):
 
     async def refresh_lists(self) -> None:
         """Reload the sessions and runs panes (and the inspected run) from the stores: every session is listed."""
+        async with self._lists_updating:
+            await self._list_everything()
+        await self.inspect(self.inspected)
+
+    async def _list_everything(self) -> None:
         unstored = await self._unstored_runs()
         # Marked before the listing: what is written during it is read again by the next update.
         # Without a mark (the store cannot say, or failed to) every update lists every session.
@@ -459,7 +469,6 @@ class MainScreen(Screen):
             self._show_lists(sessions, unstored)
             self._sessions_mark = mark
             self._runs_listed = _runs_as_listed(unstored)
-        await self.inspect(self.inspected)
 
     async def refresh_changed(self) -> None:
         """Bring the lists up to date after writes here or elsewhere, as :meth:`refresh_lists` does,
@@ -468,18 +477,23 @@ class MainScreen(Screen):
         thousand sessions a full listing holds the app a tenth of a second or more. A session changed
         is one the store names, or one whose runs not stored yet changed (new, gone, written, or
         reading another state: a lease lapsed)."""
+        async with self._lists_updating:
+            await self._list_what_changed()
+        await self.inspect(self.inspected)
+
+    async def _list_what_changed(self) -> None:
         changes = None
         if self._sessions_mark is not None:
             with told_on(self, "reload the lists"):
                 changes = await self.backend.sessions_changed(self._sessions_mark)
         if changes is None or changes.session_ids is None or len(changes.session_ids) > FEW_CHANGED:
-            await self.refresh_lists()
+            await self._list_everything()
             return
         unstored = await self._unstored_runs()
         runs = _runs_as_listed(unstored)
         changed = set(changes.session_ids) | _sessions_of_changed_runs(self._runs_listed or set(), runs)
         if len(changed) > FEW_CHANGED:
-            await self.refresh_lists()
+            await self._list_everything()
             return
         with told_on(self, "reload the lists"):
             pane = self.query_one(SessionsPane) if self.backend.can_list_sessions else None
@@ -489,7 +503,6 @@ class MainScreen(Screen):
                     pane.update_session(session_id, listing, self.chat.session_id)
             self._show_lists(None, unstored)
             self._sessions_mark, self._runs_listed = changes.mark, runs
-        await self.inspect(self.inspected)
 
     async def refresh_session(self, session_id: str, *, runs_too: bool = True) -> None:
         """Bring one session's listing up to date, and the runs pane unless ``runs_too`` is false.
@@ -500,6 +513,10 @@ class MainScreen(Screen):
         """
         if not self.backend.can_list_sessions and not runs_too:
             return
+        async with self._lists_updating:
+            await self._list_session(session_id, runs_too)
+
+    async def _list_session(self, session_id: str, runs_too: bool) -> None:
         with told_on(self, "reload the lists"):
             unstored = self._unstored
             if runs_too or unstored is None:
