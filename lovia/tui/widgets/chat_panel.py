@@ -54,6 +54,7 @@ from lovia.tui.screens.choice import Choice, ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.composer import Composer
+from lovia.tui.widgets.run_status import RunStatus
 from lovia.tui.widgets.transcript import Transcript
 from lovia.tui.widgets.user_message import UserMessageView
 
@@ -120,6 +121,7 @@ class ChatPanel(Vertical):
         yield transcript
         yield Static("Editing a message: enter resends it and drops everything after it; escape cancels.",
                      id="editing")
+        yield RunStatus(id="run-status")
         yield Composer(id="composer")
 
     @property
@@ -294,6 +296,25 @@ class ChatPanel(Vertical):
                 await self.transcript.add_notice(f"MCP server {server.name} is not offered to the model: "
                                                  f"{server.error}. {servers} lists the servers.", "warning")
 
+    @staticmethod
+    def _tell_status(status: RunStatus, event: object, model: str | None) -> str | None:
+        """Move the line above the composer on to what ``event`` says the run does now; returns the
+        model asked from now on."""
+        if isinstance(event, RunStarted):
+            model = event.model
+            status.waiting_for_model(model)
+        elif isinstance(event, HandoffOccurred):
+            model = None
+        elif isinstance(event, TextDelta):
+            status.answering(model)
+        elif isinstance(event, ToolCallStarted):
+            status.running_tools(event.call.call_id, event.call.name)
+        elif isinstance(event, ToolResultReceived):
+            status.tool_done(event.result.call_id, model)
+        elif isinstance(event, (RunCompleted, RunFailed, RunInterrupted)):
+            status.clear()
+        return model
+
     def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None,
                show_stored_first: bool = False,
                not_started: Callable[[BaseException | None], None] | None = None) -> None:
@@ -311,10 +332,13 @@ class ChatPanel(Vertical):
         fails before it could): what the run's start changed in it (see :meth:`_start_run`) shows.
         """
         transcript = self.transcript
+        status = self.query_one(RunStatus)
+        model: str | None = None  # the model the run's agent asks (after a handoff: not known here)
         reported: BaseException | None = None
         interrupted = False
         try:
             async for event in stream:
+                model = self._tell_status(status, event, model)
                 if show_stored_first and isinstance(event, (RunStarted, RunFailed, RunInterrupted)):
                     show_stored_first = False
                     await self._show_session()
@@ -393,6 +417,7 @@ class ChatPanel(Vertical):
             self.stream = None
             self._live_input = None
             if self.is_attached:  # else the app is closing and cancelled this worker: no screen is left to update
+                status.clear()
                 self.running = False
                 await self.refresh_title()
                 self.post_message(self.Changed(self.session_id, stream.run_id))

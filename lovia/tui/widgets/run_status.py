@@ -1,0 +1,97 @@
+"""RunStatus: one line above the composer while a run goes, saying what it waits on and for how long.
+
+A local model can take a minute before its first token (the prompt is read first), and a server
+that never answers keeps the client waiting for its timeout: the run header's "running…" is far
+up the transcript and says neither. This line does ("Waiting for openai:local · 42 s"), so a
+user can tell a slow model from a dead one, and stop it (escape) knowing which.
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual.reactive import reactive
+from textual.timer import Timer
+from textual.widget import Widget
+
+from lovia.tui import format
+
+TICK_SECONDS = 1.0
+"""How often the time on the line moves on."""
+
+
+class RunStatus(Widget):
+    """Hidden while no run goes. The chat panel tells it each step as the run's events come:
+    :meth:`waiting_for_model`, :meth:`answering`, :meth:`running_tools`, :meth:`clear`."""
+
+    DEFAULT_CSS = """
+    RunStatus {
+        display: none; height: 1; padding: 0 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    RunStatus.-shown { display: block; }
+    """
+
+    step: reactive[str] = reactive("", init=False)
+    """What the run does now, as the line says it ("Waiting for openai:local"); empty: no run goes."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._since = time.monotonic()
+        self._tools: dict[str, str] = {}  # the calls running now: call id -> tool name
+        self._ticker: Timer | None = None
+
+    def waiting_for_model(self, model: str | None) -> None:
+        """A model was asked, and nothing of its answer has come yet."""
+        self._tools.clear()
+        self._set(f"Waiting for {model or 'the model'}")
+
+    def answering(self, model: str | None) -> None:
+        """The model's answer streams in (said once, at its first piece: the time counts from there)."""
+        text = f"{model or 'The model'} is answering"
+        if self.step != text:
+            self._set(text)
+
+    def running_tools(self, call_id: str, name: str) -> None:
+        """A tool call started; the line names what runs until every one has its result."""
+        self._tools[call_id] = name
+        self._set(self._tools_text(), restart=len(self._tools) == 1)
+
+    def tool_done(self, call_id: str, model: str | None) -> None:
+        """A tool call has its result: with none left running, the model is asked again."""
+        self._tools.pop(call_id, None)
+        if self._tools:
+            self._set(self._tools_text(), restart=False)
+        else:
+            self.waiting_for_model(model)
+
+    def clear(self) -> None:
+        """No run goes any more: the line goes."""
+        self._tools.clear()
+        self.step = ""
+
+    def _tools_text(self) -> str:
+        names = list(dict.fromkeys(self._tools.values()))
+        more = len(self._tools) - 1
+        return f"Running {names[0]}" + (f" and {format.count(more, 'more call', 'more calls')}" if more else "")
+
+    def _set(self, step: str, *, restart: bool = True) -> None:
+        if restart:
+            self._since = time.monotonic()
+        self.step = step
+        self.refresh()  # the same step restarted: the time shown starts again
+
+    def watch_step(self, step: str) -> None:
+        self.set_class(bool(step), "-shown")
+        if step and self._ticker is None:
+            self._ticker = self.set_interval(TICK_SECONDS, self.refresh, name="run status")
+        elif not step and self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    def render(self) -> str:
+        if not self.step:
+            return ""
+        waited = int(time.monotonic() - self._since)
+        # Whole seconds, from the first: a quick step is not a flicker of "0s".
+        shown = f"{waited}s" if waited < 60 else format.duration(waited)
+        return f"{self.step} · {shown}" if waited >= 1 else f"{self.step}…"

@@ -1,0 +1,122 @@
+"""The line above the composer while a run goes: what it waits on (the model, a tool), for how long.
+
+A model that has not answered yet looked the same as a dead server: "running…" on a header far up
+the transcript, for minutes (the client's timeout, each try). The model here holds its first
+token until the test lets it go; the tool holds its result the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from lovia import Agent, tool
+from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.widgets.run_status import RunStatus
+from tests.tui.conftest import make_app, settle, wait_for
+
+
+class HeldModel(ScriptedModel):
+    """A scripted model whose every turn waits for ``go`` before its first chunk."""
+
+    def __init__(self, turns) -> None:
+        super().__init__(turns, name="slow-model")
+        self.asked, self.go = asyncio.Event(), asyncio.Event()
+
+    async def stream(self, request):
+        self.asked.set()
+        await self.go.wait()
+        self.go.clear()
+        async for chunk in super().stream(request):
+            yield chunk
+
+
+async def send(pilot, text: str) -> None:
+    """Type ``text`` and send it, without waiting for the run (it waits on the test)."""
+    pilot.app.screen.query_one("#composer").focus()
+    await pilot.pause()
+    await pilot.press(*text, "enter")
+
+
+def status_line(app) -> str:
+    status = app.screen.query_one(RunStatus)
+    return str(status.render()) if status.display else ""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_line_says_what_the_run_waits_on_and_for_how_long(tmp_path, size):
+    tool_started, tool_release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def lookup() -> str:
+        """A slow lookup."""
+        tool_started.set()
+        await tool_release.wait()
+        return "found"
+
+    model = HeldModel([ScriptedTurn(tool_calls=[call("lookup", {}, call_id="c1")]), "All done."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[lookup]))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert status_line(app) == ""  # no run: no line
+        await send(pilot, "look it up")
+        await wait_for(pilot, model.asked.is_set)
+        await wait_for(pilot, lambda: status_line(app).startswith("Waiting for slow-model"))
+        await wait_for(pilot, lambda: re.fullmatch(r"Waiting for slow-model · \d+s", status_line(app)),
+                       give_up_after=5)
+        assert "Waiting for slow-model" in app.export_screenshot().replace("&#160;", " ")
+
+        model.asked.clear()
+        model.go.set()  # the model calls the tool, which holds
+        await wait_for(pilot, tool_started.is_set)
+        await wait_for(pilot, lambda: status_line(app).startswith("Running lookup"))
+
+        tool_release.set()  # the result goes back: the model is asked again, and waited on afresh
+        await wait_for(pilot, model.asked.is_set)
+        await wait_for(pilot, lambda: status_line(app) == "Waiting for slow-model…")
+
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app) == ""
+
+
+async def test_the_line_goes_when_the_run_is_stopped_while_waiting(tmp_path):
+    model = HeldModel(["never sent"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "hello")
+        await wait_for(pilot, model.asked.is_set)
+        await wait_for(pilot, lambda: status_line(app).startswith("Waiting for slow-model"))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app) == ""
+
+
+async def test_several_tool_calls_running_at_once_are_counted(tmp_path):
+    release = asyncio.Event()
+    started: list[str] = []
+
+    @tool
+    async def fetch(what: str) -> str:
+        """A slow fetch."""
+        started.append(what)
+        await release.wait()
+        return what
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("fetch", {"what": w}, call_id=f"c-{w}") for w in "abc"]),
+                           "Done."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[fetch]))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await send(pilot, "fetch three")
+        await wait_for(pilot, lambda: len(started) == 3)
+        await wait_for(pilot, lambda: status_line(app).startswith("Running fetch and 2 more calls"))
+        release.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app) == ""
