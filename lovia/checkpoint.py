@@ -443,6 +443,22 @@ class SessionExclusiveCheckpointer(ClaimingCheckpointer, Protocol):
         ...
 
 
+def claims_alone(checkpointer: object) -> bool:
+    """Whether the runner asks ``checkpointer`` for :meth:`~SessionExclusiveCheckpointer.claim_alone` where
+    ``alone_in_session`` is asked for: it has one, and no subclass overrides ``claim`` below the class
+    that defines it. Such an override (one that logs, say, or refuses some runs) would never be
+    called: ``claim`` is then called, and the session looked at just before it, as for a
+    checkpointer without ``claim_alone``."""
+    if not isinstance(checkpointer, SessionExclusiveCheckpointer):
+        return False
+    mro = type(checkpointer).__mro__
+
+    def defined_at(name: str) -> int:
+        return next((depth for depth, cls in enumerate(mro) if name in vars(cls)), len(mro))
+
+    return defined_at("claim_alone") <= defined_at("claim")
+
+
 @runtime_checkable
 class ListableCheckpointer(Checkpointer, Protocol):
     """A checkpointer that can list its runs, as the bundled ones do."""
@@ -604,9 +620,10 @@ class CheckpointOptions:
     """Start (or resume) the run only while no other run of its session executes: of runs of one
     session started at once, one executes and the others raise :class:`~lovia.errors.RunClaimedError`
     before anything of them is stored. Checked in the claim's atomic step by a
-    :class:`SessionExclusiveCheckpointer` (the bundled ones); a listable checkpointer without it
-    is asked for the session's running runs just before the claim (two starts at the same moment
-    may then both run); any other is not asked. A stored run of no session, resumed into the
+    :class:`SessionExclusiveCheckpointer` (the bundled ones); a listable checkpointer without it, or
+    whose subclass overrides ``claim`` and not ``claim_alone`` (see :func:`claims_alone`: that
+    ``claim`` is called), is asked for the session's running runs just before the claim (two starts
+    at the same moment may then both run); any other is not asked. A stored run of no session, resumed into the
     caller's session, is checked only that way: its claim does not know the session yet."""
     once_claimed: Callable[[], Awaitable[None]] | None = None
     """Awaited once the run is claimed and before its session's history is read, so what it changes

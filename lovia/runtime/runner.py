@@ -46,6 +46,7 @@ from lovia.checkpoint import (
     SessionExclusiveCheckpointer,
     check_alone_in_session,
     claim_refused,
+    claims_alone,
     is_live_here,
     plan_claim,
     register_live_claim,
@@ -431,7 +432,7 @@ class _Run:
             self.head, self.entries = start.head, start.entries
             return None
         checkpointer = options.checkpointer
-        if options.alone_in_session and not isinstance(checkpointer, SessionExclusiveCheckpointer):
+        if options.alone_in_session and not claims_alone(checkpointer):
             await self._check_alone_in_session(checkpointer)
         register_live_claim(self._token, checkpointer, self.run_id)
         self._last_save = time.monotonic()
@@ -473,7 +474,7 @@ class _Run:
     async def _claim_atomically(self, checkpointer: ClaimingCheckpointer, start: RunSnapshot | None,
                                 if_stored: IfStored) -> RunSnapshot | None:
         assert self.checkpoint is not None
-        alone = self.checkpoint.alone_in_session and isinstance(checkpointer, SessionExclusiveCheckpointer)
+        alone = self.checkpoint.alone_in_session and claims_alone(checkpointer)
         claim = cast(SessionExclusiveCheckpointer, checkpointer).claim_alone if alone else checkpointer.claim
         try:
             return await claim(self.run_id, RunOwner.current(), token=self._token,

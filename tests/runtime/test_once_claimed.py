@@ -139,3 +139,53 @@ async def test_the_lease_is_renewed_while_once_claimed_runs(tmp_path):
                      checkpoint=CheckpointOptions(checkpointer, "resend", alone_in_session=True, lease_seconds=1.0,
                                                   once_claimed=slow))
     assert held == [True]
+
+
+async def test_a_subclass_overriding_claim_is_called_with_alone_in_session_and_the_session_still_checked(tmp_path):
+    # The runner called claim_alone for alone_in_session: a subclass's own claim (one that logs,
+    # or refuses some runs) was never called.
+    class LoggingCheckpointer(SQLiteCheckpointer):
+        claimed: list[str] = []
+
+        async def claim(self, run_id, owner, **kwargs):
+            self.claimed.append(run_id)
+            return await super().claim(run_id, owner, **kwargs)
+
+    session, _ = await stores(tmp_path)
+    checkpointer = LoggingCheckpointer(tmp_path / "lovia.db", wal=True)
+    refused: list[str] = []
+
+    async def try_another_start() -> None:  # another window sending in this session while the run holds it
+        try:
+            await Runner.run(Agent(name="bot", model=ScriptedModel(["never"])), "elsewhere", session=session,
+                             session_id="s", checkpoint=CheckpointOptions(checkpointer, "other", alone_in_session=True))
+        except RunClaimedError as exc:
+            refused.append(str(exc))
+
+    result = await Runner.run(Agent(name="bot", model=ScriptedModel(["three"])), "third", session=session,
+                              session_id="s", checkpoint=CheckpointOptions(checkpointer, "mine", alone_in_session=True,
+                                                                           once_claimed=try_another_start))
+    assert result.final_output == "three"
+    assert checkpointer.claimed == ["mine"]  # "other" refused before its claim: the session was looked at first
+    assert len(refused) == 1 and "is being executed" in refused[0]
+    assert await checkpointer.load("other") is None
+
+
+def test_a_checkpointer_whose_subclass_overrides_claim_alone_too_claims_alone():
+    from lovia.checkpoint import claims_alone
+
+    class Both(SQLiteCheckpointer):
+        async def claim(self, *args, **kwargs):
+            return await super().claim(*args, **kwargs)
+
+        async def claim_alone(self, *args, **kwargs):
+            return await super().claim_alone(*args, **kwargs)
+
+    class ClaimOnly(SQLiteCheckpointer):
+        async def claim(self, *args, **kwargs):
+            return await super().claim(*args, **kwargs)
+
+    assert claims_alone(SQLiteCheckpointer(":memory:"))
+    assert claims_alone(Both(":memory:"))
+    assert not claims_alone(ClaimOnly(":memory:"))
+    assert not claims_alone(object())
