@@ -34,7 +34,7 @@ HANDLED_KEYS = {
 }
 
 # Actions that work in another group too (one action, bound in both places), listed there as well.
-ALSO_IN = {"Sessions filter": ("sessions.rename", "sessions.time_view")}
+ALSO_IN = {"Sessions filter": ("sessions.rename", "sessions.time_view"), "Sessions list": ("sessions-filter.clear",)}
 
 
 @dataclass(frozen=True)
