@@ -81,6 +81,33 @@ async def test_ages_in_the_lists_read_true_to_the_second_and_unchanged_lines_are
                        and "42 s ago" in plain(runs.get_option_at_index(0).prompt), give_up_after=5)
 
 
+async def test_lists_folded_away_are_not_redrawn_and_read_true_once_shown(tmp_path, monkeypatch):
+    # At 80 columns both lists are folded away, yet their ages were redrawn every second: in
+    # Textual, a list laid out while hidden in the same frame as a toast going (a notice timing
+    # out) left that toast painted on the terminal until the next layout (seen in tmux; not in
+    # a pilot's screenshot, which paints everything afresh).
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="do it",
+                       started_at=T, updated_at=T)
+        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="do it")]))
+    now = [T + 1]
+    monkeypatch.setattr(format, "clock", lambda: now[0])
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        sessions = app.screen.query_one("#session-list")
+        runs = app.screen.query_one("#run-list")
+        shown = sessions.get_option_at_index(0).prompt, runs.get_option_at_index(0).prompt
+        now[0] = T + 42
+        await pilot.pause(lists.AGES_REFRESH_SECONDS * 2.5)
+        assert sessions.get_option_at_index(0).prompt is shown[0] and runs.get_option_at_index(0).prompt is shown[1]
+        for key, options in (("ctrl+b", sessions), ("ctrl+o", runs)):
+            await pilot.press(key)
+            await wait_for(pilot, lambda options=options: "42 s ago" in plain(options.get_option_at_index(0).prompt),
+                           give_up_after=5)
+
+
 async def test_up_and_down_stop_at_the_ends_of_the_sessions_list(tmp_path):
     db = tmp_path / "lovia.db"
     await stored_sessions(db, "newest", "middle", "oldest")

@@ -10,7 +10,9 @@ from textual.widgets import OptionList
 AGES_REFRESH_SECONDS = 1.0
 """How often the sessions and runs lists work out their relative ages ("42 s ago") again from the
 data they hold: no store is asked, and only an option whose text changed is drawn again, so a list
-nobody writes to still reads true to the second (every 30 s, "42 s ago" could mean 71)."""
+nobody writes to still reads true to the second (every 30 s, "42 s ago" could mean 71). A list
+folded away (80 columns) is left alone until shown: in Textual, a list laid out while hidden in the
+same frame as a toast going left that toast painted on the terminal."""
 
 
 def replace_changed_prompts(options: OptionList, prompts: Iterable[Text]) -> None:

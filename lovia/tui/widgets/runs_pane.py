@@ -107,6 +107,8 @@ class RunsPane(Vertical):
     def refresh_ages(self) -> None:
         """Re-render the listed runs' ages (and lines, to the list's width) from what the list holds;
         highlight and scroll stay."""
+        if not self.is_on_screen:
+            return  # folded away (80 columns): see lists.AGES_REFRESH_SECONDS
         now = format.clock()
         lists.replace_changed_prompts(self.query_one(RunList), (self._label(run, now) for run in self.runs))
 

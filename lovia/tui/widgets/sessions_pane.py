@@ -360,6 +360,8 @@ class SessionsPane(Vertical):
 
         When a new day (or week) began since the time view was applied, the view is applied anew.
         """
+        if not self.is_on_screen:
+            return  # folded away (80 columns): see lists.AGES_REFRESH_SECONDS
         if self.time_view.since(format.clock()) != self._since:
             self._filter(keep_options=True)
             return
