@@ -245,6 +245,35 @@ async def test_after_a_search_the_footer_offers_n_and_n_first_as_one_entry(db, s
                                        app.screen.query_one(Transcript).selected_position) != opened)
 
 
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_hit_in_a_session_shorter_than_the_screen_opens_with_its_last_line_in_view(tmp_path, size):
+    # Coming from a taller session, the short one opened scrolled as the anchor left it before its
+    # answer took its height: the answer's last lines hid behind the composer, and no key brought
+    # them back (seen in tmux; 3 runs in 3 at 160x45 before the fix).
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-short", [UserMessage(text="gamma notes about atlas"),
+                                         AssistantMessage(text="I'm the offline demo model. " * 12 + "The gamma end.")])
+        await session.append("s-tall", [UserMessage(text="calculate 2+2"),
+                                        ToolCall(call_id="c1", name="calculate", arguments='{"expression": "2+2"}'),
+                                        ToolResult(call_id="c1", name="calculate", output="4"),
+                                        AssistantMessage(text="2+2 = 4. " * 20)])
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-tall"
+        await search(pilot, "gamma")
+        await pilot.press("down", "down", "enter")  # the user message's hit
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await settle(pilot)
+        await pilot.pause(0.3)
+        transcript = app.screen.query_one(Transcript)
+        assert app.screen.chat.session_id == "s-short"
+        last = transcript.views[-1]
+        assert transcript.region.y <= last.region.y and last.region.bottom <= transcript.region.bottom
+        assert "The gamma end." in app.export_screenshot().replace("&#160;", " ")
+
+
 def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_matches():
     """The list showed an answer's ``**294**`` as stored; a tool's output keeps its own characters."""
     from lovia.session import SearchHit

@@ -1060,6 +1060,13 @@ class Transcript(VerticalScroll, can_focus=True):
             return
         row = view.match_row(match) if match is not None else None
         height = self.scrollable_content_region.height
+        if self.at_end and self.max_scroll_y == 0:
+            # The whole session fits: it shows whole, at the bottom as ever. Scrolling releases
+            # the anchor, which left the offset the anchor last set (Textual's, below 0 to put a
+            # short session at the bottom) as it was before the messages took their height: the
+            # last lines then hid behind the composer until the next session was opened.
+            self.anchor()
+            return
         if row is None or row < height - 1:  # shown with the view's top: the top stays in sight
             self.scroll_to_widget(view, animate=False, top=True)
         else:  # a third of the way down: what leads to it shows above
