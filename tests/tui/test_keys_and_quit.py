@@ -492,10 +492,12 @@ async def test_escape_in_the_sessions_list_clears_the_filter_its_hint_names(tmp_
         session_list.focus()
         await settle(pilot)
         assert "escape" in footer_keys(app)
+        assert not {"f2", "delete"} & footer_keys(app)  # no session to rename or delete: not offered
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(pane.sessions) == 2)
         assert app.screen.query_one("#session-filter").value == ""
         assert app.focused is session_list
+        await wait_for(pilot, lambda: {"f2", "delete"} <= footer_keys(app))
         if size[0] >= 110:
             assert "escape" not in footer_keys(app)  # nothing left to clear
         else:

@@ -120,3 +120,18 @@ async def test_several_tool_calls_running_at_once_are_counted(tmp_path):
         await wait_for(pilot, lambda: not app.screen.chat.running)
         await settle(pilot)
         assert status_line(app) == ""
+
+
+async def test_a_long_model_name_is_cut_and_the_time_kept(tmp_path):
+    model = HeldModel(["never sent"])
+    model.name = "openai:qwen2.5-coder-32b-instruct-q4_K_M-gguf-a-very-long-model-name-indeed"
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "hello")
+        await wait_for(pilot, lambda: re.search(r"…? · \d+s$", status_line(app)) is not None, give_up_after=5)
+        line = status_line(app)
+        assert line.startswith("Waiting for openai:qwen2.5") and "…" in line
+        assert len(line) <= app.screen.query_one(RunStatus).content_region.width
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)

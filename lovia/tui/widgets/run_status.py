@@ -94,4 +94,8 @@ class RunStatus(Widget):
         waited = int(time.monotonic() - self._since)
         # Whole seconds, from the first: a quick step is not a flicker of "0s".
         shown = f"{waited}s" if waited < 60 else format.duration(waited)
-        return f"{self.step} · {shown}" if waited >= 1 else f"{self.step}…"
+        tail = f" · {shown}" if waited >= 1 else "…"
+        # The time is what the line is for: a long model name is cut, never the time
+        room = self.content_region.width - len(tail)
+        step = self.step if room <= 0 or len(self.step) <= room else self.step[:max(room - 1, 0)] + "…"
+        return step + tail

@@ -66,6 +66,8 @@ class SessionList(StoppingOptionList):
         self.can_rename = can_rename  # the session store keeps titles given by a user
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("rename", "delete") and self._current() is None:
+            return False  # no session highlighted (the filter matches none): out of the footer
         if action == "rename":
             return self.can_rename
         if action == "clear_filter":
