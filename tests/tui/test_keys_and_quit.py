@@ -4,6 +4,7 @@ the help screen: every key does what it says, and only while it applies."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -422,20 +423,30 @@ async def test_tab_leaves_the_transcript_in_one_press_however_many_tool_calls_it
         assert not transcript.selected_view.query_one("Collapsible").collapsed
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-async def test_backspace_in_the_list_widens_a_filter_that_matches_nothing_any_more(tmp_path, size):
-    """The filter's one match deleted: the list is empty and has the focus, and only the filter box
-    could change it (escape there, backspace there). Typing in the list edits the filter; so does erasing."""
+async def taxes_and_groceries(tmp_path) -> Path:
+    """A file with two sessions, ``s-help`` ("help with taxes") and ``s-other``."""
     db = tmp_path / "lovia.db"
     async with SQLiteSession(db, wal=True) as session:
         await session.append("s-help", [UserMessage(text="help with taxes")])
         await session.append("s-other", [UserMessage(text="Groceries for the week")])
-    app = make_app(db)
-    async with app.run_test(size=size) as pilot:
+    return db
+
+
+async def show_the_sessions_pane(pilot, size: tuple[int, int]) -> None:
+    """Once the app settled: the sessions pane shown (over the conversation at 80 columns)."""
+    await settle(pilot)
+    if size[0] < 110:
+        await pilot.press("ctrl+b")
         await settle(pilot)
-        if size[0] < 110:
-            await pilot.press("ctrl+b")  # the sessions pane, over the conversation at 80 columns
-            await settle(pilot)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_backspace_in_the_list_widens_a_filter_that_matches_nothing_any_more(tmp_path, size):
+    """The filter's one match deleted: the list is empty and has the focus, and only the filter box
+    could change it (escape there, backspace there). Typing in the list edits the filter; so does erasing."""
+    app = make_app(await taxes_and_groceries(tmp_path))
+    async with app.run_test(size=size) as pilot:
+        await show_the_sessions_pane(pilot, size)
         pane = app.screen.query_one("SessionsPane")
         filter_box = app.screen.query_one("#session-filter")
         app.screen.query_one("#session-list").focus()
@@ -474,16 +485,9 @@ async def test_the_empty_sessions_lists_hint_is_read_whole_in_the_pane(tmp_path)
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
 async def test_escape_in_the_sessions_list_clears_the_filter_its_hint_names(tmp_path, size):
     # The empty list says "escape clears it" while the list has the focus; escape did nothing there.
-    db = tmp_path / "lovia.db"
-    async with SQLiteSession(db, wal=True) as session:
-        await session.append("s-help", [UserMessage(text="help with taxes")])
-        await session.append("s-other", [UserMessage(text="Groceries for the week")])
-    app = make_app(db)
+    app = make_app(await taxes_and_groceries(tmp_path))
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
-        if size[0] < 110:
-            await pilot.press("ctrl+b")
-            await settle(pilot)
+        await show_the_sessions_pane(pilot, size)
         pane = app.screen.query_one("SessionsPane")
         session_list = app.screen.query_one("#session-list")
         session_list.focus()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual import events
 
 from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
@@ -37,7 +39,9 @@ async def stored_sessions(db, *titles: str, at: float = T) -> list[str]:
     return list(reversed(ids))
 
 
-async def test_ages_in_the_lists_move_on_while_nobody_writes(tmp_path, monkeypatch):
+async def one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch) -> tuple[Path, list[float]]:
+    """A file holding one interrupted run (session ``s-a``) stopped at ``T``, and the lists' clock
+    held at ``T + 1``: the test moves it by setting the list's one item."""
     db = tmp_path / "lovia.db"
     async with SQLiteCheckpointer(db, wal=True) as checkpointer:
         head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="do it",
@@ -45,6 +49,11 @@ async def test_ages_in_the_lists_move_on_while_nobody_writes(tmp_path, monkeypat
         await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="do it")]))
     now = [T + 1]
     monkeypatch.setattr(format, "clock", lambda: now[0])
+    return db, now
+
+
+async def test_ages_in_the_lists_move_on_while_nobody_writes(tmp_path, monkeypatch):
+    db, now = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
     monkeypatch.setattr(lists, "AGES_REFRESH_SECONDS", 0.05)
     app = make_app(db)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -60,13 +69,7 @@ async def test_ages_in_the_lists_move_on_while_nobody_writes(tmp_path, monkeypat
 
 async def test_ages_in_the_lists_read_true_to_the_second_and_unchanged_lines_are_left_alone(tmp_path, monkeypatch):
     # Ages were worked out again every 30 s: "42 s ago" could mean 71.
-    db = tmp_path / "lovia.db"
-    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
-        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="do it",
-                       started_at=T, updated_at=T)
-        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="do it")]))
-    now = [T + 1]
-    monkeypatch.setattr(format, "clock", lambda: now[0])
+    db, now = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
     app = make_app(db)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
@@ -86,13 +89,7 @@ async def test_lists_folded_away_are_not_redrawn_and_read_true_once_shown(tmp_pa
     # Textual, a list laid out while hidden in the same frame as a toast going (a notice timing
     # out) left that toast painted on the terminal until the next layout (seen in tmux; not in
     # a pilot's screenshot, which paints everything afresh).
-    db = tmp_path / "lovia.db"
-    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
-        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="do it",
-                       started_at=T, updated_at=T)
-        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="do it")]))
-    now = [T + 1]
-    monkeypatch.setattr(format, "clock", lambda: now[0])
+    db, now = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
