@@ -14,8 +14,9 @@ its loop (:attr:`RunStop.moment`):
   ``completed``.
 - ``moment``: ``streaming`` (a model turn was streaming; its partial text is
   ``head.cut_off_text``), ``tools`` (inside the tool calls that have no result yet, the ones a
-  resume runs again), ``answered`` (after the model's final answer, before the run was
-  finalized) or ``between_turns``.
+  resume runs again), ``waiting`` (a model turn was asked and nothing of it had arrived: the
+  stop came while waiting for the model), ``answered`` (after the model's final answer, before
+  the run was finalized) or ``between_turns``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Literal
 
 from lovia.checkpoint import RunHead
 from lovia.entries import Entry
+from lovia.timing import ModelStep, Step
 from lovia.transcript import dangling_tool_calls
 
 __all__ = ["Moment", "RunState", "RunStop", "StopKind", "first_line", "how_run_stopped", "run_state"]
@@ -33,7 +35,7 @@ __all__ = ["Moment", "RunState", "RunStop", "StopKind", "first_line", "how_run_s
 RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 
 StopKind = Literal["stopped", "crashed", "failed", "elsewhere", "running", "completed"]
-Moment = Literal["streaming", "tools", "answered", "between_turns"]
+Moment = Literal["streaming", "tools", "waiting", "answered", "between_turns"]
 
 MODEL_ERROR_PREFIX = "ModelError: "
 """How the runner records a failure raised by the model endpoint (``"{type}: {message}"``)."""
@@ -79,6 +81,7 @@ class RunStop:
 _MOMENT_WORDS = {
     "streaming": "while streaming",
     "tools": "inside {calls}",
+    "waiting": "while waiting for the model",
     "answered": "after its answer",
     "between_turns": "between turns",
 }
@@ -96,6 +99,10 @@ def run_state(head: RunHead, now: float | None = None) -> RunState:
     return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
 
 
+def _cut_off_before_its_first_chunk(step: Step | None) -> bool:
+    return isinstance(step, ModelStep) and step.cut_off and step.first_token_at is None
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``, stripped; ``""`` when there is none."""
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -107,8 +114,10 @@ def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunS
     Whether another process holds it is :meth:`RunHead.holder` at ``now`` (this process's live
     executions, the owner's liveness, the lease). The moment is ``streaming`` when the head
     kept text of a turn cut off (``cut_off_text``; the journal fills it for a crashed run),
-    else ``tools`` when calls have no result, else ``answered`` when its last model turn gave
-    the answer, else ``between_turns``.
+    else ``tools`` when calls have no result, else ``waiting`` when its last step is a model turn
+    cut off before its first chunk, else ``answered`` when its last model turn gave the answer,
+    else ``between_turns``. (A run killed while waiting reads ``between_turns``: its head was
+    last saved before that turn was asked.)
     """
     calls = tuple(call.name for call in dangling_tool_calls(entries))
     moment: Moment
@@ -116,6 +125,8 @@ def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunS
         moment = "streaming"
     elif calls:
         moment = "tools"
+    elif _cut_off_before_its_first_chunk(head.steps[-1] if head.steps else None):
+        moment = "waiting"
     elif head.answered:
         moment = "answered"
     else:

@@ -55,7 +55,9 @@ class ModelStep:
     server reported, ``None`` when it reported no usage for this turn. ``streamed_until`` is
     set only on a turn that never ended (its process was killed while it streamed): when the
     partial-answer journal last wrote its text, the last moment it was known to be streaming,
-    so a crashed run's timeline can draw the turn that far.
+    so a crashed run's timeline can draw the turn that far. ``error`` is set on a turn the model
+    endpoint ended with an error (it refused, or died mid-stream); such a turn is also
+    ``cut_off``, ended when the error came.
     """
 
     agent: str
@@ -68,6 +70,7 @@ class ModelStep:
     turn: int | None = None
     cut_off: bool = False
     streamed_until: float | None = None
+    error: bool = False
     kind: Literal["model"] = "model"
 
     @property
@@ -150,7 +153,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step | None:
                 first_token_at=_float(data.get("first_token_at")), finished_at=_float(data.get("finished_at")),
                 input_tokens=_int(data.get("input_tokens")), output_tokens=_int(data.get("output_tokens")),
                 turn=_int(data.get("turn")), cut_off=bool(data.get("cut_off", False)),
-                streamed_until=_float(data.get("streamed_until")),
+                streamed_until=_float(data.get("streamed_until")), error=bool(data.get("error", False)),
             )
         if data.get("kind") == "tool":
             return ToolStep(
@@ -207,7 +210,7 @@ def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
-              "turn", "cut_off", "streamed_until"),
+              "turn", "cut_off", "streamed_until", "error"),
     "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server"),
 }
 

@@ -7,6 +7,7 @@ import dataclasses
 from lovia.checkpoint import RunHead, RunOwner, live_claim
 from lovia.entries import AssistantMessage, ToolCall, ToolResult, UserMessage
 from lovia.run_state import RunStop, first_line, how_run_stopped
+from lovia.timing import ModelStep, ToolStep
 
 NOW = 1_800_000_000.0
 FAR = RunOwner(host="worker-far-away", pid=4242, started=1)
@@ -40,6 +41,15 @@ def test_between_turns_and_after_the_answer():
     assert how_run_stopped(head(), done, NOW).headline == "stopped between turns"
     answered = [*done, AssistantMessage(text="Done.", agent="a")]
     assert how_run_stopped(head(answered=True), answered, NOW).headline == "stopped after its answer"
+
+
+def test_a_turn_cut_off_before_its_first_chunk_was_waiting_for_the_model():
+    asked = ModelStep(agent="a", model="m", started_at=NOW - 40, finished_at=NOW - 30, cut_off=True)
+    assert how_run_stopped(head(steps=[asked]), ASKED, NOW).headline == "stopped while waiting for the model"
+    answering = dataclasses.replace(asked, first_token_at=NOW - 35)  # it had begun: not waiting any more
+    assert how_run_stopped(head(steps=[answering]), ASKED, NOW).headline == "stopped between turns"
+    called = ToolStep(call_id="c3", name="lookup", started_at=NOW - 40, finished_at=NOW - 39)
+    assert how_run_stopped(head(steps=[called]), ASKED, NOW).headline == "stopped between turns"
 
 
 def test_a_model_error_reads_its_first_line_without_the_type():

@@ -664,24 +664,28 @@ class _Run:
         usage = Usage()
         usage_reported = False
         finish: str | None = None
-        async for chunk in model.stream(request):
-            if first_token_at is None and isinstance(chunk, (TextChunk, ToolCallChunk)):
-                first_token_at = self._first_token(step)
-            if isinstance(chunk, TextChunk):
-                if chunk.text:
-                    text.append(chunk.text)
-                    self._journal.streamed(text)  # returns at once: a write, when due, runs on its own
-                    self._emit(TextDelta(chunk.text, agent.name))
-            elif isinstance(chunk, ToolCallChunk):
-                slot = slots.setdefault(chunk.index, {"call_id": None, "name": "", "arguments": []})
-                slot["call_id"] = slot["call_id"] or chunk.call_id
-                slot["name"] = slot["name"] or chunk.name or ""
-                slot["arguments"].append(chunk.arguments)
-            elif isinstance(chunk, UsageChunk):
-                usage.add(chunk.usage)
-                usage_reported = True
-            elif isinstance(chunk, FinishChunk):
-                finish = chunk.reason
+        try:
+            async for chunk in model.stream(request):
+                if first_token_at is None and isinstance(chunk, (TextChunk, ToolCallChunk)):
+                    first_token_at = self._first_token(step)
+                if isinstance(chunk, TextChunk):
+                    if chunk.text:
+                        text.append(chunk.text)
+                        self._journal.streamed(text)  # returns at once: a write, when due, runs on its own
+                        self._emit(TextDelta(chunk.text, agent.name))
+                elif isinstance(chunk, ToolCallChunk):
+                    slot = slots.setdefault(chunk.index, {"call_id": None, "name": "", "arguments": []})
+                    slot["call_id"] = slot["call_id"] or chunk.call_id
+                    slot["name"] = slot["name"] or chunk.name or ""
+                    slot["arguments"].append(chunk.arguments)
+                elif isinstance(chunk, UsageChunk):
+                    usage.add(chunk.usage)
+                    usage_reported = True
+                elif isinstance(chunk, FinishChunk):
+                    finish = chunk.reason
+        except Exception:
+            self._step_finished(step, error=True, cut_off=True)  # the endpoint's error ended the turn
+            raise
         await self._model_turn_ended(step, usage if usage_reported else None)
         if usage_reported:
             usage.requests = max(usage.requests, 1)

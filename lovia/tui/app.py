@@ -123,7 +123,11 @@ class LoviaApp(App[None]):
         """Textual's notice, but never twice at once: a notice the same as one still shown (a key
         pressed twice where it does nothing) replaces it, shown for its whole time again rather
         than stacked under it. An error reads as a sentence (the library's messages start in lower
-        case, as Python's exceptions do)."""
+        case, as Python's exceptions do).
+
+        Always plain text, whatever ``markup`` says (widgets pass Textual's default, markup on):
+        notices quote titles, paths, call names and servers' errors, and ``[/]`` in any of them
+        made the toast raise as it drew, which ended the app."""
         if severity == "error":
             message = format.sentence(message)
         shown_for = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
@@ -133,7 +137,7 @@ class LoviaApp(App[None]):
             # On the loop, ahead of the new one (notify may be called from any thread)
             self.call_later(self._withdraw, notice)
         self._notices_shown[notice] = now + shown_for
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def _withdraw(self, notice: tuple[str, str, str]) -> None:
         """Take the notice shown the same as ``notice`` off the screen; the new one keeps its place in
@@ -192,7 +196,7 @@ class LoviaApp(App[None]):
         clashes = self.lovia_keymap.clashes() if self.lovia_keymap.rebound else []
         if clashes:
             self.notify("\n".join(str(clash) for clash in clashes), title="Key clash in the config file's [keys]",
-                        severity="warning", timeout=30, markup=False)
+                        severity="warning", timeout=30)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown)):

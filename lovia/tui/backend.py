@@ -94,9 +94,9 @@ STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
 """How a state reads where it is not its own name."""
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
 RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
+"""The states of a run a user can resume from this window (see :func:`run_state`)."""
 LIVE_STATES: tuple[RunState, ...] = ("running", "elsewhere")
 """States of a run that is executing, here or in another process: its times still grow."""
-"""The states of a run a user can resume from this window (see :func:`run_state`)."""
 CUT_OFF = "cut_off"
 """The finish reason of an answer whose run stopped while it streamed, kept when the run is finalized."""
 TRIM_KEEP_CHARS = 400

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from lovia import (
     Agent,
@@ -16,6 +17,7 @@ from lovia import (
     tool,
 )
 from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.run_state import how_run_stopped
 
 
 async def stop_after_text(stream, pieces: int) -> str:
@@ -89,6 +91,25 @@ async def test_a_run_stopped_between_turns_has_no_cut_off_text(tmp_path):
         await task
         head = (await checkpointer.load("r1")).head
         assert head.status == "interrupted" and head.cut_off_text is None  # the text is an entry already
+
+
+async def test_a_run_stopped_before_the_first_chunk_reads_as_waiting_for_the_model(tmp_path):
+    model = ScriptedModel([ScriptedTurn(text="Too late.", delay=60)])
+    async with SQLiteCheckpointer(tmp_path / "lovia.db") as checkpointer:
+        stream = Runner.stream(Agent(name="a", model=model), "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
+
+        async def consume() -> None:
+            async for _ in stream:
+                pass
+
+        task = asyncio.ensure_future(consume())
+        while not model.requests:
+            await asyncio.sleep(0.01)
+        stream.stop()
+        await task
+        (summary,) = await checkpointer.list_runs()
+        stop = how_run_stopped(summary.head, (await checkpointer.load("r1")).entries, time.time())
+        assert stop.headline == "stopped while waiting for the model"  # not "between turns": a turn was asked
 
 
 def test_a_head_round_trips_its_cut_off_text_and_older_heads_read_none():

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import pytest
+
 from lovia import (
     Agent,
     CheckpointOptions,
+    ModelError,
     RunHead,
     Runner,
     SQLiteCheckpointer,
@@ -107,6 +110,18 @@ async def test_a_resumed_run_keeps_the_steps_it_had_and_marks_the_one_a_stop_cut
     assert [(s.kind, s.cut_off) for s in steps] == [("model", False), ("tool", True), ("tool", False),
                                                     ("model", False)]
     assert steps[2].call_id == "c1"  # the dangling call, run again on resume
+
+
+async def test_a_turn_the_model_endpoint_ended_with_an_error_is_marked_failed_not_just_cut_off(tmp_path):
+    model = ScriptedModel([ScriptedTurn(text="partial words", chunk_chars=4, error=ModelError("HTTP 502"),
+                                        fail_after=2)])
+    async with SQLiteCheckpointer(tmp_path / "lovia.db") as checkpointer:
+        with pytest.raises(ModelError):
+            await Runner.run(Agent(name="a", model=model), "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
+        head = (await checkpointer.load("r1")).head
+    (turn,) = head.steps
+    assert isinstance(turn, ModelStep) and turn.error and turn.cut_off and turn.finished_at is not None
+    assert steps_from_meta({"steps": steps_to_meta(head.steps)}) == [turn]
 
 
 def test_steps_round_trip_and_what_cannot_be_read_is_skipped():

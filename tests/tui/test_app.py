@@ -314,6 +314,7 @@ async def test_sessions_filter_open_rename_and_delete(tmp_path):
         async with SQLiteSession(db, wal=True) as session:
             assert await session.session_info("s-a") is None
         assert app.screen.chat.session_id != "s-a"
+        assert app.screen.has_class("-empty"), "the open session deleted: a new one, with the welcome"
 
 
 async def _interrupted_run(db, run_id="run-x", session_id="s-a") -> None:

@@ -10,6 +10,7 @@ from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQ
 from lovia.tui import format
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets import lists
+from lovia.tui.widgets.notice import NoticeView
 from tests.tui.conftest import make_app, settle, told, wait_for
 from tests.tui.test_app import _interrupted_run
 from tests.tui.test_running_elsewhere import plain
@@ -204,6 +205,33 @@ async def test_the_open_session_deleted_in_another_window_is_said_and_the_welcom
         assert any(n.message == "This session was deleted in another window." for n in told(app))
         assert screen.chat.session_id != "s-shared" and screen.has_class("-empty")  # a new session, with the welcome
         assert app.focused is screen.query_one("#composer")
+
+
+async def test_a_reopened_session_says_under_its_stopped_or_failed_run_how_to_go_on_as_the_stop_did(tmp_path):
+    # The quit question promises "ctrl+r resumes it the next time you open this session"; the session
+    # opened with the run's header alone, and no word of ctrl+r.
+    db = tmp_path / "lovia.db"
+    await _interrupted_run(db, "run-x")
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="failed", session_id="s-b", first_input="try",
+                       error="ModelError: HTTP 502")
+        await checkpointer.save(RunSnapshot("run-f", head, [UserMessage(text="try")]))
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        await app.screen.open_session("s-a")
+        await settle(pilot)
+        last = chat.transcript.children[-1]
+        assert isinstance(last, NoticeView) and last.text.startswith("Stopped. ctrl+r resumes it")
+        await app.screen.open_session("s-b")
+        await settle(pilot)
+        last = chat.transcript.children[-1]
+        assert isinstance(last, NoticeView) and last.text.startswith(
+            "This run failed and is not in the conversation yet: ctrl+r retries it")
+        await pilot.press("ctrl+r")  # resumed: the run goes on, and the line under it goes with what it said
+        await settle(pilot)
+        assert not any(n.text.startswith("This run failed") for n in chat.transcript.query(NoticeView))
 
 
 async def test_a_discarded_run_leaves_the_inspector_for_the_run_now_selected(tmp_path):

@@ -27,7 +27,7 @@ from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
 from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows, step_figures
-from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line
+from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line, timing_parts
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
@@ -96,6 +96,16 @@ def test_a_summary_counts_turns_first_token_rate_and_tool_time_once_for_parallel
     unknown = StepSummary.of([ModelStep("a", None, T0, None, None)])
     assert (unknown.first_token, unknown.tokens_per_second, unknown.tool_seconds, unknown.open_steps) == \
         (None, None, None, 1)
+
+
+def test_a_summary_counts_finished_turns_not_attempts_a_stop_or_a_crash_cut_off():
+    """Stopped while waiting, then resumed and answered: one turn, as the inspector counts them."""
+    stopped = ModelStep("a", "m", T0, None, T0 + 5, cut_off=True, turn=1)
+    crashed = ModelStep("a", "m", T0 + 6, T0 + 6.5, None, cut_off=True, turn=1)
+    answered = ModelStep("a", "m", T0 + 9, T0 + 9.4, T0 + 10, 20, 10, turn=1)
+    assert StepSummary.of([stopped, crashed, answered]).turns == 1
+    assert StepSummary.of([stopped]).turns == 0
+    assert "turn" not in " ".join(timing_parts(StepSummary.of([stopped])))
 
 
 def test_a_turn_that_came_at_once_has_no_rate_in_the_timeline_and_adds_none_to_the_header():
@@ -175,6 +185,15 @@ def test_the_waterfall_places_each_step_on_the_runs_axis():
     assert max(len(row) for row in rows) <= 80
     wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()
     assert "ttft 400ms · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
+
+
+def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():
+    failed = ModelStep("assistant", "gpt-test", T0, None, T0 + 3.0, cut_off=True, error=True, turn=1)
+    run = TranscriptRun("r", (), "failed", T0, 3.0, steps=(failed,))
+    narrow = plain(draw_rows(run, 80, T0 + 100)).splitlines()[1]
+    assert narrow.startswith("turn 1 · gpt-test") and "▓" * 10 in narrow and "░" not in narrow
+    wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()[1]
+    assert "no token · error" in wide and "cut off" not in wide
 
 
 def test_a_crashed_runs_open_tool_call_lasts_until_the_run_was_last_known_executing():

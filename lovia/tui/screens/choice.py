@@ -9,6 +9,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -44,13 +45,14 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, id="question")
+            yield Static(self.question, id="question", markup=False)
             with Horizontal():
                 keymap = keymap_of(self)  # a key the config file's [keys] moved is named as it is now
                 cancel = keymap.first_key_text("choice.cancel") if keymap.is_rebound("choice.cancel") else "esc"
-                yield Button(f"Cancel ({cancel})", id="cancel")
+                yield Button(Content(f"Cancel ({cancel})"), id="cancel")
                 for choice in self.choices:
-                    yield Button(f"{choice.label} ({choice.key})", id=f"choice-{choice.value}", variant="warning")
+                    yield Button(Content(f"{choice.label} ({choice.key})"), id=f"choice-{choice.value}",
+                                 variant="warning")
 
     def on_key(self, event: events.Key) -> None:
         value = next((c.value for c in self.choices if event.key == c.key), None)

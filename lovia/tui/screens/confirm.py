@@ -7,6 +7,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -36,17 +37,18 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.question, id="question")
+            yield Static(self.question, id="question", markup=False)
             with Horizontal():
                 keymap = keymap_of(self)  # the keys in force, as the config file's [keys] may have moved them
-                yield Button(f"Cancel ({keymap.first_key_text('confirm.no')})", id="no")
-                yield Button(f"{self.confirm} ({keymap.first_key_text('confirm.yes')})", id="yes", variant="warning")
+                yield Button(Content(f"Cancel ({keymap.first_key_text('confirm.no')})"), id="no")
+                yield Button(Content(f"{self.confirm} ({keymap.first_key_text('confirm.yes')})"), id="yes",
+                             variant="warning")
 
     def ask_instead(self, question: str, *, confirm: str) -> None:
         """Put another question, where what was asked no longer holds (the same keys answer it)."""
         self.question, self.confirm = question, confirm
         self.query_one("#question", Static).update(question)
-        self.query_one("#yes", Button).label = f"{confirm} ({keymap_of(self).first_key_text('confirm.yes')})"
+        self.query_one("#yes", Button).label = Content(f"{confirm} ({keymap_of(self).first_key_text('confirm.yes')})")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

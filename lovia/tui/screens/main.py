@@ -205,7 +205,7 @@ class MainScreen(Screen):
             if sessions is not None:
                 yield sessions
             with Vertical(id="conversation"):
-                yield Static(self._welcome(), id="welcome")
+                yield Static(self._welcome(), id="welcome", markup=False)
                 yield self._chat_panel
             with side:
                 if self.backend.can_list_runs:
@@ -927,7 +927,7 @@ class MainScreen(Screen):
                 return
             trashed = await self.backend.delete_session(session_id)
             if self.chat.session_id == session_id:
-                await self.chat.open_session(None)
+                await self.open_session(None)  # a new session, as a window shows one: with the welcome
             if trashed is not None:
                 self.notify(f"Moved “{format.one_line(title, 40)}” to the trash: {trash_key} restores it.")
 

@@ -35,7 +35,7 @@ class PromptScreen(ModalScreen[str | None]):
         answer = Input(value=self.value, id="answer", select_on_focus=False)
         answer.cursor_position = len(self.value)
         with Vertical():
-            yield Static(self.question)
+            yield Static(self.question, markup=False)
             yield answer
 
     def focus_answer(self) -> None:

@@ -137,7 +137,7 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         query.cursor_position = len(self.query_text)
         with Vertical():
             yield query
-            yield Static(HINT, id="search-status")
+            yield Static(HINT, id="search-status", markup=False)
             yield StoppingOptionList(id="search-results")
 
     def on_mount(self) -> None:

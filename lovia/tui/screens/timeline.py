@@ -3,10 +3,11 @@
 One row per model turn and per tool call (:mod:`lovia.timing`), in the order they started,
 each a bar placed on the run's time axis: a model turn is shaded while it waits for its first
 token and solid while it streams (where the shade turns solid is its time to first token), a
-tool call is a bar of its own colour (red when its result is an error). A step that never
-ended (its process died, or it is running now) reaches the end of the axis, dashed. Labels give
-each step's duration; from :data:`WIDE` columns also its start on the axis and its figures
-(time to first token, tokens per second, tokens in and out).
+tool call is a bar of its own colour; a tool call whose result is an error, and a model turn
+that the endpoint's error ended, are red. A step that never ended (its process died, or it is
+running now) reaches the end of the axis, dashed. Labels give each step's duration; from
+:data:`WIDE` columns also its start on the axis and its figures (time to first token, tokens
+per second, tokens in and out).
 
 It draws a stored run (its segment's ``meta["steps"]``) and a run not in its session yet,
 in flight, stopped or crashed (its checkpoint head's steps). Given a way to read the run again,
@@ -30,7 +31,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from lovia._wording import step_duration
-from lovia.timing import ModelStep, Step, ToolStep, tokens_per_second
+from lovia.timing import ModelStep, Step, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import LIVE_STATES, ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
@@ -159,7 +160,7 @@ def step_name(step: Step) -> str:
 
 
 def step_figures(step: Step, state: str) -> str:
-    """A step's figures: ``ttft 0.4s · 52 tok/s · 120→45 tok`` for a turn, ``error`` for a failed call."""
+    """A step's figures: ``ttft 0.4s · 52 tok/s · 120→45 tok`` for a turn, ``error`` for a failed call or turn."""
     parts = []
     if isinstance(step, ModelStep):
         ttft = step.time_to_first_token
@@ -169,9 +170,9 @@ def step_figures(step: Step, state: str) -> str:
             parts.append(f"{rate:.0f} tok/s")
         if step.input_tokens is not None or step.output_tokens is not None:
             parts.append(f"{_tokens(step.input_tokens)}→{_tokens(step.output_tokens)} tok")
-    elif step.error:
-        parts.append("error")
-    if step.cut_off:
+    if step.error:
+        parts.append("error")  # says more than "cut off", which an error's end also is
+    elif step.cut_off:
         parts.append("cut off")
     if step.finished_at is None:
         parts.append("running" if state in LIVE_STATES else "never ended")
@@ -246,11 +247,11 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
 
 
 def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
-    name_style = STYLES["error"] if isinstance(step, ToolStep) and step.error else STYLES["label"]
+    name_style = STYLES["error"] if step.error else STYLES["label"]
     start = f"+{format.duration(step.started_at - axis.start)}"
     name = step_name(step)
     if step.cut_off and not columns.figures:  # said among the figures when they are shown
-        name += " · cut off"
+        name += " · error" if step.error else " · cut off"
     parts: list[str | tuple[str, str]] = [
         (_cell(name, columns.name), name_style),
         _cell(step_duration(step.duration), columns.took, right=True),
@@ -259,7 +260,9 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     ]
     first, last = axis.bar(step.started_at, step.finished_at if step.finished_at is not None else axis.end)
     parts.append(" " * first)
-    if isinstance(step, ModelStep):
+    if step.error:  # a tool call whose result is an error, or a model turn the endpoint's error ended
+        fill, style = FAILED, STYLES["error"]
+    elif isinstance(step, ModelStep):
         # Shaded until the first token, solid while it streams: the change is the time to first token.
         streams_from = axis.column(step.first_token_at) if step.first_token_at is not None else last
         streams_from = min(max(streams_from, first), last)
@@ -267,7 +270,7 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
         fill, style = STREAMING, STYLES["streaming"]
         first = streams_from
     else:
-        fill, style = (FAILED, STYLES["error"]) if step.error else (TOOL, STYLES["tool"])
+        fill, style = TOOL, STYLES["tool"]
     if step.finished_at is None:  # never ended: dashed to the end of the axis
         parts.append((OPEN * (last - first), STYLES["open"]))
     else:

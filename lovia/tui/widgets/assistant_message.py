@@ -65,10 +65,10 @@ class AssistantMessageView(MessageView):
         return self._fragments[0] if self._fragments else ""
 
     def compose(self) -> ComposeResult:
-        yield Static(self.agent, classes="who")
+        yield Static(self.agent, classes="who", markup=False)
         yield StoredMarkdown(self.text) if self.text else StreamingMarkdown()
         if note := finish_note(self.finish_reason):
-            yield Static(note, classes="finish")
+            yield Static(note, classes="finish", markup=False)
 
     async def write(self, fragment: str) -> None:
         """Append streamed text; it shows at the next frame. Never waits for the screen."""
@@ -141,7 +141,7 @@ class AssistantMessageView(MessageView):
                     fence.exact_soon()
         if message is not None and not self.finish_reason and (note := finish_note(message.finish_reason)):
             self.finish_reason = message.finish_reason
-            await self.mount(Static(note, classes="finish"))
+            await self.mount(Static(note, classes="finish", markup=False))
 
     async def _drawn(self) -> None:
         """Wait until the screen was drawn once more; at most :data:`DRAWN_WITHIN`, since a view removed

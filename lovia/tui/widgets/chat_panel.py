@@ -37,13 +37,16 @@ from lovia.runtime import (
 from lovia.tui import format
 from lovia.tui.backend import (
     FORK_MARK,
+    RESUMABLE_STATES,
     STATE_LABELS,
     TRIM_KEEP_CHARS,
     ChatBackend,
     EditTarget,
     RunsNeedDecision,
+    RunState,
     Settle,
     StartedRun,
+    Transcript as TranscriptData,
     TranscriptRun,
     run_state,
 )
@@ -112,7 +115,7 @@ class ChatPanel(Vertical):
         self._untitled = True  # the title shows no title of the session's yet
 
     def compose(self) -> ComposeResult:
-        yield Static("New session", id="chat-title")
+        yield Static("New session", id="chat-title", markup=False)
         transcript = Transcript(id="transcript")
         transcript.can_edit = self.backend.can_rewind
         transcript.can_trim = self.backend.can_trim
@@ -155,7 +158,7 @@ class ChatPanel(Vertical):
                     self.session_id = self._shown_session  # the one the transcript shows, as it shows it
                 return False
         self._end_edit()  # an edit goes on while the session it edits stays shown
-        await self.transcript.show(data)
+        await self._show(data)
         self._shown_session = self.session_id
         await self.refresh_title()
         self.refresh_bindings()  # what the footer offers depends on what the session holds
@@ -282,9 +285,26 @@ class ChatPanel(Vertical):
         """Show the open session again, as stored now."""
         if self.session_id is not None:
             with told_on(self, "show the session again"):
-                await self.transcript.show(await self.backend.transcript(self.session_id,
-                                                                         page=self.transcript.page_size))
+                await self._show(await self.backend.transcript(self.session_id, page=self.transcript.page_size))
             await self.refresh_title()
+
+    async def _show(self, data: TranscriptData | None) -> None:
+        """Show ``data`` in the transcript; under its newest run, when it lies stopped, crashed or failed,
+        how to go on with it, as the stop said when it was live (the quit question promised it)."""
+        await self.transcript.show(data)
+        newest = data.in_flight[-1] if data is not None and data.in_flight else None
+        if newest is not None and newest.state in RESUMABLE_STATES:
+            await self.transcript.add_notice(self._how_to_go_on(newest.state), "warning")
+
+    def _how_to_go_on(self, state: RunState) -> str:
+        """What the user can do with this session's newest run, left ``state`` (interrupted, crashed or failed)."""
+        resume = keymap_of(self).key_text("chat.resume")
+        if state == "interrupted":
+            return (f"Stopped. {resume} resumes it; sending your next message keeps what it did so far in the "
+                    "conversation, marked as stopped.")
+        goes_on = "retries it from its checkpoint" if state == "failed" else "resumes it where it stopped"
+        return (f"This run {state} and is not in the conversation yet: {resume} {goes_on}; sending a message "
+                "first asks whether to resume, keep or discard it.")
 
     async def _tell_servers_down(self) -> None:
         """A line in the transcript, once per failure, for an MCP server this session offers that could not start."""
@@ -375,9 +395,7 @@ class ChatPanel(Vertical):
                 elif isinstance(event, RunInterrupted):
                     interrupted = True
                     await transcript.end_run("interrupted", await self._stored_run(stream.run_id))
-                    resume = keymap_of(self).key_text("chat.resume")
-                    await transcript.add_notice(f"Stopped. {resume} resumes it; sending your next message keeps what "
-                                                "it did so far in the conversation, marked as stopped.", "warning")
+                    await transcript.add_notice(self._how_to_go_on("interrupted"), "warning")
                 elif isinstance(event, RunFailed) and message is not None and not_started is not None:
                     reported = event.error  # before it started: told, not shown as a run
                     message = None

@@ -129,8 +129,10 @@ DETAILS = ("full", "short", "no rate", "least", "none")
 class StepSummary:
     """Where a run's time went, from its steps (:mod:`lovia.timing`).
 
-    ``turns`` counts model turns. ``first_token`` is the first turn's time to first token:
-    how long the user waited before anything showed (``None`` when nothing arrived).
+    ``turns`` counts the model turns that finished, as the inspector does: one a stop, an error
+    or a crash cut off was an attempt the timeline draws, not a turn. ``first_token`` is the
+    first turn's time to first token: how long the user waited before anything showed
+    (``None`` when nothing arrived).
     ``tokens_per_second`` is the output tokens of the turns whose usage is known over the
     time they streamed (first token to end), leaving out a turn that came at once, as the
     timeline gives it no rate (:func:`~lovia.timing.streaming_seconds`); ``None`` when no turn
@@ -159,7 +161,8 @@ class StepSummary:
         rate = sum(n for n, _ in streamed) / seconds if streamed else None
         ended = [(t.started_at, end) for t in tools
                  if (end := t.finished_at if t.finished_at is not None else until) is not None and end > t.started_at]
-        return cls(len(models), first, rate, len(tools), busy_seconds(ended) if tools else None,
+        finished = sum(1 for m in models if m.finished_at is not None and not m.cut_off)
+        return cls(finished, first, rate, len(tools), busy_seconds(ended) if tools else None,
                    sum(1 for s in steps if s.finished_at is None))
 
 

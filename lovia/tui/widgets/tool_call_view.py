@@ -5,8 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Collapsible, Static
+from textual.widgets.collapsible import CollapsibleTitle
 
 from lovia.entries import ToolCall, ToolResult
 from lovia.stores._search import SearchQuery, match_text
@@ -57,7 +59,8 @@ class ToolCallView(MessageView):
         self.archived: str | None = None  # the full output, once fetched from the archive
 
     def compose(self) -> ComposeResult:
-        with Collapsible(title=self._title(), collapsed=True):
+        # Titled once mounted, as plain text (see _show_title): a title given here is read as markup.
+        with Collapsible(title="", collapsed=True):
             yield Static("arguments", classes="label")
             yield Static(Text(self.call.arguments or "{}"), classes="arguments")
             yield Static("output", classes="label")
@@ -67,7 +70,14 @@ class ToolCallView(MessageView):
     def on_mount(self) -> None:
         # The transcript's cursor selects a call and enter expands it: its title taking focus made
         # tab stop on every call of the conversation, with nothing on screen to say where focus was.
-        self.query_one("CollapsibleTitle").can_focus = False
+        title = self.query_one(CollapsibleTitle)
+        title.can_focus = False
+        self._show_title(title)
+
+    def _show_title(self, title: CollapsibleTitle | None = None) -> None:
+        """Show the call's title as plain text: the arguments and the output are the model's and the
+        tool's, and Collapsible reads a title as markup (``[/]`` in an output raised, ending the app)."""
+        (title or self.query_one(CollapsibleTitle)).label = Content(self._title())
 
     def _title(self) -> str:
         head = f"⚙ {self.call.name}({one_line(self.call.arguments or '', 40)})"
@@ -86,8 +96,7 @@ class ToolCallView(MessageView):
     def set_result(self, result: ToolResult) -> None:
         """The call's result arrived."""
         self.result = result
-        collapsible = self.query_one(Collapsible)
-        collapsible.title = self._title()
+        self._show_title()
         self.query_one(".output", Static).update(Text(result.output))
         self._set_classes()
 
@@ -95,7 +104,7 @@ class ToolCallView(MessageView):
         """What the call, still without a result, says now (one of this module's states)."""
         self.dangling_state = state
         if self.result is None:
-            self.query_one(Collapsible).title = self._title()
+            self._show_title()
 
     def show_archived(self, text: str | None, where: str | None = None) -> None:
         """Show the archived full output (``None``: there is none, say so under the trimmed one)."""
