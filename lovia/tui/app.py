@@ -100,6 +100,7 @@ class LoviaApp(App[None]):
         self._tune_collector = tune_collector_for_startup
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
+        self._key_clash_notice: tuple[str, str, str] | None = None  # while shown (see withdraw_key_clashes)
 
     def on_load(self) -> None:
         # The theme before the app's first styling: set in on_mount, it made Textual parse the CSS
@@ -139,12 +140,20 @@ class LoviaApp(App[None]):
         self._notices_shown[notice] = now + shown_for
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
-    def _withdraw(self, notice: tuple[str, str, str]) -> None:
-        """Take the notice shown the same as ``notice`` off the screen; the new one keeps its place in
+    def _withdraw(self, notice: tuple[str, str, str], *, refresh: bool = False) -> None:
+        """Take the notice shown the same as ``notice`` off the screen (drawn again at once with
+        ``refresh``, else with the next notice); a new one the same keeps its place in
         :attr:`_notices_shown` (hence Textual's own ``_unnotify``, not this app's)."""
         for shown in list(self._notifications):
             if (shown.message, shown.title, shown.severity) == notice:
-                super()._unnotify(shown, refresh=False)
+                super()._unnotify(shown, refresh=refresh)
+
+    def withdraw_key_clashes(self) -> None:
+        """Take the start's key clash notice away, once a dialog opens over the main screen: it stayed
+        30 s over the dialog's own key line. The help screen lists the clashes for as long as they last."""
+        if self._key_clash_notice is not None:
+            self._withdraw(self._key_clash_notice, refresh=True)
+            self._key_clash_notice = None
 
     def clear_notifications(self) -> None:
         self._notices_shown.clear()  # none is shown now: the next may be the same as one cleared
@@ -195,8 +204,11 @@ class LoviaApp(App[None]):
     def _report_key_clashes(self) -> None:
         clashes = self.lovia_keymap.clashes() if self.lovia_keymap.rebound else []
         if clashes:
-            self.notify("\n".join(str(clash) for clash in clashes), title="Key clash in the config file's [keys]",
-                        severity="warning", timeout=30)
+            help_key = self.lovia_keymap.sure_key_text("app.help")
+            lines = [str(clash) for clash in clashes] + ([f"{help_key} lists them again."] if help_key else [])
+            notice = ("\n".join(lines), "Key clash in the config file's [keys]", "warning")
+            self.notify(notice[0], title=notice[1], severity="warning", timeout=30)
+            self._key_clash_notice = notice
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown)):

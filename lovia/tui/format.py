@@ -7,8 +7,10 @@ none, :data:`clock` is asked, so tests freeze it in one place.
 from __future__ import annotations
 
 import datetime
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from markdown_it import MarkdownIt
 
@@ -60,6 +62,17 @@ def size(chars: int) -> str:
     if chars < 1_000_000:
         return f"{chars / 1000:.1f}k chars"
     return f"{chars / 1_000_000:.1f}M chars"
+
+
+def file_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as short as it is unambiguous: ``./notes.md`` under the current directory,
+    ``~/notes.md`` under the home directory, else absolute. A notice is 38 columns wide at 80: a
+    path spelled out from ``/`` there was folded mid-name."""
+    absolute = Path(path).expanduser().absolute()
+    for base, shown in ((Path.cwd(), "."), (Path.home(), "~")):
+        if absolute.is_relative_to(base):
+            return f"{shown}{os.sep}{absolute.relative_to(base)}" if absolute != base else shown
+    return str(absolute)
 
 
 def one_line(text: str, width: int = 60) -> str:

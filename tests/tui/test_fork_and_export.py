@@ -127,7 +127,7 @@ async def test_ctrl_s_exports_the_open_session_to_the_file_named(tmp_path, monke
     work.mkdir()
     monkeypatch.chdir(work)
     app = make_app(db)
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=size, notifications=True) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
@@ -136,7 +136,10 @@ async def test_ctrl_s_exports_the_open_session_to_the_file_named(tmp_path, monke
         await pilot.press("enter")
         await settle(pilot)
         assert (work / "lovia-s-source.md").read_text().startswith("# what time is it?")
-        assert any(f"Exported 2 runs (6 entries) to {work / 'lovia-s-source.md'}" in n for n in notices(app))
+        assert "Exported 2 runs (6 entries) to\n./lovia-s-source.md" in notices(app)
+        # The path on a line of its own, whole: spelled out from / it was folded mid-name at 80 columns.
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
+        assert "./lovia-s-source.md" in app.export_screenshot().replace("&#160;", " ")
         # Another name, typed: a .jsonl one writes JSON lines.
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))

@@ -29,6 +29,7 @@ from lovia.tui.keymap import (
 )
 from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
+from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.footer import LoviaFooter
 from tests.tui.conftest import make_app, settle, told, wait_for
 
@@ -299,6 +300,27 @@ async def test_a_clash_is_reported_when_the_app_starts(tmp_path):
         await pilot.press("ctrl+b")  # the app works on: the main screen's ctrl+b takes the key there
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_clash_notice_leaves_a_dialog_uncovered_and_the_help_lists_the_clashes(tmp_path, size):
+    """Shown 30 s at the bottom right, the notice covered the key line of a dialog opened meanwhile."""
+    app = make_app(tmp_path / "lovia.db", keys={"app.next_theme": ("ctrl+b",)})
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        (toast,) = app.screen.query("Toast")
+        assert "f1 lists them again." in toast.render().plain
+        await pilot.press("f8")  # the trash
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen))
+        await pilot.pause()
+        assert not app.screen.query("Toast")
+        assert "close" in app.export_screenshot().replace("&#160;", " ").split("Trash", 1)[1]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        (listed,) = app.screen.query(".clashes")
+        assert "ctrl+b is bound to app.next_theme and main.toggle_sessions" in listed.render().plain
 
 
 async def test_no_notice_without_a_clash(tmp_path):

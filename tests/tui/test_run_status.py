@@ -14,6 +14,7 @@ import pytest
 
 from lovia import Agent, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.run_status import RunStatus
 from tests.tui.conftest import make_app, settle, wait_for
 
@@ -83,6 +84,10 @@ async def test_the_line_says_what_the_run_waits_on_and_for_how_long(tmp_path, si
         assert status_line(app) == ""
 
 
+def footer_actions(footer: LoviaFooter) -> set[str]:
+    return {entry.action for entry in footer.entries}
+
+
 async def test_the_line_goes_when_the_run_is_stopped_while_waiting(tmp_path):
     model = HeldModel(["never sent"])
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
@@ -91,10 +96,15 @@ async def test_the_line_goes_when_the_run_is_stopped_while_waiting(tmp_path):
         await send(pilot, "hello")
         await wait_for(pilot, model.asked.is_set)
         await wait_for(pilot, lambda: status_line(app).startswith("Waiting for slow-model"))
+        footer = app.screen.query_one(LoviaFooter)
+        # enter only says to wait: the footer offers Stop, not Send (the composer still has the focus)
+        assert app.focused is app.screen.chat.composer
+        assert "stop_run" in footer_actions(footer) and "submit" not in footer_actions(footer)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not app.screen.chat.running)
         await settle(pilot)
         assert status_line(app) == ""
+        assert "submit" in footer_actions(footer)
 
 
 async def test_several_tool_calls_running_at_once_are_counted(tmp_path):

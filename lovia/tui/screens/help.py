@@ -74,6 +74,7 @@ class HelpScreen(ModalScreen[None]):
         border: round $accent; background: $surface; padding: 0 1;
     }
     HelpScreen .group-title { margin-top: 1; }
+    HelpScreen .clashes { margin-top: 1; color: $warning; }
     """
 
     def compose(self) -> ComposeResult:
@@ -86,6 +87,10 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(Text(f"lovia keys — {close} closes. A name moves its key in the config file's [keys] "
                               "table; an underlined key was moved there."), classes="title")
+            clashes = keymap.clashes() if keymap.rebound else []
+            if clashes:  # said at start for 30 s; here for as long as they last
+                yield Static(Text("\n".join(["Key clashes in [keys]:", *(f"• {clash}" for clash in clashes)])),
+                             classes="clashes")
             for title, group in groups:
                 # One table a group, the columns as wide in each, so that the names line up
                 table = Table(show_header=False, box=None, padding=(0, 1), expand=True)

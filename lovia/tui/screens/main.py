@@ -696,7 +696,9 @@ class MainScreen(Screen):
             self.notify(str(exc), severity="error")
             return
         entries = format.count(summary.entries, "entry", "entries")
-        self.notify(f"Exported {format.count(summary.runs, 'run')} ({entries}) to {summary.path}", timeout=10)
+        # The path on its own line: a notice folds a path where its width ends, not at a slash.
+        self.notify(f"Exported {format.count(summary.runs, 'run')} ({entries}) to\n"
+                    f"{format.file_path(summary.path or path.strip())}", timeout=10)
 
     def hidden_in_footer(self, action: str) -> bool:
         """Export while the open session has nothing stored (see
@@ -726,6 +728,9 @@ class MainScreen(Screen):
 
     def on_screen_suspend(self) -> None:
         self._set_screen_class(True, "-covered")
+        withdraw_key_clashes = getattr(self.app, "withdraw_key_clashes", None)  # LoviaApp's, as first_paint_done
+        if withdraw_key_clashes is not None:
+            withdraw_key_clashes()  # not over the dialog's own keys: the help lists them
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         if not self._resumed_before:

@@ -670,7 +670,7 @@ class ChatPanel(Vertical):
         return bool(transcript.run_ids) or bool(transcript.views)
 
     def watch_running(self, running: bool) -> None:
-        self.transcript.answering = running
+        self.transcript.answering = self.composer.answering = running
         self.refresh_bindings()
 
     def watch_has_resumable_run(self) -> None:

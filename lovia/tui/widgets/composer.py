@@ -7,6 +7,7 @@ from typing import ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import TextArea
 
@@ -42,6 +43,10 @@ class Composer(TextArea):
             super().__init__()
             self.text = text
 
+    answering: reactive[bool] = reactive(False, init=False)
+    """Whether the chat's answer is running (set by the chat panel): enter then only says to wait
+    for it, so the footer leaves Send out (see :class:`~lovia.tui.widgets.footer.HidesInFooter`)."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, **kwargs)
         self.placeholder = "Message — enter to send, ctrl+j for a new line"
@@ -65,6 +70,12 @@ class Composer(TextArea):
         if action == "submit" and self.has_class("-editing"):
             return False  # enter resends an edit: the chat panel's "Resend" names it in the footer
         return super().check_action(action, parameters)
+
+    def hidden_in_footer(self, action: str) -> bool:
+        return action == "submit" and self.answering
+
+    def watch_answering(self) -> None:
+        self.refresh_bindings()
 
     def action_submit(self) -> None:
         text = self.text
