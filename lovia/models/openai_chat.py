@@ -15,6 +15,7 @@ by ``[conversation text]``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -55,9 +56,12 @@ _OPTIONAL_FIELDS = ("stream_options", "tool_choice")
 class OpenAIChatModel:
     """Chat Completions with streaming.
 
-    ``retries`` covers failures before anything was streamed: the client retries refused
-    connections, 429 and 5xx answers, and a stream that dies before its first token is
-    asked for again. A stream that dies after tokens were
+    ``retries`` covers failures before anything was streamed: a refused connection, a 408,
+    409, 429 or 5xx answer, and a stream that dies before its first token are asked for again,
+    after 0.5 s, then twice as long each time (up to 8 s), or after the wait a ``Retry-After``
+    header asks for (up to a minute; a longer one is not waited out). A request that timed out
+    is not sent again: the server is still working on it (a local model reading a long prompt),
+    and a second copy would only queue behind the first. A stream that dies after tokens were
     shown raises :class:`ModelError`, and the run can be retried or resumed.
 
     When tools are offered, ``tool_choice`` is ``"auto"`` (llama-cpp-python calls no tools
@@ -89,9 +93,11 @@ class OpenAIChatModel:
         self._refused_fields: set[str] = set() if include_usage else {"stream_options"}
         self._retries = retries
         self._missing_key = not api_key and base_url is None
-        # A local server needs no key, but the client insists on one.
+        self._timeout = timeout
+        # A local server needs no key, but the client insists on one. The client retries nothing:
+        # it would send a timed-out request again (see stream).
         self._client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed", base_url=base_url, max_retries=retries, timeout=timeout
+            api_key=api_key or "not-needed", base_url=base_url, max_retries=0, timeout=timeout
         )
 
     @property
@@ -118,9 +124,10 @@ class OpenAIChatModel:
                     yield chunk
                 return
             except ModelError as exc:
-                retriable = getattr(exc, "retriable", False)
-                if streamed_anything or not retriable or attempt >= self._retries:
+                wait = _retry_wait(exc, attempt)
+                if streamed_anything or wait is None or attempt >= self._retries:
                     raise
+                await asyncio.sleep(wait)
                 attempt += 1
 
     async def _stream_once(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
@@ -173,12 +180,13 @@ class OpenAIChatModel:
         except openai.APIStatusError as exc:
             raise self._status_error(exc, conversation) from None
         except Exception as exc:  # transport errors; their types differ between client versions
+            if _timed_out(exc):  # waiting on the server
+                raise self._error(f"{self.name} sent nothing for {self._timeout:g} s ({self._where()}); the "
+                                  "request was not sent again, since the server may still be working on it") from None
             if connected:
                 raise self._error(f"{self.name}: the stream broke off ({_cause(exc)})", retriable=True) from None
-            if isinstance(exc, openai.APITimeoutError):
-                raise self._error(f"{self.name} did not answer in time ({self._where()})") from None
             raise self._error(
-                f"cannot reach {self.name} at {self._where()}: {_cause(exc)}. Is the server running?"
+                f"cannot reach {self.name} at {self._where()}: {_cause(exc)}. Is the server running?", retriable=True
             ) from None
 
     async def _create(self, kwargs: dict[str, Any], conversation: _Conversation) -> Any:
@@ -218,6 +226,8 @@ class OpenAIChatModel:
         # leaves the advice on the first line, the one a transcript shows collapsed.
         status = exc.status_code
         detail = self._detail(exc, conversation)
+        retriable = status in RETRIED_STATUSES or status >= 500
+        retry_after = _retry_after(exc.response) if retriable else None
         if status in (401, 403):
             return self._error(f"{self.name} refused the request ({status}); check {self._api_key_source}: {detail}")
         if status == 404:
@@ -225,8 +235,9 @@ class OpenAIChatModel:
                 f"{self.name}: model or endpoint not found (404); check the model name and base URL: {detail}"
             )
         if status == 429:
-            return self._error(f"{self.name} is rate limiting requests (429); wait and retry: {detail}")
-        return self._error(f"{self.name} answered {status}: {detail}")
+            return self._error(f"{self.name} is rate limiting requests (429); wait and retry: {detail}",
+                               retriable=True, retry_after=retry_after)
+        return self._error(f"{self.name} answered {status}: {detail}", retriable=retriable, retry_after=retry_after)
 
     def _detail(self, exc: openai.APIStatusError, conversation: _Conversation) -> str:
         """What the server said, safe to show and store: the key taken out before the text is
@@ -244,11 +255,44 @@ class OpenAIChatModel:
             text = _redact_cut_copies(text, form)
         return text
 
-    def _error(self, message: str, *, retriable: bool = False) -> ModelError:
-        """A :class:`ModelError` whose message never holds the API key, whatever a server echoed."""
+    def _error(self, message: str, *, retriable: bool = False, retry_after: float | None = None) -> ModelError:
+        """A :class:`ModelError` whose message never holds the API key, whatever a server echoed;
+        ``retriable`` and ``retry_after`` (seconds the server asked for) are read by :func:`_retry_wait`."""
         error = ModelError(self._redact(message))
         error.retriable = retriable  # type: ignore[attr-defined]
+        error.retry_after = retry_after  # type: ignore[attr-defined]
         return error
+
+
+RETRIED_STATUSES = frozenset({408, 409, 429})
+"""Answers asked for again (as are 5xx): a timeout on the server's side, a conflict, a rate limit."""
+MAX_RETRY_AFTER_SECONDS = 60.0
+"""The longest ``Retry-After`` waited out; a server asking for more gets the error shown instead."""
+
+
+def _retry_wait(error: ModelError, attempt: int) -> float | None:
+    """Seconds to wait before asking again after ``error`` (the ``attempt``-th retry, from 0); ``None``: do not."""
+    if not getattr(error, "retriable", False):
+        return None
+    asked = getattr(error, "retry_after", None)
+    if asked is not None:
+        return asked if asked <= MAX_RETRY_AFTER_SECONDS else None
+    return min(8.0, 0.5 * 2**attempt)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is the client's timeout: ``APITimeoutError`` while the request is sent, the
+    HTTP library's own timeout (``httpx`` or, in later clients, ``httpx2``) while the stream is read."""
+    return isinstance(exc, (openai.APITimeoutError, TimeoutError)) or any(
+        kind.__name__ == "TimeoutException" for kind in type(exc).__mro__)
+
+
+def _retry_after(response: Any) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (a number; an HTTP date is not read); ``None`` without one."""
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "")))
+    except ValueError:
+        return None
 
 
 def _secret_forms(api_key: str | None, base_url: str | None) -> list[str]:

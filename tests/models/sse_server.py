@@ -21,6 +21,9 @@ quoting the middle of the last message's words, all but its first and last) and 
 model the key may not use. Refusals by name:
 ``forbids-stream-options`` (FastAPI's 422 naming ``stream_options`` in ``loc``) and
 ``tool-choice-then-down`` (a 400 naming ``tool_choice`` only in ``param``; without it, 503).
+Slow and busy servers: ``busy`` (answers nothing for 3 s, as a local model reading a long prompt),
+``stall`` (sends its headers, then nothing for 3 s) and ``rate-limited-once`` (a 429 asking, in
+``Retry-After``, for 0.2 s once, then works).
 
 Like llama-cpp-python and llama-server, it refuses (500) any request whose history holds an
 assistant message with ``"content": null`` or tool-call arguments that are not a JSON object.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote
@@ -81,6 +85,7 @@ class SSEServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._die_once_served = False
+        self._rate_limited = False
         self._lock = threading.Lock()
         outer = self
 
@@ -164,6 +169,20 @@ class SSEServer:
                 return self._json(handler, 400, {"error": {
                     "message": "Unsupported parameter.", "type": "invalid_request_error", "param": "tool_choice"}})
             return self._json(handler, 503, {"error": {"message": "The server is loading the model."}})
+        if model == "busy":
+            time.sleep(3)
+            return self._json(handler, 500, {"error": {"message": "too late"}})
+        if model == "stall":
+            self._start_stream(handler)
+            time.sleep(3)
+            return self._break(handler)
+        if model == "rate-limited-once":
+            with self._lock:
+                first, self._rate_limited = not self._rate_limited, True
+            if first:
+                return self._json(handler, 429, {"error": {"message": "Rate limit reached."}},
+                                  headers={"Retry-After": "0.2"})
+            model = "text"
         if model == "die-once":
             with self._lock:
                 first, self._die_once_served = not self._die_once_served, True
@@ -187,9 +206,12 @@ class SSEServer:
         self._write_chunk(handler, b"")
 
     @staticmethod
-    def _json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    def _json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any],
+              headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         handler.send_response(status)
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()

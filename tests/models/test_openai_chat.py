@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -102,6 +103,24 @@ async def test_a_stream_that_dies_before_its_first_token_is_retried(server):
     chunks = await collect(model(server, "die-once"))
     assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Hello, world"
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("name", ["busy", "stall"])
+async def test_a_request_that_timed_out_is_not_sent_again(server, name):
+    """The client sent it three times (its own retries), each waiting the whole timeout: a local
+    server still reading the first copy's prompt got two more to queue behind it."""
+    m = OpenAIChatModel(name, base_url=server.base_url, api_key=SECRET, retries=2, timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"sent nothing for 0.5 s .*not sent again"):
+        await collect(m)
+    assert len(server.requests) == 1 and time.monotonic() - started < 2.5
+
+
+async def test_a_rate_limit_is_waited_out_as_the_server_asks_and_tried_again(server):
+    started = time.monotonic()
+    chunks = await collect(model(server, "rate-limited-once"))
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Hello, world"
+    assert len(server.requests) == 2 and time.monotonic() - started >= 0.2
 
 
 async def test_a_stream_without_a_finish_is_an_error(server):
