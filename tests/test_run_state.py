@@ -45,7 +45,9 @@ def test_between_turns_and_after_the_answer():
 
 def test_a_turn_cut_off_before_its_first_chunk_was_waiting_for_the_model():
     asked = ModelStep(agent="a", model="m", started_at=NOW - 40, finished_at=NOW - 30, cut_off=True)
-    assert how_run_stopped(head(steps=[asked]), ASKED, NOW).headline == "stopped while waiting for the model"
+    assert how_run_stopped(head(steps=[asked]), ASKED, NOW).headline == "stopped before the first token"
+    # Whole in the runs list beside the conversation (34 cells from 150 columns), with its mark
+    assert len("⏸ " + how_run_stopped(head(steps=[asked]), ASKED, NOW).headline) <= 34
     answering = dataclasses.replace(asked, first_token_at=NOW - 35)  # it had begun: not waiting any more
     assert how_run_stopped(head(steps=[answering]), ASKED, NOW).headline == "stopped between turns"
     called = ToolStep(call_id="c3", name="lookup", started_at=NOW - 40, finished_at=NOW - 39)

@@ -7,7 +7,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import rich
 from rich.segment import Segments
@@ -140,20 +140,25 @@ class LoviaApp(App[None]):
         self._notices_shown[notice] = now + shown_for
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
-    def _withdraw(self, notice: tuple[str, str, str], *, refresh: bool = False) -> None:
-        """Take the notice shown the same as ``notice`` off the screen (drawn again at once with
-        ``refresh``, else with the next notice); a new one the same keeps its place in
-        :attr:`_notices_shown` (hence Textual's own ``_unnotify``, not this app's)."""
+    def _withdraw(self, notice: tuple[str, str, str]) -> None:
+        """Take the notice shown the same as ``notice`` off the screen (as drawn with the next notice);
+        a new one the same keeps its place in :attr:`_notices_shown` (hence Textual's own
+        ``_unnotify``, not this app's)."""
         for shown in list(self._notifications):
             if (shown.message, shown.title, shown.severity) == notice:
-                super()._unnotify(shown, refresh=refresh)
+                super()._unnotify(shown, refresh=False)
 
-    def withdraw_key_clashes(self) -> None:
-        """Take the start's key clash notice away, once a dialog opens over the main screen: it stayed
-        30 s over the dialog's own key line. The help screen lists the clashes for as long as they last."""
-        if self._key_clash_notice is not None:
-            self._withdraw(self._key_clash_notice, refresh=True)
-            self._key_clash_notice = None
+    def withdraw_key_clashes(self, under: Screen[Any]) -> None:
+        """Take the start's key clash notice away from the screen ``under`` a dialog just opened: it
+        stayed 30 s over the dialog's own key line. The help screen lists the clashes for as long as
+        they last. Textual redraws the toasts of the screen on top only, so those of ``under`` are
+        brought up to date here (its ``ToastRack``, guarded in tests/tui/test_textual_private_names.py)."""
+        if self._key_clash_notice is None:
+            return
+        self._withdraw(self._key_clash_notice)
+        self._key_clash_notice = None
+        for rack in under.query("ToastRack"):
+            rack.show(self._notifications)  # type: ignore[attr-defined]
 
     def clear_notifications(self) -> None:
         self._notices_shown.clear()  # none is shown now: the next may be the same as one cleared

@@ -380,12 +380,19 @@ def _runs_by_session(runs: Sequence[RunSummary]) -> tuple[dict[str, RunSummary],
 _INFO_VALUES: Callable[[SessionInfo], tuple[Any, ...]] = attrgetter(*(f.name for f in fields(SessionInfo)))
 
 
-def _listing(info: SessionInfo, newest_run: RunSummary | None) -> SessionListing:
-    """A stored session as listed, marked by its newest unstored run (if any)."""
+def _listing(info: SessionInfo, newest_run: RunSummary | None, oldest_run: RunSummary | None = None) -> SessionListing:
+    """A stored session as listed, marked by its newest unstored run (if any).
+
+    Untitled in the store with no message of the user's in it (what it held was rewound away:
+    a stopped first answer regenerated, or its message edited and sent again, then stopped),
+    it is titled by its oldest unstored run's input, as a session only its runs know is."""
     if newest_run is None:
         return SessionListing(*(*_INFO_VALUES(info), None, info.last_activity or 0.0))
     activity = max(info.last_activity or 0.0, newest_run.head.updated_at)
-    return SessionListing(*(*_INFO_VALUES(info), run_state(newest_run.head), activity))
+    listing = SessionListing(*(*_INFO_VALUES(info), run_state(newest_run.head), activity))
+    if not info.title and oldest_run is not None:
+        return replace(listing, title=title_from(oldest_run.head.first_input))
+    return listing
 
 
 def _unstored_listing(session_id: str, oldest: RunSummary, newest: RunSummary) -> SessionListing:
@@ -542,14 +549,15 @@ class ChatBackend:
             await self.purge_expired_trash()
         stored = await session.list_sessions(query=query or None, limit=limit)
         newest, oldest = _runs_by_session(await self._unstored_runs())
-        listed = [_listing(info, newest.get(info.session_id)) for info in stored]
+        listed = [_listing(info, newest.get(info.session_id), oldest.get(info.session_id)) for info in stored]
         unknown = set(newest) - {info.session_id for info in stored}
         if unknown and (query or limit is not None):  # a stored session the query or the limit left out
             elsewhere = await self._stored_infos(session, sorted(unknown))
             unknown -= {info.session_id for info in elsewhere}
-            if limit is not None:  # left out by the limit: its unstored runs may make it newer than the page
-                listed += [_listing(info, newest[info.session_id])
-                           for info in filter_sessions(elsewhere, query or None, None)]
+            # Left out by the limit, its unstored runs may make it newer than the page; by the query,
+            # an untitled one may match by the title its oldest unstored run gives it (see _listing).
+            listed += filter_sessions([_listing(info, newest[info.session_id], oldest[info.session_id])
+                                       for info in elsewhere], query or None, None)  # type: ignore[arg-type]
         added = [_unstored_listing(session_id, oldest[session_id], newest[session_id]) for session_id in unknown]
         listed += filter_sessions(added, query or None, None)  # type: ignore[arg-type]
         listed.sort(key=lambda info: info.activity, reverse=True)
@@ -583,7 +591,7 @@ class ChatBackend:
         info = await self.session_info(session_id)
         newest, oldest = _runs_by_session(runs)
         if info is not None:
-            return _listing(info, newest.get(session_id))
+            return _listing(info, newest.get(session_id), oldest.get(session_id))
         return _unstored_listing(session_id, oldest[session_id], newest[session_id]) if runs else None
 
     async def session_info(self, session_id: str) -> SessionInfo | None:

@@ -109,7 +109,7 @@ async def test_a_run_stopped_before_the_first_chunk_reads_as_waiting_for_the_mod
         await task
         (summary,) = await checkpointer.list_runs()
         stop = how_run_stopped(summary.head, (await checkpointer.load("r1")).entries, time.time())
-        assert stop.headline == "stopped while waiting for the model"  # not "between turns": a turn was asked
+        assert stop.headline == "stopped before the first token"  # not "between turns": a turn was asked
 
 
 def test_a_head_round_trips_its_cut_off_text_and_older_heads_read_none():

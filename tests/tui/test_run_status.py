@@ -107,6 +107,36 @@ async def test_the_line_goes_when_the_run_is_stopped_while_waiting(tmp_path):
         assert "submit" in footer_actions(footer)
 
 
+@pytest.mark.parametrize("key", ["ctrl+g", "ctrl+l"])
+async def test_a_session_whose_answers_were_all_stopped_keeps_its_first_message_as_title(tmp_path, key):
+    """Stopped, then regenerated (or edited and sent again) and stopped: the rewind left the stored session
+    with no message of the user's, and the sessions list called it "(untitled)", after a restart too."""
+    model = HeldModel(["never sent", "never sent", "never sent"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "are you there?")
+        await wait_for(pilot, model.asked.is_set)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        model.asked.clear()
+        await pilot.press(key)
+        if key == "ctrl+l":  # the message back in the composer: sent again as it was
+            await wait_for(pilot, lambda: app.screen.chat.composer.text == "are you there?")
+            await pilot.press("enter")
+        await wait_for(pilot, model.asked.is_set)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        (listing,) = await app.screen.backend.sessions()
+        assert listing.title == "are you there?" and listing.state == "interrupted"
+        assert [s.title for s in await app.screen.backend.sessions("there")] == ["are you there?"]
+        await app.screen.refresh_lists()
+        await settle(pilot)
+        assert "are you there?" in str(app.screen.query_one("#session-list").get_option_at_index(0).prompt)
+
+
 async def test_several_tool_calls_running_at_once_are_counted(tmp_path):
     release = asyncio.Event()
     started: list[str] = []

@@ -211,3 +211,13 @@ def test_the_call_that_forgets_a_notification_exists():
     shown = Notification("shown", "t", "warning")
     notifications = Notifications().add(shown)
     assert [(n.message, n.title, n.severity) for n in notifications] == [("shown", "t", "warning")]
+
+
+def test_the_toast_rack_a_covered_screen_is_brought_up_to_date_with_exists():
+    # LoviaApp.withdraw_key_clashes calls ToastRack.show(notifications) on the screen under a dialog:
+    # Textual updates the toasts of the screen on top only (App._refresh_notifications).
+    from textual.widgets._toast import ToastRack
+
+    assert list(inspect.signature(ToastRack.show).parameters) == ["self", "notifications"]
+    assert "toast_rack.show, self._notifications" in inspect.getsource(App._refresh_notifications)
+    assert ToastRack.__name__ == "ToastRack"  # the name the screen's query selects it by

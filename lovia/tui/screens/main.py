@@ -730,7 +730,7 @@ class MainScreen(Screen):
         self._set_screen_class(True, "-covered")
         withdraw_key_clashes = getattr(self.app, "withdraw_key_clashes", None)  # LoviaApp's, as first_paint_done
         if withdraw_key_clashes is not None:
-            withdraw_key_clashes()  # not over the dialog's own keys: the help lists them
+            withdraw_key_clashes(self)  # not over the dialog's own keys: the help lists them
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         if not self._resumed_before:
