@@ -98,9 +98,15 @@ async def fork_from_a_message(pilot) -> None:
 
     from screenshots.demo_data import BASE_TIME
 
+    from lovia.tui.widgets.assistant_message import AssistantMessageView
+
     transcript = pilot.app.screen.chat.transcript
     transcript.focus()
-    await pilot.press("end", "up", "up", "up")
+    await pilot.pause()
+    views = transcript.views
+    transcript.selected = max(i for i, view in enumerate(views) if isinstance(view, AssistantMessageView)
+                              and transcript.header_above(view).run_id != "run-demo-interrupted")
+    await pilot.pause()
     with mock.patch("time.time", return_value=BASE_TIME + 2 * 3600):
         await pilot.press("f")
         await pilot.pause(0.5)
