@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from markdown_it import MarkdownIt
+from rich.cells import cell_len, set_cell_size
 
 # Durations and a turn's ending read the same in the export (lovia.export), which loads no UI.
 from lovia._wording import count as count, duration as duration, finish_note as finish_note
@@ -76,9 +77,18 @@ def file_path(path: str | os.PathLike[str]) -> str:
 
 
 def one_line(text: str, width: int = 60) -> str:
-    """``text`` on one line, cut to ``width`` with an ellipsis."""
+    """``text`` on one line, cut to ``width`` terminal cells with an ellipsis.
+
+    Cells, not characters: a Chinese or Japanese character and most emoji take two, so a title
+    cut at ``width`` characters took up to twice the room and wrapped, the runs list's lines
+    running into each other."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if flat.isascii():  # one cell a character: the common case, without measuring
+        return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if cell_len(flat) <= width:
+        return flat
+    # A wide character that would straddle the cut is left out (set_cell_size pads its place)
+    return set_cell_size(flat, width - 1).rstrip() + "…"
 
 
 def sentence(text: str) -> str:

@@ -255,3 +255,31 @@ async def test_keys_typed_fast_into_the_sessions_list_all_reach_the_filter(tmp_p
         await settle(pilot)
         assert app.screen.query_one("#session-filter").value == "shared sess"
         assert [s.session_id for s in app.screen.query_one("SessionsPane").sessions] == ["s-shared"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_title_in_chinese_or_japanese_is_cut_to_the_lists_width_in_cells(tmp_path, size):
+    """Cut at the list's width in characters, a line of double-width characters took twice the room:
+    the runs list wrapped it, "in" alone on a line and the session's title on the next two."""
+    from rich.cells import cell_len
+
+    from lovia import RunHead, RunSnapshot, SQLiteCheckpointer
+    from lovia.tui import format
+
+    db = tmp_path / "lovia.db"
+    asked = "東京の天気を調べて、明日の予定を立ててください。できれば詳しく"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-jp", first_input=asked)
+        await checkpointer.save(RunSnapshot("run-jp", head, [UserMessage(text=asked)]))
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size[0] < 150:
+            await pilot.press("ctrl+o")  # the runs pane, over the conversation
+            await settle(pilot)
+        runs = app.screen.query_one("#run-list")
+        width = runs.scrollable_content_region.width - 2
+        lines = runs.get_option_at_index(0).prompt.plain.splitlines()
+        assert lines[1].startswith("東京の天気") and lines[1].endswith("…")
+        assert all(cell_len(line) <= width for line in lines), lines
+    assert format.one_line(asked, 10) == "東京の天…"  # 9 cells: a fifth would straddle the cut and format.one_line("Tokyo weather", 10) == "Tokyo wea…"

@@ -97,5 +97,4 @@ class RunStatus(Widget):
         tail = f" · {shown}" if waited >= 1 else "…"
         # The time is what the line is for: a long model name is cut, never the time
         room = self.content_region.width - len(tail)
-        step = self.step if room <= 0 or len(self.step) <= room else self.step[:max(room - 1, 0)] + "…"
-        return step + tail
+        return (self.step if room <= 0 else format.one_line(self.step, room)) + tail
