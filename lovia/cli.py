@@ -193,7 +193,7 @@ def build_app(args: argparse.Namespace):
             base_url = given
             break
     try:
-        model = resolve_model(model_spec, base_url=base_url)
+        model = resolve_model(model_spec, base_url=base_url, timeout=config.model_timeout)
     except UserError as exc:
         raise UserError(f"{source}: {exc}") from None
 

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,8 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     (["--theme", "neon"], "", "--theme: unknown theme 'neon'"),
     ([], 'theme = "neon"', "theme in {config}: unknown theme 'neon'"),
     ([], "trash_days = 1e9", "must be a number of days from 0 to 999,999"),
+    ([], "model_timeout = 0", "model_timeout in {config} must be the seconds a model server may send nothing"),
+    ([], 'model_timeout = "long"', "model_timeout in {config} must be the seconds"),
     ([], "model = [1", "is not valid TOML"),
     ([], 'colour = "red"', "unknown keys colour"),
     (["--agent", "no_such_module:agent"], "", "cannot import 'no_such_module'"),
@@ -248,6 +251,32 @@ def test_a_local_server_from_the_config_file_needs_no_key(tmp_path, monkeypatch)
     (tmp_path / "config.toml").write_text('model = "openai:gpt-4.1-mini"\n')
     with pytest.raises(UserError, match="needs an API key"):
         build_app(_args(tmp_path))
+
+
+def test_the_model_timeout_of_the_config_file_is_the_models(tmp_path, monkeypatch):
+    """A local model reading a long prompt on a CPU may send nothing for minutes: the 120 s the
+    client waited could not be changed. The server here sends nothing for 3 s."""
+    from lovia.errors import ModelError
+    from lovia.models import ModelRequest
+    from tests.models.sse_server import SSEServer
+
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    for name in ("LOVIA_MODEL", "LOVIA_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with SSEServer() as server:
+        (tmp_path / "config.toml").write_text(f'model = "openai:busy"\nbase_url = "{server.base_url}"\n'
+                                              "model_timeout = 1\n")
+        model = build_app(_args(tmp_path)).backend.agent.model  # opens the stores in a loop of its own
+
+        async def ask() -> None:
+            async for _ in model.stream(ModelRequest("", [UserMessage(text="hi")], [], "assistant")):
+                pass
+
+        started = time.monotonic()
+        with pytest.raises(ModelError, match=r"sent nothing for 1 s"):
+            asyncio.run(ask())
+        assert time.monotonic() - started < 2.5 and len(server.requests) == 1
 
 
 def test_the_theme_flag_wins_then_the_last_pick_then_the_config_file(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from lovia.errors import UserError
 from lovia.models.base import (
+    DEFAULT_MODEL_TIMEOUT,
     FinishChunk,
     Model,
     ModelChunk,
@@ -24,6 +25,7 @@ from lovia.models.demo import DemoModel
 from lovia.models.scripted import ScriptedCall, ScriptedModel, ScriptedTurn, call
 
 __all__ = [
+    "DEFAULT_MODEL_TIMEOUT",
     "URL_PROVIDERS",
     "DemoModel",
     "FinishChunk",
@@ -85,11 +87,12 @@ def check_base_url(base_url: str) -> None:
 
 
 def resolve_model(spec: str | Model | None = None, *, base_url: str | None = None,
-                  api_key: str | None = None) -> Model:
+                  api_key: str | None = None, timeout: float = DEFAULT_MODEL_TIMEOUT) -> Model:
     """The model named by ``spec`` (see the module docstring); ``None`` means the default.
 
     ``base_url`` falls back to ``LOVIA_BASE_URL``; the key to ``LOVIA_API_KEY``, then
-    ``OPENAI_API_KEY``. Raises :class:`UserError` for a string it cannot read.
+    ``OPENAI_API_KEY``. ``timeout`` is how many seconds a server may send nothing before a
+    request fails. Raises :class:`UserError` for a string it cannot read.
     """
     if spec is not None and not isinstance(spec, str):
         return spec
@@ -110,9 +113,10 @@ def resolve_model(spec: str | Model | None = None, *, base_url: str | None = Non
     if provider == "openai":
         source = "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") else "OPENAI_API_KEY"
         key = api_key or os.environ.get("LOVIA_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        return OpenAIChatModel(name, base_url=base_url, api_key=key, api_key_source=source, label=text)
+        return OpenAIChatModel(name, base_url=base_url, api_key=key, api_key_source=source, label=text,
+                               timeout=timeout)
     if provider == "ollama":
         # Ollama needs no key: without one the model sends a placeholder, which is no secret to hide.
         return OpenAIChatModel(name, base_url=base_url or _ollama_url(), api_key=api_key,
-                               api_key_source="LOVIA_API_KEY", label=text)
+                               api_key_source="LOVIA_API_KEY", label=text, timeout=timeout)
     raise UserError(f"unknown model provider {provider!r} in {text!r}: use demo, openai:NAME or ollama:NAME")

@@ -16,6 +16,7 @@ from lovia.tools import ToolSpec
 from lovia.usage import Usage
 
 __all__ = [
+    "DEFAULT_MODEL_TIMEOUT",
     "FinishChunk",
     "Model",
     "ModelChunk",
@@ -24,6 +25,10 @@ __all__ = [
     "ToolCallChunk",
     "UsageChunk",
 ]
+
+
+DEFAULT_MODEL_TIMEOUT = 120.0
+"""Seconds a model server may send nothing (before its first chunk, or between two) before a request fails."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,15 @@ import openai
 from lovia._urls import shown_url
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.errors import ModelError
-from lovia.models.base import FinishChunk, ModelChunk, ModelRequest, TextChunk, ToolCallChunk, UsageChunk
+from lovia.models.base import (
+    DEFAULT_MODEL_TIMEOUT,
+    FinishChunk,
+    ModelChunk,
+    ModelRequest,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+)
 from lovia.tools import ToolSpec
 from lovia.usage import Usage
 
@@ -82,7 +90,7 @@ class OpenAIChatModel:
         api_key_source: str = "OPENAI_API_KEY",
         label: str | None = None,
         retries: int = 2,
-        timeout: float = 120.0,
+        timeout: float = DEFAULT_MODEL_TIMEOUT,
         include_usage: bool = True,
     ) -> None:
         self.model = model

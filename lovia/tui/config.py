@@ -5,6 +5,8 @@
   ``model = "ollama:qwen2.5"``, ``base_url = "http://127.0.0.1:8080/v1"``, ``theme = "lovia-light"``,
   and a ``[keys]`` table that moves actions to other keys (:mod:`lovia.tui.keymap`);
   ``trash_days = 30`` is how long a deleted session stays in the trash (f8) before it is purged;
+  ``model_timeout = 120`` is how many seconds a model server may send nothing before the
+  request fails (a local model reading a long prompt on a CPU may need more);
   ``db = "~/team.db"`` or ``db = "postgresql://bob@db.internal/lovia"`` is where sessions and
   checkpoints live instead of ``lovia.db`` (``--db`` wins; a relative path is taken from the
   config file's directory; see :mod:`lovia.db_location`);
@@ -32,13 +34,14 @@ import platformdirs
 from lovia._files import make_private_dirs, replace_file_privately, safe_file_name
 from lovia.db_location import DbLocation, parse_db_location
 from lovia.errors import UserError
+from lovia.models.base import DEFAULT_MODEL_TIMEOUT
 from lovia.tui.keymap import parse_keys
 
 if TYPE_CHECKING:
     from lovia.mcp import MCPServer
 
 APP_NAME = "lovia"
-CONFIG_KEYS = {"trash_days", "model", "base_url", "theme", "keys", "db", "mcp"}
+CONFIG_KEYS = {"trash_days", "model", "base_url", "model_timeout", "theme", "keys", "db", "mcp"}
 MCP_SERVER_KEYS = {"command", "args", "env", "url", "headers", "enabled", "timeout"}
 ENVIRONMENT_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${NAME}`` in an MCP server's ``env`` or ``headers`` value: taken from lovia's environment at start."""
@@ -65,6 +68,8 @@ class Config:
     theme: str | None = None
     trash_days: float = 30.0
     """How long a deleted session stays in the trash before it is purged (0: at the next listing)."""
+    model_timeout: float = DEFAULT_MODEL_TIMEOUT
+    """Seconds a model server may send nothing (before its first chunk, or between two) before the request fails."""
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The ``[keys]`` table, validated by :func:`lovia.tui.keymap.parse_keys`: action name -> keys."""
     db: DbLocation | None = None
@@ -88,11 +93,17 @@ class Config:
         if isinstance(trash_days, bool) or not isinstance(trash_days, (int, float)) or not 0 <= trash_days < 1e6:
             raise UserError(f"trash_days in {path} must be a number of days from 0 to 999,999 (e.g. trash_days "
                             f"= 30; 0 keeps them until the next listing), got {trash_days!r}")
+        model_timeout = data.pop("model_timeout", cls.model_timeout)
+        if isinstance(model_timeout, bool) or not isinstance(model_timeout, (int, float)) \
+                or not 1 <= model_timeout <= 86400:
+            raise UserError(f"model_timeout in {path} must be the seconds a model server may send nothing, from 1 "
+                            f"to 86,400 (e.g. model_timeout = 600), got {model_timeout!r}")
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
         location = _db_in(data.pop("db", None), path)
-        return cls(trash_days=float(trash_days), **data, keys=keys, db=location, mcp_servers=mcp_servers)
+        return cls(trash_days=float(trash_days), model_timeout=float(model_timeout), **data, keys=keys, db=location,
+                   mcp_servers=mcp_servers)
 
     @classmethod
     def load_db(cls, path: Path | None = None) -> DbLocation | None:

@@ -169,13 +169,13 @@ class SSEServer:
                 return self._json(handler, 400, {"error": {
                     "message": "Unsupported parameter.", "type": "invalid_request_error", "param": "tool_choice"}})
             return self._json(handler, 503, {"error": {"message": "The server is loading the model."}})
-        if model == "busy":
+        if model in ("busy", "stall"):
+            if model == "stall":
+                self._start_stream(handler)
             time.sleep(3)
-            return self._json(handler, 500, {"error": {"message": "too late"}})
-        if model == "stall":
-            self._start_stream(handler)
-            time.sleep(3)
-            return self._break(handler)
+            # The client gave up long ago: whatever is sent now meets a closed connection.
+            handler.close_connection = True
+            return None
         if model == "rate-limited-once":
             with self._lock:
                 first, self._rate_limited = not self._rate_limited, True
