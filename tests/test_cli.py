@@ -274,7 +274,7 @@ def test_the_model_timeout_of_the_config_file_is_the_models(tmp_path, monkeypatc
                 pass
 
         started = time.monotonic()
-        with pytest.raises(ModelError, match=r"sent nothing for 1 s"):
+        with pytest.raises(ModelError, match=r"no reply for 1 s"):
             asyncio.run(ask())
         assert time.monotonic() - started < 2.5 and len(server.requests) == 1
 

@@ -189,7 +189,8 @@ class OpenAIChatModel:
             raise self._status_error(exc, conversation) from None
         except Exception as exc:  # transport errors; their types differ between client versions
             if _timed_out(exc):  # waiting on the server
-                raise self._error(f"{self.name} sent nothing for {self._timeout:g} s ({self._where()}); the "
+                # The figure first: a list cuts the message to its first 30-odd characters
+                raise self._error(f"{self.name}: no reply for {self._timeout:g} s ({self._where()}); the "
                                   "request was not sent again, since the server may still be working on it") from None
             if connected:
                 raise self._error(f"{self.name}: the stream broke off ({_cause(exc)})", retriable=True) from None

@@ -8,6 +8,7 @@ token until the test lets it go; the tool holds its result the same way.
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from lovia import Agent, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.widgets.footer import LoviaFooter
+from lovia.tui.widgets.inspector import CheckpointInspector
 from lovia.tui.widgets.run_status import RunStatus
 from tests.tui.conftest import make_app, settle, wait_for
 
@@ -84,6 +86,14 @@ async def test_the_line_says_what_the_run_waits_on_and_for_how_long(tmp_path, si
         assert status_line(app) == ""
 
 
+def inspector_text(app) -> str:
+    from rich.console import Console
+
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(app.screen.query_one(CheckpointInspector).shown)
+    return console.export_text()
+
+
 def footer_actions(footer: LoviaFooter) -> set[str]:
     return {entry.action for entry in footer.entries}
 
@@ -96,6 +106,10 @@ async def test_the_line_goes_when_the_run_is_stopped_while_waiting(tmp_path):
         await send(pilot, "hello")
         await wait_for(pilot, model.asked.is_set)
         await wait_for(pilot, lambda: status_line(app).startswith("Waiting for slow-model"))
+        # The inspector showed the lease's end as last read, which looked lapsed a minute on
+        inspector = app.screen.query_one(CheckpointInspector)
+        await wait_for(pilot, lambda: inspector.run_id is not None)
+        assert "renewed while it runs here" in inspector_text(app)
         footer = app.screen.query_one(LoviaFooter)
         # enter only says to wait: the footer offers Stop, not Send (the composer still has the focus)
         assert app.focused is app.screen.chat.composer

@@ -165,7 +165,9 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("owner", f"pid {head.owner.pid} on {head.owner.host}" if head.owner else "—"),
         ]
         if head.lease_until is not None:
-            rows.append(("lease", f"until {format.when(head.lease_until)}"))
+            # This process renews it without a snapshot to show: the time last read would look lapsed.
+            rows.append(("lease", "renewed while it runs here" if run_state(head) == "running"
+                         else f"until {format.when(head.lease_until)}"))
         if head.error:
             rows.append(("error", head.error))
         dangling = dangling_tool_calls(snapshot.entries)
