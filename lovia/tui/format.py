@@ -91,6 +91,15 @@ def one_line(text: str, width: int = 60) -> str:
     return set_cell_size(flat, width - 1).rstrip() + "…"
 
 
+def padded(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` with spaces added to take ``width`` terminal cells (before it when ``right``), as
+    ``str.ljust`` and ``str.rjust`` do by characters: a wide character takes two of them."""
+    room = width - (len(text) if text.isascii() else cell_len(text))
+    if room <= 0:
+        return text
+    return " " * room + text if right else text + " " * room
+
+
 def sentence(text: str) -> str:
     """An error's text as the UI shows it, starting in capitals: ``cannot reach …`` reads ``Cannot reach …``.
 

@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from rich.cells import cell_len
 
 from lovia import Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage, tool
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot
@@ -185,6 +186,18 @@ def test_the_waterfall_places_each_step_on_the_runs_axis():
     assert max(len(row) for row in rows) <= 80
     wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()
     assert "ttft 400ms · 50 tok/s · 400→50 tok" in wide[1] and "+1.6s" in wide[2] and "error" in wide[3]
+
+
+def test_a_wide_name_keeps_the_bars_in_line_with_the_other_rows():
+    # A tool or model named in Chinese takes two cells a character: padding by characters moved its bar.
+    steps = (ModelStep("assistant", "模型", T0, T0 + 0.2, T0 + 1.0, turn=1), ToolStep("c1", "天气", T0 + 1.0, T0 + 2.0),
+             ToolStep("c2", "calc", T0 + 1.0, T0 + 2.0))
+    run = TranscriptRun("r", (), "completed", T0, 2.0, steps=steps)
+    for width in (80, 160):
+        rows = plain(draw_rows(run, width, T0 + 100)).splitlines()
+        wide_call, plain_call = rows[2], rows[3]
+        assert cell_len(wide_call) == cell_len(plain_call) <= width
+        assert cell_len(wide_call[:wide_call.index("▆")]) == cell_len(plain_call[:plain_call.index("▆")])
 
 
 def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():

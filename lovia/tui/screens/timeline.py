@@ -218,7 +218,7 @@ def _cell(text: str, width: int, *, right: bool = False) -> str:
         return ""
     indent = text[:len(text) - len(text.lstrip(" "))]  # a tool call's, under its turn
     text = indent + format.one_line(text, width - len(indent))
-    return (text.rjust(width) if right else text.ljust(width)) + " "
+    return format.padded(text, width, right=right) + " "
 
 
 def _axis_line(axis: Axis, columns: Columns) -> Content:
