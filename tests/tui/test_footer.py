@@ -355,3 +355,24 @@ async def test_keys_that_need_a_run_show_once_one_is_shown_and_an_empty_session_
         await settle(pilot)
         offered = {entry.action for entry in footer_of(app).entries}
         assert {"timeline", "regenerate", "edit_last", "export"} <= offered and "resume" not in offered
+
+
+async def test_at_80_columns_the_timeline_key_shows_on_a_message_of_a_run_with_tool_output(tmp_path):
+    """With the cursor on a message, an 80-column footer showed copy, edit, trim and fork, and left
+    out `w Timeline`: trimming, an occasional clean-up, took the room of the pane's newer feature."""
+    from lovia import Agent
+    from lovia.models import ScriptedModel, ScriptedTurn, call
+    from tests.tui.conftest import type_and_send
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("calculate", {"expression": "6*7"})]), "42."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "what is 6*7?")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        await settle(pilot)
+        shown = [entry.action for entry in footer_of(app).entries]
+        assert transcript.applies("trim")
+        assert {"copy", "edit", "fork", "timeline", "help"} <= set(shown)
+        assert "trim" not in shown  # still on f1 and in the palette

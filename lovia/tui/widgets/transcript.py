@@ -126,11 +126,13 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("c", "copy", "Copy", id="transcript.copy"),
         Binding("y", "copy_code", "Copy code", id="transcript.copy_code"),
         Binding("e", "edit", "Edit & resend", id="transcript.edit"),
-        Binding("t", "trim", "Trim outputs", id="transcript.trim"),
         Binding("f", "fork", "Fork", id="transcript.fork",
                 tooltip="Copy the session up to and including the message under the cursor into a new session"),
         Binding("w", "timeline", "Timeline", id="transcript.timeline",
                 tooltip="Where the time went: the run under the cursor as a waterfall of its steps"),
+        # Last of the cursor's keys: the footer keeps keys in this order while they fit, and at 80
+        # columns trimming, an occasional clean-up, is the one left to f1 Help.
+        Binding("t", "trim", "Trim outputs", id="transcript.trim"),
         # Offered only while the last edit-and-resend or regenerate can be undone (until the next message).
         Binding("u", "undo_rewind", "Undo rewind", id="transcript.undo_rewind",
                 tooltip="Bring the transcript back as it was before the last edit-and-resend or regenerate"),
