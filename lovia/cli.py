@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from lovia import __version__
 from lovia._files import safe_file_name
-from lovia.agent import Agent
+from lovia.agent import Agent, agent_graph
 from lovia.builtin_tools import BUILTIN_TOOLS
 from lovia.db_location import DbLocation, PostgresLocation, db_argument, postgres_store_classes
 from lovia.errors import LoviaError, UserError
@@ -201,7 +201,17 @@ def build_app(args: argparse.Namespace):
         name="assistant", instructions=DEFAULT_INSTRUCTIONS, tools=BUILTIN_TOOLS)
     if agent.model is None:
         agent.model = model
-    check_api_key(resolve_model(agent.model) if isinstance(agent.model, str) else agent.model)
+    try:
+        members = list(agent_graph(agent).values())
+    except LoviaError:  # two agents share a name: their first run says so
+        members = [agent]
+    for member in members:
+        if isinstance(member.model, str):  # else the runner resolves it, without the config's model_timeout
+            try:
+                member.model = resolve_model(member.model, timeout=config.model_timeout)
+            except UserError as exc:
+                raise UserError(f"--agent: the model of agent {member.name!r}: {exc}") from None
+    check_api_key(agent.model)
     label = agent.model if isinstance(agent.model, str) else agent.model.name
     label = f"{label} (offline)" if getattr(agent.model, "offline", False) else label
     if args.agent:
@@ -264,8 +274,6 @@ def mcp_log_dir(db: DbLocation) -> Path:
 
 def log_agents_servers(agent: Agent, db: DbLocation) -> None:
     """Give the MCP servers of ``--agent``'s agents that have no log one (their messages would be lost under the UI)."""
-    from lovia.agent import agent_graph
-
     with contextlib.suppress(LoviaError):  # two agents share a name: their first run says so
         for server in (s for a in agent_graph(agent).values() for s in a.mcp_servers):
             if server.log is None and server.command is not None:

@@ -279,6 +279,43 @@ def test_the_model_timeout_of_the_config_file_is_the_models(tmp_path, monkeypatc
         assert time.monotonic() - started < 2.5 and len(server.requests) == 1
 
 
+def test_the_model_timeout_reaches_the_models_your_own_agents_name(tmp_path, monkeypatch):
+    """An ``--agent`` whose agents name their models as strings had them resolved by the runner,
+    with the default 120 s: the config file's ``model_timeout`` did not reach them."""
+    from lovia.errors import ModelError
+    from lovia.models import ModelRequest
+    from tests.models.sse_server import SSEServer
+
+    (tmp_path / "my_agents.py").write_text(
+        "from lovia import Agent\n"
+        "billing = Agent(name='billing', model='openai:busy')\n"
+        "triage = Agent(name='triage', model='openai:busy', handoffs=[billing])\n")
+    monkeypatch.delitem(sys.modules, "my_agents", raising=False)  # another test's module of that name
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("LOVIA_MODEL", raising=False)
+    (tmp_path / "config.toml").write_text("model_timeout = 1\n")
+    with SSEServer() as server:
+        monkeypatch.setenv("LOVIA_BASE_URL", server.base_url)
+        agent = build_app(_args(tmp_path, "--agent", "my_agents:triage")).backend.agent
+
+        async def ask(model) -> None:
+            async for _ in model.stream(ModelRequest("", [UserMessage(text="hi")], [], "assistant")):
+                pass
+
+        for model in (agent.model, agent.handoffs[0].model):
+            started = time.monotonic()
+            with pytest.raises(ModelError, match=r"no reply for 1 s"):
+                asyncio.run(ask(model))
+            assert time.monotonic() - started < 2.5
+    (tmp_path / "my_agents.py").write_text(
+        "from lovia import Agent\ntriage = Agent(name='triage', model='gpt-4o')\n")
+    sys.modules.pop("my_agents", None)
+    with pytest.raises(UserError, match=r"--agent: the model of agent 'triage': cannot read model 'gpt-4o'"):
+        build_app(_args(tmp_path, "--agent", "my_agents:triage"))
+
+
 def test_the_theme_flag_wins_then_the_last_pick_then_the_config_file(tmp_path, monkeypatch):
     monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
     monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
