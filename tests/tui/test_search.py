@@ -293,6 +293,29 @@ def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_mat
     assert output.plain.splitlines()[1] == "  2**8 = 256"
 
 
+@pytest.mark.parametrize("width", [78, 158])
+async def test_a_match_among_long_words_is_shown_at_every_width(tmp_path, width):
+    """A snippet is a dozen words around the match: a dozen long ones (paths, identifiers) put the
+    match past the edge of an 80-column list, where the cut left it out of sight."""
+    from rich.cells import cell_len
+
+    from lovia.tui.screens.search import hit_label
+
+    paths = [f"/usr/local/lib/python3.11/site-packages/package{i:02d}/module.py" for i in range(30)]
+    names = [f"internationalisation{i:02d}" for i in range(15)] + ["needle"] + ["東京の天気予報について"] * 14
+    async with SQLiteSession(tmp_path / "lovia.db", wal=True) as session:
+        await session.append("s-paths", [UserMessage(text=" ".join(paths[:20] + ["needle"] + paths[20:]))])
+        await session.append("s-names", [UserMessage(text=" ".join(names))])
+        hits = await session.search("needle")
+    assert len(hits) == 2
+    for hit in hits:
+        label = hit_label(hit, width, now=0.0)
+        lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+        assert lit == ["needle"]
+        snippet = label.plain.splitlines()[1]
+        assert "needle" in snippet and cell_len(snippet) <= width
+
+
 async def test_a_store_that_cannot_search_hides_ctrl_f(tmp_path):
     from .test_custom_sessions import FourMethodSession
 

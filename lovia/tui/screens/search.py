@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -29,7 +30,7 @@ from textual.widgets.option_list import Option
 
 from lovia.errors import LoviaError, UserError
 from lovia.session import SearchHit
-from lovia.stores._search import MARK_CLOSE, MARK_OPEN, SearchQuery, parse_query, unmark
+from lovia.stores._search import ELLIPSIS, MARK_CLOSE, MARK_OPEN, SearchQuery, parse_query, unmark
 from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
 from lovia.tui.keymap import keymap_of
@@ -66,13 +67,32 @@ def hit_label(hit: SearchHit, width: int, now: float | None = None) -> Text:
     head.append(f"  {KINDS.get(hit.kind, hit.kind)}", style="dim")
     if hit.at is not None:
         head.append(f"  {format.ago(hit.at, now)}", style="dim")
-    text, matches = shown_snippet(hit)
+    text, matches = in_view(*shown_snippet(hit), max(width, 10) - 2)
     snippet = Text("  " + text, no_wrap=True, overflow="ellipsis")
     for start, end in matches:
         snippet.stylize("bold reverse", start + 2, end + 2)
     for line in (head, snippet):
         line.truncate(max(width, 10), overflow="ellipsis")
     return Text("\n", no_wrap=True).join([head, snippet])
+
+
+def in_view(text: str, matches: tuple[tuple[int, int], ...], room: int) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``text`` cut on the left when its first match would end past ``room`` cells, so that the match
+    shows with some words before it; the offsets moved with the text.
+
+    A snippet is a dozen words around the match, whatever the width: a dozen long ones (paths,
+    long identifiers) put the match past the right edge of an 80-column list, which cut it off."""
+    if not matches or cell_len(text[:matches[0][1]]) < room:  # the last cell is the cut's ellipsis
+        return text, matches
+    start = matches[0][0]
+    cut = start
+    while cut > 0 and cell_len(text[cut - 1:start]) < room // 3:  # a third of the line before the match
+        cut -= 1
+    space = text.find(" ", cut, start)
+    if space >= 0:  # from a word's start
+        cut = space + 1
+    shift = len(ELLIPSIS) - cut
+    return ELLIPSIS + text[cut:], tuple((s + shift, e + shift) for s, e in matches if s >= cut)
 
 
 def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
