@@ -298,7 +298,11 @@ async def test_sessions_filter_open_rename_and_delete(tmp_path):
         await pilot.press("enter")  # opens the highlighted session
         await settle(pilot)
         assert app.screen.chat.session_id == "s-a"
+        assert app.focused.id == "composer"  # to go on with it: typing went to the filter
+        await pilot.press(*"next")
+        assert app.screen.chat.composer.text == "next" and pane.query_text == "atl"
 
+        app.screen.query_one("#session-list").focus()
         await pilot.press("f2")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         app.screen.query_one("#answer").value = "Atlas: launch"

@@ -874,11 +874,13 @@ class MainScreen(Screen):
         await self.open_picked(event.session_id)
 
     async def open_picked(self, session_id: str) -> None:
-        """Open a session the user picked (in the list, or restored from the trash); the sessions
-        pane shown over the conversation folds, back to the conversation."""
+        """Open a session the user picked (in the list, or restored from the trash), to go on with
+        it: the sessions pane shown over the conversation folds, and the message box takes focus
+        at every width (a pane shown in place kept it, and the next words typed went to its filter)."""
         await self.open_session(session_id)
         if self.has_class("-sessions-open"):
             self.show_pane("sessions", False)
+        self.set_focus(self.query_one("#composer"))
 
     @on(SessionsPane.Action)
     async def _session_action(self, event: SessionsPane.Action) -> None:
