@@ -170,6 +170,22 @@ async def test_queries_that_are_not_searches_say_so_and_escape_closes(db, size):
         assert app.screen.chat.session_id == "s-latest"
 
 
+async def test_a_query_that_is_no_search_clears_the_last_ones_hits(db):
+    """The last query's hits stayed under "Type a word to search for", and enter opened one."""
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await search(pilot, "gull")
+        assert screen.hits and screen.results.option_count
+        screen.query_one("#search-query").value = ""
+        await pilot.press(*"!?.,;:")
+        await wait_for(pilot, lambda: "Type a word" in str(screen.query_one("#search-status").render()))
+        assert not screen.hits and not screen.results.option_count
+        await pilot.press("enter", "down", "enter")
+        await pilot.pause(0.2)  # (no settle: the search screen's flow is a worker until it closes)
+        assert app.screen is screen  # nothing to open
+
+
 async def test_ctrl_f_works_from_the_composer_and_reopens_with_the_last_query(db):
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -180,16 +180,17 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         """Search ``query`` and list its hits (a later search cancels this one)."""
         status = self.query_one("#search-status", Static)
         if not query.strip():
-            self.hits, self.searched = [], None
-            self.results.clear_options()
+            self._forget_hits()
             status.update(HINT)
             return
         try:
             hits = await self.backend.search(query)
         except UserError as error:
+            self._forget_hits()  # the last query's hits: they would read as this one's, and open
             status.update(str(error))
             return
         except LoviaError as error:
+            self._forget_hits()
             status.update(f"The search failed: {error}")
             return
         self.hits, self.searched = hits, query
@@ -204,6 +205,10 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         close = keymap_of(self).first_key_text("search.close")  # enter is the list's own, not in the keymap
         status.update(f"{found}{more}. enter opens the highlighted one, {close} closes." if hits
                       else f"Nothing matches. {HINT}")
+
+    def _forget_hits(self) -> None:
+        self.hits, self.searched = [], None
+        self.results.clear_options()
 
     @on(Input.Submitted, "#search-query")
     def _submitted(self, event: Input.Submitted) -> None:
