@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lovia.checkpoint import RunHead
-from lovia.entries import Entry
-from lovia.timing import ModelStep, Step
+from lovia.entries import Entry, UserMessage
+from lovia.timing import ModelStep
 from lovia.transcript import dangling_tool_calls
 
 __all__ = ["Moment", "RunState", "RunStop", "StopKind", "first_line", "how_run_stopped", "run_state"]
@@ -99,8 +99,14 @@ def run_state(head: RunHead, now: float | None = None) -> RunState:
     return "crashed" if holder is None else "running" if holder == "here" else "elsewhere"
 
 
-def _cut_off_before_its_first_chunk(step: Step | None) -> bool:
-    return isinstance(step, ModelStep) and step.cut_off and step.first_token_at is None
+def _asked_and_no_chunk_came(head: RunHead, entries: Sequence[Entry]) -> bool:
+    """Whether the run stopped waiting for a model turn: its last step is a turn that ended (cut off)
+    or never did (its process died) before a first chunk, or, with no step saved yet, the run holds
+    its input alone (a run killed in its first seconds: the lease's first renewal saves its steps)."""
+    if not head.steps:
+        return head.turn == 0 and all(isinstance(entry, UserMessage) for entry in entries)
+    step = head.steps[-1]
+    return isinstance(step, ModelStep) and step.first_token_at is None and (step.cut_off or step.finished_at is None)
 
 
 def first_line(text: str) -> str:
@@ -115,9 +121,11 @@ def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunS
     executions, the owner's liveness, the lease). The moment is ``streaming`` when the head
     kept text of a turn cut off (``cut_off_text``; the journal fills it for a crashed run),
     else ``tools`` when calls have no result, else ``waiting`` when its last step is a model turn
-    cut off before its first chunk, else ``answered`` when its last model turn gave the answer,
-    else ``between_turns``. (A run killed while waiting reads ``between_turns``: its head was
-    last saved before that turn was asked.)
+    that had no chunk yet (cut off, or never ended: its process died), or when no step is saved and
+    the run holds its input alone, else ``answered`` when its last model turn gave the answer, else
+    ``between_turns``.
+    (A run killed waiting for a later turn, before the lease's next renewal saved that turn's step,
+    reads ``between_turns``: its head was last saved before the turn was asked.)
     """
     calls = tuple(call.name for call in dangling_tool_calls(entries))
     moment: Moment
@@ -125,7 +133,7 @@ def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunS
         moment = "streaming"
     elif calls:
         moment = "tools"
-    elif _cut_off_before_its_first_chunk(head.steps[-1] if head.steps else None):
+    elif _asked_and_no_chunk_came(head, entries):
         moment = "waiting"
     elif head.answered:
         moment = "answered"

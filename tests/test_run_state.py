@@ -54,6 +54,21 @@ def test_a_turn_cut_off_before_its_first_chunk_was_waiting_for_the_model():
     assert how_run_stopped(head(steps=[called]), ASKED, NOW).headline == "stopped between turns"
 
 
+def test_a_run_killed_waiting_for_the_model_was_waiting_not_between_turns():
+    """Killed while the model had sent nothing: the runs list read "crashed between turns"."""
+    gone = RunOwner(host=FAR.host, pid=4242, started=1)
+    crashed = head(status="running", owner=gone)  # on another host its lease decides: lapsed here
+    asked = ModelStep(agent="a", model="m", started_at=NOW - 40)  # never ended: its process died
+    assert how_run_stopped(dataclasses.replace(crashed, steps=[asked]), ASKED, NOW).headline == \
+        "crashed before the first token"
+    # Killed in its first seconds, before the lease's first renewal saved a step: its input alone
+    assert how_run_stopped(crashed, ASKED, NOW).headline == "crashed before the first token"
+    streamed = dataclasses.replace(asked, first_token_at=NOW - 35)
+    assert how_run_stopped(dataclasses.replace(crashed, steps=[streamed]), ASKED, NOW).moment == "between_turns"
+    done = [*CALLS, ToolResult(call_id="c1", output="sent"), ToolResult(call_id="c2", output="charged")]
+    assert how_run_stopped(dataclasses.replace(crashed, turn=1), done, NOW).moment == "between_turns"
+
+
 def test_a_model_error_reads_its_first_line_without_the_type():
     error = "ModelError: HTTP 502 from https://api.example/v1\n\nTraceback (most recent call last):\n  ..."
     stop = how_run_stopped(head(status="failed", error=error, cut_off_text="Half an ans"), ASKED, NOW)

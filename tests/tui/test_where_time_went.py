@@ -226,6 +226,17 @@ def test_a_crashed_runs_open_tool_call_lasts_until_the_run_was_last_known_execut
     assert TranscriptRun("r", (), "running", T0, None, active_seconds=5.1, steps=steps).known_until is None
 
 
+def test_a_crashed_runs_turn_that_never_ended_is_dashed_and_a_live_ones_waits():
+    # Killed 5.1 s into waiting for the model: it was drawn shaded, as if still waiting.
+    asked = ModelStep("assistant", "gpt-test", T0 + 0.01)
+    crashed = TranscriptRun("r", (), "crashed", T0, None, active_seconds=5.1, steps=(asked,))
+    row = plain(draw_rows(crashed, 80, T0 + 100)).splitlines()[1]
+    assert "░" not in row and row.count("╌") > 20
+    live = TranscriptRun("r", (), "running", T0, None, steps=(asked,))
+    row = plain(draw_rows(live, 80, T0 + 5.1)).splitlines()[1]
+    assert "╌" not in row and row.count("░") > 20  # executing: still waiting, and it grows
+
+
 def test_a_pause_between_a_stop_and_a_resume_is_folded_so_the_steps_stay_readable():
     steps = (ModelStep("assistant", "m", T0, T0 + 0.5, T0 + 2.0, turn=1),
              ToolStep("call-1", "wait", T0 + 2.0, T0 + 2.5, cut_off=True),  # stopped here; resumed an hour later

@@ -264,7 +264,11 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
         fill, style = FAILED, STYLES["error"]
     elif isinstance(step, ModelStep):
         # Shaded until the first token, solid while it streams: the change is the time to first token.
-        streams_from = axis.column(step.first_token_at) if step.first_token_at is not None else last
+        # A turn of a run no longer live that never ended with no token: how long it waited is not
+        # known (its process died), so it is dashed as a tool call is, not shaded as still waiting.
+        open_ended = step.finished_at is None and state not in LIVE_STATES
+        streams_from = axis.column(step.first_token_at) if step.first_token_at is not None else \
+            first if open_ended else last
         streams_from = min(max(streams_from, first), last)
         parts.append((WAITING * (streams_from - first), STYLES["waiting"]))
         fill, style = STREAMING, STYLES["streaming"]
