@@ -47,6 +47,7 @@ from lovia.errors import (
     UserError,
 )
 from lovia.export import ExportFormat, ExportSummary, write_export
+from lovia.models import resolve_model
 from lovia.rewind import rewind_with_checkpoints
 from lovia.run_state import RunState, first_line, run_state
 from lovia.runtime import Runner, RunStream
@@ -912,6 +913,24 @@ class ChatBackend:
                                max_turns=self.max_turns, context_policy=self.context_policy,
                                mcp_servers=self.mcp.offered(session_id))
         return session_id, stream
+
+    async def model_change(self, run_id: str) -> tuple[str, str] | None:
+        """The model ``run_id`` last ran on and the one a resume goes on with, when they differ.
+
+        A resume re-resolves the run's agent by name, as the spec says: its model is the one the
+        app's agent names now (``--model``, the config file), not necessarily the run's. ``None``
+        when they are the same, or when either is not known (a head stored before lovia kept its
+        model, a run gone).
+        """
+        snapshot = await self.checkpointer.load(run_id)
+        if snapshot is None or not snapshot.head.model:
+            return None
+        model = self._continuing_agent(snapshot.head.agent).model
+        try:
+            now = resolve_model(model).name  # as the runner resolves it (None: the default)
+        except LoviaError:
+            return None  # the resume says why it cannot go on
+        return (snapshot.head.model, now) if now != snapshot.head.model else None
 
     async def complete_call(self, run_id: str, call_id: str, *, output: str | None = None,
                             error: str | None = None) -> ToolResult:

@@ -456,10 +456,13 @@ class ChatPanel(Vertical):
         else:
             self.notify("Nothing is running.")
 
-    async def action_resume(self) -> None:
+    def action_resume(self) -> None:
         """Resume this session's newest interrupted, crashed or failed run."""
-        if self.running:
-            return
+        if not self.running:
+            self._resume_newest()
+
+    @work(group="dialog")  # it may ask first (see resume)
+    async def _resume_newest(self) -> None:
         runs = None
         if self.session_id is not None:
             with told_on(self, "list this session's runs"):
@@ -472,10 +475,25 @@ class ChatPanel(Vertical):
         await self.resume(runs[0].run_id)
 
     async def resume(self, run_id: str) -> None:
-        """Resume ``run_id``: its session opens and its stream joins the transcript."""
+        """Resume ``run_id``: its session opens and its stream joins the transcript.
+
+        A run that ran on another model than the one lovia uses now is resumed only if the user
+        agrees (it asks from a worker): a run begun on a hosted model went on with the offline
+        demo, or the other way round, without a word."""
         if self.running:
             self.notify("A run is still going: stop it (escape) first.", severity="warning")
             return
+        try:
+            change = await self.backend.model_change(run_id)
+        except LoviaError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if change is not None:
+            was, now = change
+            question = (f"This run ran on {was}; lovia uses {now} now, and a resume goes on with it. To go on "
+                        f"with {was}, quit and start lovia on it (--model, and --base-url for a local server).")
+            if not await self.app.push_screen_wait(ConfirmScreen(question, confirm=f"Resume with {now}")):
+                return
         try:
             session_id, stream = await self.backend.resume(run_id)
         except LoviaError as exc:

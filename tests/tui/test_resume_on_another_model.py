@@ -1,0 +1,68 @@
+"""A resume goes on with the model lovia uses now: when the run ran on another, the user is asked first."""
+
+from __future__ import annotations
+
+import pytest
+
+from lovia import SQLiteCheckpointer, SQLiteSession
+from lovia.checkpoint import RunHead, RunSnapshot
+from lovia.entries import AssistantMessage, UserMessage
+from lovia.tui.screens.confirm import ConfirmScreen
+from tests.tui.conftest import make_app, settle, wait_for
+
+SIZES = [(80, 24), (160, 45)]
+
+
+async def interrupted(db, model: str | None) -> None:
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="go on", model=model)
+        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="go on")]))
+
+
+async def status_of(db) -> str | None:
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        snapshot = await checkpointer.load("run-x")
+        return None if snapshot is None else snapshot.head.status
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_run_begun_on_another_model_is_resumed_only_if_the_user_agrees(tmp_path, size):
+    """Begun against a local server, it went on with the offline demo at ctrl+r, without a word."""
+    db = tmp_path / "lovia.db"
+    await interrupted(db, "openai:local")
+    app = make_app(db)  # the demo model
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-a")
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = str(app.screen.query_one("#question").render())
+        assert "This run ran on openai:local; lovia uses demo now" in question
+        assert app.screen.query_one("#question").region.right <= size[0]
+        await pilot.press("escape")
+        await settle(pilot)
+        assert await status_of(db) == "interrupted"  # not resumed
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        assert await status_of(db) in (None, "completed")
+
+
+@pytest.mark.parametrize("model", ["demo", None])
+async def test_a_run_on_the_same_model_or_of_unknown_model_resumes_at_once(tmp_path, model):
+    db = tmp_path / "lovia.db"
+    await interrupted(db, model)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-a")
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert await status_of(db) in (None, "completed")
