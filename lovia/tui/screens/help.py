@@ -27,7 +27,8 @@ BUILTIN_KEYS = {
 # Keys a widget handles itself rather than through BINDINGS, by the group they belong to.
 HANDLED_KEYS = {
     "Composer": [("up", "In an empty composer: edit your last message")],
-    "Sessions list": [("any letter", "Type to filter by title (an id matches from 4 of its characters)")],
+    "Sessions list": [("enter", "Open the highlighted session; the message box takes focus"),
+                      ("any letter", "Type to filter by title (an id matches from 4 of its characters)")],
     "Sessions filter": [("enter", "To the list")],
     "Trash": [("enter", "Restore the highlighted session and open it")],
     "MCP servers": [("enter", "Switch the highlighted server on or off in this session")],
