@@ -41,6 +41,7 @@ import asyncio
 import datetime
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -250,6 +251,29 @@ def _fence(text: str, language: str = "") -> str:
     return f"{fence}{language}\n{text}\n{fence}\n"
 
 
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+
+
+def _fences_closed(text: str) -> str:
+    """``text``, with a code block it leaves open closed at its end (CommonMark's rules for fences).
+
+    A message is written as the Markdown it is, and a fence it opens and never closes (an answer
+    cut off inside a code block, a closing fence with words after it, which is no closing fence)
+    would hold every later message of the export inside its block."""
+    open_fence = None
+    for line in text.splitlines():
+        match = _FENCE_LINE.fullmatch(line)
+        if match is None:
+            continue
+        fence, rest = match.groups()
+        if open_fence is None:
+            if not (fence[0] == "`" and "`" in rest):  # a backtick fence's info string has no backtick
+                open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"
+
+
 class _Markdown:
     def __init__(self, out: TextIO) -> None:
         self.write: Callable[[str], Any] = out.write
@@ -268,8 +292,12 @@ class _Markdown:
 
     def run(self, span: RunSpan, index: int) -> None:
         segment = Segment(span.run_id, (), span.meta)
-        times = [_utc(segment.started_at) if segment.started_at is not None else "",
-                 duration(segment.run_seconds) if segment.run_seconds is not None else ""]
+        # As the transcript's run header says it: from start to end, then how long it ran when
+        # that differs (a run stopped and resumed later lay waiting in between).
+        took = duration(segment.duration) if segment.duration is not None else ""
+        ran = duration(segment.run_seconds) if segment.run_seconds is not None else ""
+        times = [_utc(segment.started_at) if segment.started_at is not None else "", took,
+                 f"ran {ran}" if ran and ran != took else ""]
         self.write(f"\n## Run {index} · {' · '.join(part for part in times if part) or NOT_TIMED}\n\n")
         notes = [f"run `{span.run_id}`"]
         if span.meta.get("partial"):
@@ -281,11 +309,12 @@ class _Markdown:
 
     def entry(self, position: int, run_id: str, entry: Entry) -> None:
         if isinstance(entry, UserMessage):
-            self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{entry.text}\n")
+            self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{_fences_closed(entry.text)}\n")
         elif isinstance(entry, AssistantMessage):
             note = finish_note(entry.finish_reason)  # as the transcript says it under the answer
             ended = f" · {note}" if note else ""
-            self.write(f"\n**{entry.agent or 'assistant'}** · {_utc(entry.created_at)}{ended}\n\n{entry.text}\n")
+            who = entry.agent or "assistant"
+            self.write(f"\n**{who}** · {_utc(entry.created_at)}{ended}\n\n{_fences_closed(entry.text)}\n")
         elif isinstance(entry, ToolCall):
             self.write(f"\n**Tool call** `{entry.name}` (`{entry.call_id}`)\n\n" + _fence(_pretty(entry.arguments),
                                                                                           "json"))

@@ -116,6 +116,31 @@ async def test_markdown_reads_as_a_conversation(session):
     assert "- 2 runs, 7 entries, " in text
 
 
+async def test_a_run_resumed_later_reads_as_in_the_app_from_start_to_end_then_how_long_it_ran(session):
+    """It read "· 23s", the time it ran, where the app's header reads "37s · ran 23s"."""
+    await session.append("s-export-1", [UserMessage(text="wait 20", created_at=999.0)], run_id="r-1",
+                         meta={"timing": {"started_at": 999.0, "finished_at": 1036.0}, "active_seconds": 23.2})
+    await session.append("s-export-1", [UserMessage(text="again", created_at=2000.0)], run_id="r-2",
+                         meta={"timing": {"started_at": 2000.0, "finished_at": 2004.0}, "active_seconds": 4.01})
+    text = await export_text(session, "md")
+    assert "## Run 1 · 1970-01-01 00:16:39 UTC · 37s · ran 23s\n" in text
+    assert "## Run 2 · 1970-01-01 00:33:20 UTC · 4.0s\n" in text  # ran as long as it took: said once
+
+
+async def test_a_message_that_leaves_a_code_block_open_has_it_closed_where_it_ends(session):
+    """An answer cut off inside a code block, or a closing fence with words after it (no closing
+    fence in Markdown), held every later message of the export inside that block."""
+    await session.append("s-export-1", [
+        UserMessage(text="fix this:\n```python\nx = 1\n``` edited", created_at=999.0),
+        AssistantMessage(text="Here:\n~~~~\nprint(1)\n~~~\nstill code", agent="bot", created_at=1000.0),
+        UserMessage(text="```\nclosed\n```\nand ``` inline", created_at=1001.0),
+    ], run_id="r-1")
+    text = await export_text(session, "md")
+    assert "``` edited\n```\n" in text
+    assert "~~~\nstill code\n~~~~\n" in text
+    assert text.endswith("```\nclosed\n```\nand ``` inline\n")  # closed already: as written
+
+
 async def test_one_run_and_one_entry_are_counted_in_the_singular(session):
     await session.append("s-export-1", [UserMessage(text="hi", created_at=999.0)], run_id="r-1")
     text = await export_text(session, "md")
