@@ -124,9 +124,11 @@ async def _runs(session: Session, session_id: str, page: int) -> AsyncIterator[t
 
 
 async def resolve_session_id(session: Session, wanted: str) -> str:
-    """``wanted`` itself when the store has that session; else the one session whose id starts with it.
+    """``wanted`` itself when the store has that session; else the one session whose id starts with it,
+    or, when none does, the one whose id holds it (as the app's sessions filter finds ``2c8f`` in
+    ``s-2c8f…``).
 
-    A prefix needs :data:`MIN_PREFIX` characters and a store that lists sessions. A
+    Part of an id needs :data:`MIN_PREFIX` characters and a store that lists sessions. A
     :class:`~lovia.errors.UserError` when no session, or more than one, matches.
     """
     if isinstance(session, DescribableSession):
@@ -135,15 +137,19 @@ async def resolve_session_id(session: Session, wanted: str) -> str:
     elif await session.segments(wanted):
         return wanted
     if len(wanted) >= MIN_PREFIX and isinstance(session, ListableSession):
-        matches = [info.session_id for info in await session.list_sessions() if info.session_id.startswith(wanted)]
+        ids = [info.session_id for info in await session.list_sessions()]
+        matches = [found for found in ids if found.startswith(wanted)]
+        how = "start with"
+        if not matches:
+            matches, how = [found for found in ids if wanted in found], "hold"
         if len(matches) == 1:
             return matches[0]
         if matches:
             shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
-            raise UserError(f"{len(matches)} sessions start with {wanted!r} ({shown}): give more of the id")
+            raise UserError(f"{len(matches)} sessions {how} {wanted!r} ({shown}): give more of the id")
     if isinstance(session, TrashingSession) and any(item.session_id == wanted for item in await session.list_trash()):
         raise UserError(f"session {wanted!r} is in the trash: restore it in the app's trash first, then export it")
-    hint = "" if len(wanted) >= MIN_PREFIX else f" (a prefix needs {MIN_PREFIX} characters or more)"
+    hint = "" if len(wanted) >= MIN_PREFIX else f" (part of an id needs {MIN_PREFIX} characters or more)"
     raise UserError(f"no session {wanted!r} in this store{hint}: check the id (the sessions filter finds a "
                     "session by its title or id). A session whose runs never completed has nothing stored "
                     "yet: resume or finalize its run in the app first")

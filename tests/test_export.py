@@ -251,8 +251,12 @@ async def test_a_prefix_names_a_session_when_only_one_starts_with_it(session):
         await resolve_session_id(session, "s-ex")
     await session.append("s-other", [UserMessage(text="x")])
     assert await resolve_session_id(session, "s-oth") == "s-other"
-    with pytest.raises(UserError, match="a prefix needs 4 characters"):
+    with pytest.raises(UserError, match="part of an id needs 4 characters"):
         await resolve_session_id(session, "s-o")
+    # Any part of an id, as the app's sessions filter finds it: "2c8f" names "s-2c8f…"
+    assert await resolve_session_id(session, "ther") == "s-other"
+    with pytest.raises(UserError, match="2 sessions hold 'port'"):
+        await resolve_session_id(session, "port")
     with pytest.raises(UserError, match="no session 'zzzz'"):
         await resolve_session_id(session, "zzzz")
     # One in the trash is not a typo: it says so, and what to do.
@@ -320,7 +324,7 @@ def test_the_command_uses_the_data_directory_without_db(db, tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["nope"], "no session 'nope'"),
-    (["s-e"], "a prefix needs 4 characters"),
+    (["s-e"], "part of an id needs 4 characters"),
     (["s-export-1", "--db", "missing.db"], "no lovia data file at missing.db"),
 ])
 def test_the_command_refuses_with_exit_2_and_a_clear_message(db, tmp_path, args, message):
