@@ -212,6 +212,11 @@ def _judge_schema(versions: dict[str, Any], known_versions: dict[str, int], repo
     report.schema_current = current
 
 
+def _agreeing(number: int, one: str, many: str) -> str:
+    """``number`` and the words that agree with it: ``1 run was``, ``3 runs were``."""
+    return f"{number} {one if number == 1 else many}"
+
+
 def _ids(run_ids: Sequence[str]) -> str:
     shown = ", ".join(run_ids[:SHOWN_IDS])
     return shown + (f" and {len(run_ids) - SHOWN_IDS} more" if len(run_ids) > SHOWN_IDS else "")
@@ -233,15 +238,17 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
     if not lost and not unreadable:
         report.add("sessions", "ok", "every stored run has its entries")
         return
-    for runs, what, cannot in [
-        (lost, "have lost their entries", "lovia cannot open those sessions, nor move them to the trash"),
-        (unreadable, "hold entries or run details that are not the JSON lovia wrote",
+    for runs, (one, many), cannot in [
+        (lost, ("stored run has lost its entries", "stored runs have lost their entries"),
+         "lovia cannot open those sessions, nor move them to the trash"),
+        (unreadable, ("stored run holds entries or run details", "stored runs hold entries or run details"),
          "lovia cannot open those sessions"),
     ]:
         if runs:
             sessions = list(dict.fromkeys(session_id for session_id, _ in runs))
+            what = _agreeing(len(runs), one, many) + ("" if runs is lost else " that are not the JSON lovia wrote")
             report.add("sessions", "problem",
-                       f"{len(runs)} stored runs {what} (the file is damaged), in sessions {_ids(sessions)}: {cannot}",
+                       f"{what} (the file is damaged), in sessions {_ids(sessions)}: {cannot}",
                        "restore the file from a backup; the other sessions read as they are")
 
 
@@ -302,39 +309,45 @@ def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], 
             waiting.append(run_id)
     report.orphaned_runs = in_session + of_trashed
     if in_session:
+        what = _agreeing(len(in_session), "unfinished run is already in its session",
+                         "unfinished runs are already in their sessions")
         report.add("checkpoints", "problem",
-                   f"{len(in_session)} unfinished runs are already in their sessions: {_ids(in_session)} (a finalize "
-                   "stopped between storing the run and deleting its checkpoint); resuming one would answer twice",
+                   f"{what}: {_ids(in_session)} (a finalize stopped between storing the run and deleting its "
+                   "checkpoint); resuming one would answer twice",
                    "delete their checkpoints: lovia doctor --fix", fixable=True)
     if of_trashed:
+        what = _agreeing(len(of_trashed), "run belongs to a session", "runs belong to sessions")
         report.add("checkpoints", "problem",
-                   f"{len(of_trashed)} runs belong to sessions in the trash: {_ids(of_trashed)}; lovia deletes them "
-                   "when it moves a session there, so something stopped it half-way",
+                   f"{what} in the trash: {_ids(of_trashed)}; lovia deletes them when it moves a session there, so "
+                   "something stopped it half-way",
                    "delete their checkpoints: lovia doctor --fix (restoring the session does not need them)",
                    fixable=True)
     if damaged:
-        report.add("checkpoints", "problem", f"{len(damaged)} runs have a damaged head: {_ids(damaged)}",
+        report.add("checkpoints", "problem",
+                   f"{_agreeing(len(damaged), 'run has', 'runs have')} a damaged head: {_ids(damaged)}",
                    "discard them in lovia's runs list (ctrl+o), or restore the file from a backup")
     if crashed:
         report.add("crashed runs", "problem",
-                   f"{len(crashed)} runs were left running by a process that is gone (or whose lease lapsed): "
-                   f"{_ids(crashed)}",
+                   f"{_agreeing(len(crashed), 'run was', 'runs were')} left running by a process that is gone (or "
+                   f"whose lease lapsed): {_ids(crashed)}",
                    "open lovia: the runs list (ctrl+o) resumes each, keeps it as a partial answer, or discards it")
     if gone_sessions:
+        what = _agreeing(len(gone_sessions), "completed run belongs to a session that does",
+                         "completed runs belong to sessions that do")
         report.add("checkpoints", "note",
-                   f"{len(gone_sessions)} completed runs belong to sessions that do not exist: {_ids(gone_sessions)} "
-                   "(their append failed, or the session was cleared)",
+                   f"{what} not exist: {_ids(gone_sessions)} (their append failed, or the session was cleared)",
                    "lovia's start-up replays its own newest ones into their sessions; if those sessions were cleared "
                    "on purpose, discard the runs (a replay would bring them back)")
     if elsewhere:
-        report.add("runs", "note", f"{len(elsewhere)} runs are being executed now by a live process: "
-                   f"{_ids(elsewhere)}")
+        report.add("runs", "note", f"{_agreeing(len(elsewhere), 'run is', 'runs are')} being executed now by a live "
+                   f"process: {_ids(elsewhere)}")
     if waiting:
-        report.add("runs", "note", f"{len(waiting)} stopped or failed runs wait for a decision: {_ids(waiting)}",
+        what = _agreeing(len(waiting), "stopped or failed run waits", "stopped or failed runs wait")
+        report.add("runs", "note", f"{what} for a decision: {_ids(waiting)}",
                    "lovia's runs list (ctrl+o) resumes, finalizes or discards them")
     if not (in_session or of_trashed or damaged or crashed):
-        report.add("checkpoints", "ok", f"no orphaned or crashed runs ({len(caches)} completed runs kept as replay "
-                   "caches)")
+        kept = _agreeing(len(caches), "completed run kept as a replay cache", "completed runs kept as replay caches")
+        report.add("checkpoints", "ok", f"no orphaned or crashed runs ({kept})")
 
 
 def _check_wal(path: Path, report: Report) -> None:
@@ -411,12 +424,15 @@ def _check_archive(conn: sqlite3.Connection, tables: set[str], report: Report, n
     report.unreferenced_files = unreferenced
     if unreferenced:
         size = sum(p.stat().st_size for p in unreferenced)
+        what = _agreeing(len(unreferenced), f"file in {directory} ({_size(size)}) holds",
+                         f"files in {directory} ({_size(size)}) hold")
         report.add("archive", "problem",
-                   f"{len(unreferenced)} files in {directory} ({_size(size)}) hold tool outputs no stored entry refers "
-                   "to (their runs were rewound or deleted for good, or purged from the trash)",
+                   f"{what} tool outputs no stored entry refers to (their runs were rewound or deleted for good, or "
+                   "purged from the trash)",
                    "delete them: lovia doctor --fix (nothing can show or recall them)", fixable=True)
     else:
-        report.add("archive", "ok", f"every one of the {len(files)} files in {directory} is referred to")
+        every = f"every one of the {len(files)} files" if len(files) != 1 else "the one file"
+        report.add("archive", "ok", f"{every} in {directory} is referred to")
 
 
 # -- --fix ---------------------------------------------------------------------------------
@@ -441,11 +457,13 @@ def fix(report: Report) -> list[str]:
                         "lovia doctor --fix again")
         else:
             asyncio.run(_delete_checkpoints(report.path, report.orphaned_runs, report.journal_mode == "wal"))
-            done.append(f"deleted {len(report.orphaned_runs)} orphaned checkpoints")
+            orphaned = _agreeing(len(report.orphaned_runs), "orphaned checkpoint", "orphaned checkpoints")
+            done.append(f"deleted {orphaned}")
     if report.unreferenced_files:
         for file in report.unreferenced_files:
             file.unlink(missing_ok=True)
-        done.append(f"deleted {len(report.unreferenced_files)} unreferenced archive files")
+        done.append("deleted " + _agreeing(len(report.unreferenced_files), "unreferenced archive file",
+                                           "unreferenced archive files"))
     if report.wal_too_big:
         conn = sqlite3.connect(report.path, timeout=5.0)
         try:
@@ -560,13 +578,14 @@ async def _postgres_segments(conn: Any, report: Report) -> set[tuple[str, str]]:
             if not isinstance(entries, list) or len(entries) != count:
                 lost.append((session_id, run_id))
     if not lost:
-        report.add("sessions", "ok", f"every stored run has its entries ({len(stored)} runs)")
+        report.add("sessions", "ok", f"every stored run has its entries ({_agreeing(len(stored), 'run', 'runs')})")
         return stored
     sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
     report.add("sessions", "problem",
-               f"{len(lost)} stored runs have entries that cannot be read (not a JSON array, or not as many entries "
-               f"as recorded), in sessions {_ids(sessions)}: lovia cannot open those sessions, nor move them to the "
-               "trash", "restore the database from a backup; the other sessions read as they are")
+               f"{_agreeing(len(lost), 'stored run has', 'stored runs have')} entries that cannot be read (not a JSON "
+               f"array, or not as many entries as recorded), in sessions {_ids(sessions)}: lovia cannot open those "
+               "sessions, nor move them to the trash",
+               "restore the database from a backup; the other sessions read as they are")
     return stored
 
 
@@ -598,7 +617,8 @@ async def _postgres_search_index(conn: Any, columns: dict[str, set[str]], report
         return
     sessions = list(dict.fromkeys(runs + titles))
     report.add("search", "problem",
-               f"the search index is out of step for {len(runs)} stored runs and {len(titles)} titles, in sessions "
+               f"the search index is out of step for {_agreeing(len(runs), 'stored run', 'stored runs')} and "
+               f"{_agreeing(len(titles), 'title', 'titles')}, in sessions "
                f"{_ids(sessions)}: searches miss or misplace what they hold (reading them is unaffected)",
                "something wrote to lovia's tables without its triggers (disabled, or a restore without them); "
                "restore the database from a backup, or open those sessions and move them to the trash and back")
@@ -611,7 +631,7 @@ def _fix_postgres(report: Report, where: PostgresLocation) -> list[str]:
         return ["left the orphaned checkpoints: open the database with lovia first (it migrates it), then run "
                 "lovia doctor --fix again"]
     asyncio.run(_delete_postgres_checkpoints(where, report.orphaned_runs))
-    return [f"deleted {len(report.orphaned_runs)} orphaned checkpoints"]
+    return [f"deleted {_agreeing(len(report.orphaned_runs), 'orphaned checkpoint', 'orphaned checkpoints')}"]
 
 
 async def _delete_postgres_checkpoints(where: PostgresLocation, run_ids: Sequence[str]) -> None:

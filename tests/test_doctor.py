@@ -149,7 +149,7 @@ def test_an_older_file_is_a_note_and_is_not_migrated(capsys, tmp_path):
     before = digest(path)
     status, text = run_doctor(capsys, path)
     assert "note     schema: the session store is at version 2" in text and "moves it to the new layout" in text
-    assert status == 1 and "crashed runs: 1 runs" in text  # the file's one run was left running, ownerless
+    assert status == 1 and "crashed runs: 1 run was" in text  # the file's one run was left running, ownerless
     assert digest(path) == before
 
 
@@ -180,7 +180,7 @@ def test_orphaned_checkpoints_are_named_and_fix_deletes_only_them(capsys, health
     before = digest(healthy)
     status, text = run_doctor(capsys, healthy)
     assert status == 1
-    assert "1 unfinished runs are already in their sessions: half-finalized" in text
+    assert "1 unfinished run is already in its session: half-finalized" in text
     assert "6 runs belong to sessions in the trash: r1-0" in text
     assert digest(healthy) == before
 
@@ -224,13 +224,13 @@ def test_a_run_whose_process_was_killed_is_a_crashed_run(capsys, healthy, monkey
         assert child.stdout.readline().strip() == "claimed"
         status, text = run_doctor(capsys, healthy)
         assert status == 0, text
-        assert "1 runs are being executed now by a live process: child-run" in text
+        assert "1 run is being executed now by a live process: child-run" in text
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
     status, text = run_doctor(capsys, healthy)
     assert status == 1
-    assert "PROBLEM  crashed runs: 1 runs were left running by a process that is gone" in text
+    assert "PROBLEM  crashed runs: 1 run was left running by a process that is gone" in text
     assert "child-run" in text and "the runs list (ctrl+o)" in text
 
     # The killed writer left its WAL behind: above the limit it is a problem --fix mends.
@@ -261,7 +261,7 @@ def test_archive_files_no_entry_refers_to_are_reported_and_fix_deletes_only_old_
         os.utime(file, (hour_ago, hour_ago))
     status, text = run_doctor(capsys, healthy)
     assert status == 1
-    assert "1 files in" in text and "no stored entry refers to" in text
+    assert "1 file in" in text and "no stored entry refers to" in text
     assert orphan.exists()
 
     status, text = run_doctor(capsys, healthy, "--fix")
@@ -285,7 +285,7 @@ def test_archive_files_of_trashed_sessions_are_still_referred_to(capsys, healthy
     asyncio.run(trash())
     status, text = run_doctor(capsys, healthy)
     assert status == 0, text
-    assert "every one of the 1 files" in text
+    assert "the one file in" in text
 
 
 def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
@@ -304,7 +304,7 @@ def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
     status, text = run_doctor(capsys, healthy, "--fix")
     assert status == 0, text
     assert "belong to sessions in the trash" not in text and "orphaned checkpoints" not in text
-    assert "1 stopped or failed runs wait for a decision: after-the-deletion" in text
+    assert "1 stopped or failed run waits for a decision: after-the-deletion" in text
 
     async def runs():
         async with SQLiteCheckpointer(healthy, wal=True) as checkpointer:
@@ -328,7 +328,7 @@ def test_a_run_whose_json_is_damaged_is_a_problem(capsys, healthy, damage):
     before = digest(healthy)
     status, text = run_doctor(capsys, healthy)
     assert status == 1
-    assert "1 stored runs hold entries or run details that are not the JSON lovia wrote" in text
+    assert "1 stored run holds entries or run details that are not the JSON lovia wrote" in text
     assert "in sessions s1" in text
     assert digest(healthy) == before
 
@@ -343,7 +343,7 @@ def test_a_run_that_lost_its_entries_is_a_problem(capsys, healthy):
     before = digest(healthy)
     status, text = run_doctor(capsys, healthy)
     assert status == 1
-    assert "1 stored runs have lost their entries (the file is damaged), in sessions s1" in text
+    assert "1 stored run has lost its entries (the file is damaged), in sessions s1" in text
     assert digest(healthy) == before
 
 

@@ -273,11 +273,11 @@ def test_doctor_finds_unreadable_runs_and_orphaned_checkpoints_and_fix_deletes_o
         conn.execute("UPDATE lovia_segments SET entries = '[{\"type\": \"user_message\"' WHERE run_id = 'run-1-0'")
     done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 unfinished runs are already in their sessions: run-0-1" in done.stdout
-    assert "1 stored runs have entries that cannot be read" in done.stdout and "s-pg-other" in done.stdout
+    assert "1 unfinished run is already in its session: run-0-1" in done.stdout
+    assert "1 stored run has entries that cannot be read" in done.stdout and "s-pg-other" in done.stdout
     assert MARKER not in done.stdout + done.stderr
     done = lovia("doctor", "--db", postgres_url, "--fix", tmp_path=tmp_path)
-    assert "deleted 1 orphaned checkpoints" in done.stdout
+    assert "deleted 1 orphaned checkpoint" in done.stdout
     assert done.returncode == 1  # the damaged run is left as it is: restoring it is the user's
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT count(*) FROM lovia_runs WHERE run_id = 'run-0-1'").fetchone() == (0,)
@@ -299,7 +299,7 @@ def test_doctor_finds_runs_the_search_index_lacks_and_the_trash_and_back_mends_t
                         "(SELECT seq FROM lovia_segments WHERE run_id = 'run-1-1')")
     done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
     assert done.returncode == 1, done.stdout
-    assert "the search index is out of step for 1 stored runs and 0 titles, in sessions s-pg-other" in done.stdout
+    assert "the search index is out of step for 1 stored run and 0 titles, in sessions s-pg-other" in done.stdout
 
     from lovia.stores.postgres import PostgresSession
 

@@ -86,3 +86,13 @@ def test_the_help_screen_lists_every_key_of_the_readme_table_in_its_place():
         shown = set().union(*(in_help.get(title, set()) for title in README_PLACES.get(place, (place,))))
         missing += [(place, key) for key in re.findall(r"`([^`]+)`", cells[1]) if key not in shown]
     assert not missing
+
+
+def test_the_readme_names_the_schema_versions_doctor_reports():
+    from lovia.stores._postgres_checkpoint import CHECKPOINT_SCHEMA as PG_CHECKPOINT
+    from lovia.stores.postgres import SESSION_SCHEMA as PG_SESSION
+    from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"session {SESSION_SCHEMA.version} and checkpoint {CHECKPOINT_SCHEMA.version} in SQLite, session "
+            f"{PG_SESSION.version} and checkpoint {PG_CHECKPOINT.version} in PostgreSQL") in text
