@@ -49,11 +49,18 @@ def ago(timestamp: float, now: float | None = None) -> str:
     return f"in {amount}" if future else f"{amount} ago"
 
 
-def when_ago(timestamp: float | None, now: float | None = None) -> str:
-    """``2026-12-02 14:05:09 · 3 min ago``, as lists show a time; ``—`` when unknown."""
+def when_ago(timestamp: float | None, now: float | None = None, width: int | None = None) -> str:
+    """``2026-12-02 14:05:09 · 3 min ago``, as lists show a time; ``—`` when unknown.
+
+    Within ``width`` cells, if given: without the seconds (``2026-12-02 14:05 · 3 min ago``), then
+    without the age, rather than cut mid-word (``4 min a…`` at 80 columns)."""
     if timestamp is None:
         return "—"
-    return f"{when(timestamp)} · {ago(timestamp, now)}"
+    at, age = when(timestamp), ago(timestamp, now)
+    if width is None or len(at) + 3 + len(age) <= width:
+        return f"{at} · {age}"
+    to_the_minute = at[:-3]
+    return f"{to_the_minute} · {age}" if len(to_the_minute) + 3 + len(age) <= width else to_the_minute
 
 
 def size(chars: int) -> str:

@@ -27,6 +27,14 @@ def test_a_list_time_has_both():
     assert format.when_ago(None, now=T) == "—"
 
 
+def test_a_list_time_gives_up_its_seconds_then_its_age_to_fit_rather_than_cut_a_word():
+    """The sessions list at 80 columns read "2026-12-05 21:33:27 · 4 min a…"."""
+    assert format.when_ago(T + 9, now=T + 9 + 240, width=31) == "2026-12-02 12:00:09 · 4 min ago"
+    assert format.when_ago(T + 9, now=T + 9 + 240, width=30) == "2026-12-02 12:00 · 4 min ago"
+    assert format.when_ago(T, now=T + 120 * 86400, width=30) == "2026-12-02 12:00"  # "· 120 days ago" has no room
+    assert len(format.when_ago(T, now=T + 42 * 86400, width=30)) <= 30
+
+
 def test_counts_agree_in_number():
     assert format.count(1, "old tool output") == "1 old tool output"
     assert format.count(2, "entry", "entries") == "2 entries"

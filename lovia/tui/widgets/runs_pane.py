@@ -197,7 +197,7 @@ def run_label(summary: RunSummary, stop: RunStop, session_title: str, now: float
     elif stop.kind == "elsewhere" and stop.detail:
         # Not resumable from here while that process holds it: say who does.
         lines.append("\n" + format.one_line(f"by {stop.detail}", width), style="dim")
-    lines.append("\n" + format.one_line(format.when_ago(head.started_at, now), width), style="dim")
+    lines.append("\n" + format.when_ago(head.started_at, now, width), style="dim")
     facts = []
     if head.active_seconds:
         facts.append(f"ran {format.duration(head.active_seconds)}")

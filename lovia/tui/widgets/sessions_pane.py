@@ -165,8 +165,8 @@ class SessionFilter(Input):
 
 
 EMPTY_HINT_WIDTH = 30
-"""Columns the empty list's hint is wrapped to: the list's own in the pane's 36 (its borders, padding
-and scrollbar; SessionsPane's CSS width: change both together)."""
+"""Columns the empty list's hint is wrapped to, and its options' times fit: the list's own in the
+pane's 36 (its borders, padding and scrollbar; SessionsPane's CSS width: change both together)."""
 
 
 class SessionsPane(Vertical):
@@ -499,7 +499,7 @@ def _label(info: SessionInfo, current: bool) -> Text:
                     f"{format.count(info.run_count, 'run')} · {format.duration(info.total_run_seconds)}", style="dim")
     else:  # known only by a run not in it yet: "0 entries · 0 runs · —" would say it is empty
         text.append("\nno finished run yet", style="dim")
-    text.append(f"\n{format.when_ago(info.last_activity)}", style="dim")
+    text.append(f"\n{format.when_ago(info.last_activity, width=EMPTY_HINT_WIDTH)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
     if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own
         text.append(f"\n{STATE_LABELS.get(state, state)}", style="bold")
