@@ -27,7 +27,7 @@ from lovia.session import SessionInfo
 from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
-from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows, step_figures
+from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows, joined_to_fit, step_figures, summary_parts
 from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line, timing_parts
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
@@ -209,6 +209,14 @@ def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():
     assert "no token · error" in wide and "cut off" not in wide
 
 
+def test_figures_wrap_between_figures():
+    parts = ["2026-12-05 21:32:37", "37s", "ran 23s", "2 turns", "ttft 400ms", "tools 1ms", "1 tool call"]
+    assert joined_to_fit(parts, 40).splitlines() == [
+        "2026-12-05 21:32:37 · 37s · ran 23s", "2 turns · ttft 400ms · tools 1ms", "1 tool call"]
+    assert joined_to_fit(parts, 200) == " · ".join(parts)
+    assert joined_to_fit(["a much longer figure than the width"], 10) == "a much longer figure than the width"
+
+
 def test_a_crashed_runs_open_tool_call_lasts_until_the_run_was_last_known_executing():
     # Killed 5.1 s into a long tool call: its lease kept active_seconds up to date, its steps never ended.
     steps = (ModelStep("assistant", "gpt-test", T0 + 0.01, T0 + 0.05, T0 + 0.06, 10, 5, turn=1),
@@ -279,6 +287,9 @@ async def test_w_in_the_transcript_shows_the_run_under_the_cursor_and_escape_clo
         assert all(len(row) <= size[0] for row in rows)
         summary = plain(screen.query_one("#timeline-summary").render())
         assert "2 turns" in summary and "2 tool calls" in summary
+        parts = summary_parts(screen.run)
+        for line in summary.splitlines():  # wrapped between figures, never inside one ("tools" / "1ms")
+            assert set(line.split(" · ")) <= set(parts) and len(line) <= size[0] - 4
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, TimelineScreen)

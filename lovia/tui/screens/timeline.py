@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -291,13 +292,45 @@ def legend(close_key: str = "esc") -> Content:
     )
 
 
-def summary_line(run: TranscriptRun) -> str:
+def summary_parts(run: TranscriptRun) -> list[str]:
     """The run's figures: as its header says them, and where its time went."""
     summary = StepSummary.of(run.steps, run.known_until) if run.steps else None
     parts = [*header_parts(run), *timing_parts(summary)]
     if summary is not None and summary.tool_calls:
         parts.append(format.count(summary.tool_calls, "tool call"))
-    return " · ".join(parts)
+    return parts
+
+
+def joined_to_fit(parts: list[str], width: int) -> str:
+    """``parts`` joined by `` · ``, a new line begun between two of them rather than inside one
+    (``tools`` / ``1ms`` read as two figures at 80 columns)."""
+    lines: list[str] = []
+    for part in parts:
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and cell_len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+class FiguresLine(Static):
+    """A run's figures, wrapped between figures for the width it gets (a resize wraps them again)."""
+
+    def __init__(self, parts: list[str], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.parts = parts
+
+    def show(self, parts: list[str]) -> None:
+        self.parts = parts
+        self._wrap()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._wrap()
+
+    def _wrap(self) -> None:
+        width = self.content_region.width
+        self.update(joined_to_fit(self.parts, width) if width > 0 else " · ".join(self.parts))
 
 
 class Waterfall(Static):
@@ -359,7 +392,7 @@ class TimelineScreen(ModalScreen[None]):
         with Vertical():
             title = f"Timeline of run {self.run.run_id}" + (f" · {self.title_text}" if self.title_text else "")
             yield Static(title, id="timeline-title", markup=False)
-            yield Static(summary_line(self.run), id="timeline-summary", markup=False)
+            yield FiguresLine(summary_parts(self.run), id="timeline-summary", markup=False)
             with VerticalScroll(id="timeline-scroll"):
                 if self.run.steps:
                     yield Waterfall(self.run, id="timeline-rows")
@@ -391,7 +424,7 @@ class TimelineScreen(ModalScreen[None]):
     async def show_run(self, run: TranscriptRun) -> None:
         """Draw ``run`` (the same run, as it stands now)."""
         self.run = run
-        self.query_one("#timeline-summary", Static).update(summary_line(run))
+        self.query_one("#timeline-summary", FiguresLine).show(summary_parts(run))
         rows = self.query("#timeline-rows")
         if rows:
             rows.first(Waterfall).show_run(run)
