@@ -114,7 +114,9 @@ class MainScreen(Screen):
     DEFAULT_CSS = """
     MainScreen #panes { layers: default overlay; }
     MainScreen #side { width: 40; border-left: solid $panel; }
-    MainScreen CheckpointInspector { border-top: solid $panel; }
+    /* The rule between the runs and the inspector: the pane's, not the inspector's top border, which
+       met its focus bar's column in a corner (a box left open on the right). */
+    MainScreen RunsPane { border-bottom: solid $panel; }
     MainScreen #welcome { display: none; padding: 1 2; color: $text-muted; }
     /* under another screen (a dialog, the timeline, f5): its keys do not work there, so not shown */
     MainScreen.-covered LoviaFooter { visibility: hidden; }
