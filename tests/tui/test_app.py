@@ -335,11 +335,12 @@ async def test_runs_list_inspect_discard_and_finalize(tmp_path):
     db = tmp_path / "lovia.db"
     await _interrupted_run(db, "run-x")
     await _interrupted_run(db, "run-y", "s-b")
+    await _interrupted_run(db, "run-z", "s-c")
     app = make_app(db)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         runs = app.screen.query_one("RunsPane")
-        assert {r.run_id for r in runs.runs} == {"run-x", "run-y"}
+        assert {r.run_id for r in runs.runs} == {"run-x", "run-y", "run-z"}
         app.screen.query_one("#run-list").focus()
         await pilot.pause()
         inspector = app.screen.query_one("CheckpointInspector")
@@ -348,7 +349,7 @@ async def test_runs_list_inspect_discard_and_finalize(tmp_path):
         console = Console(width=100, record=True, file=io.StringIO())
         console.print(inspector.shown)
         body = console.export_text()
-        assert app.screen.inspected in ("run-x", "run-y")
+        assert app.screen.inspected in ("run-x", "run-y", "run-z")
         assert "dangling" in body and "calculate (c2)" in body
 
         highlighted = app.screen.inspected
@@ -357,13 +358,16 @@ async def test_runs_list_inspect_discard_and_finalize(tmp_path):
         await pilot.press("y")
         await settle(pilot)
         assert highlighted not in {r.run_id for r in runs.runs}
+        assert app.screen.inspected == runs.highlighted_run_id is not None  # the run now in its place
 
-        [remaining] = runs.runs
+        remaining = next(r for r in runs.runs if r.run_id == app.screen.inspected)
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
         await settle(pilot)
-        assert runs.runs == []
+        assert [r.run_id for r in runs.runs] != [remaining.run_id] and len(runs.runs) == 1
+        # It said "select a run" under the one highlighted in the finalized run's place.
+        assert app.screen.inspected == runs.highlighted_run_id == runs.runs[0].run_id
         entries = await stored(db, remaining.head.session_id)
         assert [e.type for e in entries] == ["user", "assistant", "user", "tool_call", "tool_result"]  # c2 dropped
 

@@ -1004,9 +1004,7 @@ class MainScreen(Screen):
                     self.notify("Run discarded.")
                     if run_id in self.chat.transcript.run_ids and not self.chat.running:
                         await self.chat.open_session(self.chat.session_id)  # its entries are gone
-                    if self.inspected == run_id:  # the inspector goes to the run now in its place, if any
-                        await self.refresh_changed()
-                        self.inspected = self.query_one(RunsPane).highlighted_run_id
+                    await self._inspect_in_place_of(run_id)
             elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
                     "Finalize this run into its session as it stands? Tool calls without results are "
                     "dropped so the transcript stays consistent; the checkpoint is then deleted.",
@@ -1015,9 +1013,19 @@ class MainScreen(Screen):
                 self.notify(f"Finalized: {format.count(kept, 'entry', 'entries')} added to the session.")
                 if session_id == self.chat.session_id:
                     await self.chat.open_session(session_id)  # the partial is stored now
+                await self._inspect_in_place_of(run_id)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_changed()
+
+
+    async def _inspect_in_place_of(self, run_id: str) -> None:
+        """``run_id`` has left the runs list (discarded, finalized): when the inspector showed it, it
+        shows the run the list highlights now in its place, if any (it said "select a run" under a
+        highlighted one)."""
+        if self.inspected == run_id:
+            await self.refresh_changed()
+            self.inspected = self.query_one(RunsPane).highlighted_run_id
 
 
 def _runs_as_listed(runs: Sequence[RunSummary]) -> set[ListedRun]:
