@@ -73,6 +73,26 @@ async def test_crash_then_resume_from_the_runs_list(tmp_path):
     assert [e.output for e in entries if isinstance(e, ToolResult)] == ["waited 60 seconds"]
 
 
+async def test_a_run_killed_three_seconds_in_keeps_its_time_and_steps(tmp_path):
+    # Its head was saved every 5 s of a wait: killed sooner, it kept neither (no "ran", a finalized
+    # partial "0.0s", its timeline empty).
+    import time
+
+    from lovia import SQLiteCheckpointer
+
+    db = tmp_path / "lovia.db"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert child.stdout.readline().strip() == "IN TOOL"
+    time.sleep(3.0)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = (await checkpointer.load("run-crashed")).head
+    assert head.active_seconds is not None and head.active_seconds >= 2.0
+    assert [step.kind for step in head.steps] == ["model", "tool"] and head.steps[-1].finished_at is None
+
+
 async def test_a_tool_call_the_kill_cut_off_ends_when_the_run_was_last_known_to_run(tmp_path):
     # Its step, stored by a lease renewal while the tool ran, had no end: a resume hours later
     # counted the whole time up to it as the tool's ("tools 24s" for a run killed 4 s in).
