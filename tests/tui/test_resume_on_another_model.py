@@ -8,15 +8,17 @@ from lovia import SQLiteCheckpointer, SQLiteSession
 from lovia.checkpoint import RunHead, RunSnapshot
 from lovia.entries import AssistantMessage, UserMessage
 from lovia.tui.screens.confirm import ConfirmScreen
-from tests.tui.conftest import make_app, settle, wait_for
+from lovia.tui.screens.choice import ChoiceScreen
+from tests.tui.conftest import make_app, settle, told, wait_for
+from tests.tui.test_stop_and_continue import type_and_send_no_settle
 
 SIZES = [(80, 24), (160, 45)]
 
 
-async def interrupted(db, model: str | None) -> None:
+async def interrupted(db, model: str | None, status: str = "interrupted") -> None:
     async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
         await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
-        head = RunHead(agent="assistant", status="interrupted", session_id="s-a", first_input="go on", model=model)
+        head = RunHead(agent="assistant", status=status, session_id="s-a", first_input="go on", model=model)
         await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="go on")]))
 
 
@@ -66,3 +68,24 @@ async def test_a_run_on_the_same_model_or_of_unknown_model_resumes_at_once(tmp_p
         await wait_for(pilot, lambda: not app.screen.chat.running)
         assert not isinstance(app.screen, ConfirmScreen)
         assert await status_of(db) in (None, "completed")
+
+
+async def test_saying_no_to_the_other_model_when_a_message_waits_keeps_it_without_a_promise(tmp_path):
+    """Resume, asked before a message goes, then no to the other model: the notice still said "send
+    it when the run is done", with no run going."""
+    db = tmp_path / "lovia.db"
+    await interrupted(db, "openai:local", status="failed")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-a")
+        await settle(pilot)
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await settle(pilot)
+        assert not app.screen.chat.running and app.screen.chat.composer.text == "next"
+        assert not [t for t in told(app) if "send it when the run is done" in t.message]
+        assert await status_of(db) == "failed"

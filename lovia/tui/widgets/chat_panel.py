@@ -276,8 +276,8 @@ class ChatPanel(Vertical):
                    Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
         if choice == "resume":
-            await self.resume(oldest.run_id)
-            self.notify("Your message stays in the composer: send it when the run is done.")
+            if await self.resume(oldest.run_id):
+                self.notify("Your message stays in the composer: send it when the run is done.")
             return None
         return "keep" if choice == "keep" else "discard" if choice == "discard" else None
 
@@ -474,31 +474,32 @@ class ChatPanel(Vertical):
             return
         await self.resume(runs[0].run_id)
 
-    async def resume(self, run_id: str) -> None:
-        """Resume ``run_id``: its session opens and its stream joins the transcript.
+    async def resume(self, run_id: str) -> bool:
+        """Resume ``run_id``: its session opens and its stream joins the transcript. False when it
+        was not resumed (refused, said; or the user said no).
 
         A run that ran on another model than the one lovia uses now is resumed only if the user
         agrees (it asks from a worker): a run begun on a hosted model went on with the offline
         demo, or the other way round, without a word."""
         if self.running:
             self.notify("A run is still going: stop it (escape) first.", severity="warning")
-            return
+            return False
         try:
             change = await self.backend.model_change(run_id)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
-            return
+            return False
         if change is not None:
             was, now = change
             question = (f"This run ran on {was}; lovia uses {now} now, and a resume goes on with it. To go on "
                         f"with {was}, quit and start lovia on it (--model, and --base-url for a local server).")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm=f"Resume with {now}")):
-                return
+                return False
         try:
             session_id, stream = await self.backend.resume(run_id)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
-            return
+            return False
         if session_id != self.session_id and not await self.open_session(session_id):
             # Its stored part could not be read (said): the run is shown on its own, in its session.
             self._end_edit()
@@ -506,6 +507,7 @@ class ChatPanel(Vertical):
             await self.transcript.show(None)
             await self.refresh_title()
         self._drive(stream, resumed=True)
+        return True
 
     def action_regenerate(self) -> None:
         """Ask the last message again (a stopped or failed last run's own message, see ``ChatBackend.last_message``)."""
