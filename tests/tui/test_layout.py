@@ -283,3 +283,24 @@ async def test_a_title_in_chinese_or_japanese_is_cut_to_the_lists_width_in_cells
         assert lines[1].startswith("東京の天気") and lines[1].endswith("…")
         assert all(cell_len(line) <= width for line in lines), lines
     assert format.one_line(asked, 10) == "東京の天…"  # 9 cells: a fifth would straddle the cut and format.one_line("Tokyo weather", 10) == "Tokyo wea…"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize(("key", "pane", "list_id"), [("ctrl+b", "SessionsPane", "session-list"),
+                                                      ("ctrl+o", "RunsPane", "run-list")])
+async def test_a_pane_key_with_a_pane_maximized_restores_the_layout_and_shows_that_pane(tmp_path, size, key, pane,
+                                                                                        list_id):
+    """ctrl+b with the conversation maximized hid the sessions pane behind it: nothing changed on
+    screen, and after f10 the pane was gone."""
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press("f10")
+        await pilot.pause()
+        assert screen.maximized is screen.chat
+        await pilot.press(key)
+        await pilot.pause()
+        shown = screen.query_one(pane)
+        assert screen.maximized is None and shown.region.width > 0 and app.focused.id == list_id

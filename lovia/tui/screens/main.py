@@ -620,6 +620,12 @@ class MainScreen(Screen):
             self.set_focus(self.query_one("#composer"))
 
     def action_toggle_pane(self, name: str) -> None:
+        """Show or hide a side pane. With a pane maximized, the layout is restored and the pane shown:
+        toggled behind the maximized one, it was hidden or shown out of sight, and nothing changed."""
+        if self.maximized is not None:
+            self.minimize()
+            self.show_pane(name, True)
+            return
         self.show_pane(name, not self.pane_shown(name))
 
     def action_close_overlay(self) -> None:
