@@ -1159,6 +1159,15 @@ class ChatBackend:
         first = await TranscriptPages(self.session, session_id)._entry_page(0, 1)
         return ForkOrigin.from_meta(first.runs[0].meta) if first.runs else None
 
+    async def has_stored_runs(self, session_id: str) -> bool:
+        """Whether the session store holds a run of ``session_id`` (one whose runs never finished has
+        none: what the export writes)."""
+        session = self.session
+        if isinstance(session, DescribableSession):
+            info = await session.session_info(session_id)
+            return info is not None and info.run_count > 0
+        return bool(await session.segments(session_id))
+
     async def export(self, session_id: str, path: str | Path, *, fmt: ExportFormat | None = None) -> ExportSummary:
         """Write ``session_id`` to the file ``path`` (see :func:`lovia.export.write_export`): Markdown, or
         JSON lines for a ``.jsonl`` name; read a page at a time from a paged store."""

@@ -222,3 +222,25 @@ async def test_a_fork_at_your_message_says_how_to_get_it_answered(tmp_path):
         assert [e.type for e in entries] == ["user", "tool_call", "tool_result", "assistant", "user", "assistant"]
         assert entries[4].text == "and in Tokyo?"
         assert len(await store.load("s-source")) == 6
+
+
+async def test_exporting_a_session_whose_only_run_did_not_finish_says_what_to_do_first(tmp_path):
+    """It asked for a file name, then said "no session 's-…' in this store", of a session listed and open."""
+    from lovia import SQLiteCheckpointer
+    from lovia.checkpoint import RunHead, RunSnapshot
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-only", first_input="go")
+        await checkpointer.save(RunSnapshot("run-only", head, [UserMessage(text="go")]))
+    app = make_app(db)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-only")
+        await settle(pilot)
+        assert app.screen.chat.transcript.run_ids == {"run-only"}
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert not isinstance(app.screen, PromptScreen)
+        assert ("Nothing to export yet: this session's run did not finish, and only what is stored is exported. "
+                "Resume it (ctrl+r) or finalize it in the runs list (f) first.") in [t.message for t in told(app)]

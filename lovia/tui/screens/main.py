@@ -692,6 +692,17 @@ class MainScreen(Screen):
         if session_id is None or not self.chat.transcript.run_ids:
             self.notify("Nothing to export yet: this session has no stored message.", severity="warning")
             return
+        try:
+            stored = await self.backend.has_stored_runs(session_id)
+        except LoviaError as exc:
+            self.notify(f"Could not read the session: {exc}", severity="error")
+            return
+        if not stored:  # shown from its checkpoint alone: the export said "no session ... in this store"
+            keys = keymap_of(self)
+            self.notify(f"Nothing to export yet: this session's run did not finish, and only what is stored is "
+                        f"exported. Resume it ({keys.first_key_text('chat.resume')}) or finalize it in the runs "
+                        f"list ({keys.first_key_text('runs.finalize')}) first.", severity="warning")
+            return
         suggested = str(Path.cwd() / default_file_name(session_id))
         path = await self.app.push_screen_wait(PromptScreen(
             "Export this session to the file (a name ending in .jsonl writes JSON lines, any other Markdown):",
