@@ -233,3 +233,16 @@ async def test_a_slow_listing_started_first_never_overwrites_a_newer_one(tmp_pat
         await asyncio.gather(slow, quick)
         await settle(pilot)
         assert {info.session_id: info.title for info in pane.listed}["s-0001"] == "renamed elsewhere"
+
+
+def test_a_session_is_listed_under_the_time_it_is_ordered_by():
+    """Ordered by its interrupted run's last save, it showed its older stored activity: listed above
+    a session "3 min ago" while reading "5 min ago"."""
+    from lovia.tui import format
+    from lovia.tui.backend import SessionListing
+    from lovia.tui.widgets.sessions_pane import _label
+
+    stored, run_saved = 1_796_212_800.0, 1_796_212_800.0 + 600
+    listing = SessionListing("s-1", "Garden", 2, 1, stored, stored, 1.0, state="interrupted", activity=run_saved)
+    assert format.when_ago(run_saved, width=30).split(" · ")[0] in _label(listing, False).plain
+    assert format.when_ago(stored, width=30).split(" · ")[0] not in _label(listing, False).plain

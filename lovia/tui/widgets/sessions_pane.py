@@ -499,7 +499,10 @@ def _label(info: SessionInfo, current: bool) -> Text:
                     f"{format.count(info.run_count, 'run')} · {format.duration(info.total_run_seconds)}", style="dim")
     else:  # known only by a run not in it yet: "0 entries · 0 runs · —" would say it is empty
         text.append("\nno finished run yet", style="dim")
-    text.append(f"\n{format.when_ago(info.last_activity, width=EMPTY_HINT_WIDTH)}", style="dim")
+    # The time the list is ordered by: a run not stored yet counts (its last save), or a session
+    # with an interrupted run newer than its others was listed above them under an older time.
+    last = info.activity if isinstance(info, SessionListing) and info.activity else info.last_activity
+    text.append(f"\n{format.when_ago(last, width=EMPTY_HINT_WIDTH)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
     if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own
         text.append(f"\n{STATE_LABELS.get(state, state)}", style="bold")
