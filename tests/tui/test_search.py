@@ -325,11 +325,13 @@ async def test_a_match_among_long_words_is_shown_at_every_width(tmp_path, width)
         hits = await session.search("needle")
     assert len(hits) == 2
     for hit in hits:
-        label = hit_label(hit, width, now=0.0)
+        label = hit_label(hit, width, now=hit.at)
         lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
         assert lit == ["needle"]
-        snippet = label.plain.splitlines()[1]
+        head, snippet = label.plain.splitlines()
         assert "needle" in snippet and cell_len(snippet) <= width
+        # A long title (the first message, here) is cut, not what matched and when.
+        assert head.endswith("  you  just now") and cell_len(head) <= width
 
 
 async def test_a_store_that_cannot_search_hides_ctrl_f(tmp_path):

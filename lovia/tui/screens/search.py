@@ -63,10 +63,10 @@ def hit_label(hit: SearchHit, width: int, now: float | None = None) -> Text:
     """Two lines of at most ``width`` cells: the session's title, what matched and when; then the snippet,
     the matches highlighted."""
     head = Text(no_wrap=True, overflow="ellipsis")
-    head.append(format.one_line(hit.title or hit.session_id, 200), style="bold")
-    head.append(f"  {KINDS.get(hit.kind, hit.kind)}", style="dim")
-    if hit.at is not None:
-        head.append(f"  {format.ago(hit.at, now)}", style="dim")
+    what = f"  {KINDS.get(hit.kind, hit.kind)}" + (f"  {format.ago(hit.at, now)}" if hit.at is not None else "")
+    # The title is cut to leave what matched and when their room: a long one pushed them out of sight.
+    head.append(format.one_line(hit.title or hit.session_id, max(width - cell_len(what), 12)), style="bold")
+    head.append(what, style="dim")
     text, matches = in_view(*shown_snippet(hit), max(width, 10) - 2)
     snippet = Text("  " + text, no_wrap=True, overflow="ellipsis")
     for start, end in matches:
