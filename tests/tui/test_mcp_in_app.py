@@ -128,6 +128,7 @@ async def test_a_server_off_by_default_is_listed_and_can_be_switched_on(tmp_path
         await pilot.press("f5")
         await wait_for(pilot, lambda: isinstance(app.screen, ServersScreen))
         assert "○ off" in str(app.screen.query_one("#mcp-list").get_option_at_index(0).prompt)
+        assert str(app.screen.query_one("#mcp-keys").render()) == "space/enter on or off here · s start now · escape close"
         await pilot.press("s")  # start it now, to see its tools
         await settle(pilot)
         assert "running · 7 tools · 1 left out" in str(app.screen.query_one("#mcp-list").get_option_at_index(0).prompt)
@@ -226,3 +227,15 @@ async def test_the_app_killed_during_an_mcp_call_lists_it_dangling_and_resumes_i
     assert [e.type for e in entries] == ["user", "tool_call", "tool_result", "assistant"]
     assert isinstance(entries[1], ToolCall) and entries[2].output == "noted: this"
     assert not alive(second[0]["pid"])  # the app's exit stopped the server it started
+
+
+async def test_with_no_server_the_dialog_offers_only_the_way_out(tmp_path):
+    """It said "space/enter on or off here · s start now" over an empty list; those keys did nothing."""
+    app = make_app(tmp_path / "lovia.db", mcp_servers=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, ServersScreen))
+        await pilot.pause()
+        assert "No MCP servers." in str(app.screen.query_one("#mcp-empty").render())
+        assert str(app.screen.query_one("#mcp-keys").render()) == "escape close"

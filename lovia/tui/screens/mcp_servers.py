@@ -87,9 +87,7 @@ class ServersScreen(ModalScreen[None]):
             install = "" if sdk_installed() else f"Install the SDK ({SDK_INSTALL_HINT}) and "
             yield Static(f"No MCP servers. {install}{'add' if install else 'Add'} one to the config file "
                          f"({config_path()}), e.g.\n\n{EXAMPLE}", id="mcp-empty", markup=False)
-            keys = keymap_of(self).key_text
-            yield Static(f"{keys('mcp.switch')}/enter on or off here · {keys('mcp.start')} start now · "
-                         f"{keys('mcp.close')} close", id="mcp-keys")
+            yield Static(id="mcp-keys")
 
     def on_mount(self) -> None:
         self.show()
@@ -102,6 +100,11 @@ class ServersScreen(ModalScreen[None]):
         listing.clear_options()
         listing.add_options([self._option(server) for server in self.servers.servers])
         self.set_class(not self.servers.servers, "-empty")
+        keys = keymap_of(self).key_text
+        # With no server, switching and starting one have nothing to act on: only the way out is said.
+        acting = "" if not self.servers.servers else \
+            f"{keys('mcp.switch')}/enter on or off here · {keys('mcp.start')} start now · "
+        self.query_one("#mcp-keys", Static).update(f"{acting}{keys('mcp.close')} close")
         if self.servers.servers:
             listing.highlighted = min(highlighted or 0, len(self.servers.servers) - 1)
         self._show_tools()
