@@ -330,7 +330,9 @@ def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], 
         report.add("crashed runs", "problem",
                    f"{_agreeing(len(crashed), 'run was', 'runs were')} left running by a process that is gone (or "
                    f"whose lease lapsed): {_ids(crashed)}",
-                   "open lovia: the runs list (ctrl+o) resumes each, keeps it as a partial answer, or discards it")
+                   "open lovia: the runs list (ctrl+o) resumes each, keeps it as a partial answer, or discards it"
+                   if len(crashed) > 1 else
+                   "open lovia: the runs list (ctrl+o) resumes it, keeps it as a partial answer, or discards it")
     if gone_sessions:
         what = _agreeing(len(gone_sessions), "completed run belongs to a session that does",
                          "completed runs belong to sessions that do")
@@ -344,7 +346,7 @@ def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], 
     if waiting:
         what = _agreeing(len(waiting), "stopped or failed run waits", "stopped or failed runs wait")
         report.add("runs", "note", f"{what} for a decision: {_ids(waiting)}",
-                   "lovia's runs list (ctrl+o) resumes, finalizes or discards them")
+                   f"lovia's runs list (ctrl+o) resumes, finalizes or discards {'them' if len(waiting) > 1 else 'it'}")
     if not (in_session or of_trashed or damaged or crashed):
         kept = _agreeing(len(caches), "completed run kept as a replay cache", "completed runs kept as replay caches")
         report.add("checkpoints", "ok", f"no orphaned or crashed runs ({kept})")
