@@ -209,6 +209,16 @@ def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():
     assert "no token · error" in wide and "cut off" not in wide
 
 
+@pytest.mark.parametrize("span", [4.0, 2.8])
+def test_the_axis_ticks_are_quarters_of_the_run(span):
+    # A tick read the time at its column's start: "+1.0s +2.0s +2.9s" for a 4.0 s run.
+    run = TranscriptRun("r", (), "completed", T0, span, steps=(ModelStep("a", "m", T0, T0 + 0.1, T0 + span, turn=1),))
+    for width in range(70, 200, 3):
+        ticks = plain(draw_rows(run, width, T0 + 100)).splitlines()[0].split()
+        quarters = [format.duration(span * q / 4) for q in (1, 2, 3)]
+        assert ticks[-4:] == [*(f"+{q}" for q in quarters), format.duration(span)]
+
+
 def test_figures_wrap_between_figures():
     parts = ["2026-12-05 21:32:37", "37s", "ran 23s", "2 turns", "ttft 400ms", "tools 1ms", "1 tool call"]
     assert joined_to_fit(parts, 40).splitlines() == [

@@ -239,8 +239,13 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
         place(min(axis.column(fold_start), axis.width - FOLD_COLUMNS) + 1, FOLD)
     shown = {total, "0.0s"}  # a tick that rounds to nothing would read as a second start
     for quarter in range(4):
-        at = axis.width * quarter // 4
-        label = "0s" if quarter == 0 else f"+{format.duration(axis.offset_at(at))}"
+        if axis.folds:  # the columns are not evenly timed: each tick says the time where it stands
+            at = axis.width * quarter // 4
+            offset = axis.offset_at(at)
+        else:  # a quarter of the run, where it falls (a column's start read "+2.9s" for 3.0 s of 4.0)
+            offset = axis.span * quarter / 4
+            at = axis.column(axis.start + offset)
+        label = "0s" if quarter == 0 else f"+{format.duration(offset)}"
         if label.lstrip("+") not in shown:
             shown.add(label.lstrip("+"))
             place(at, label)
