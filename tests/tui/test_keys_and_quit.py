@@ -229,7 +229,7 @@ async def test_the_palette_offers_each_action_only_while_it_applies(tmp_path):
 
         resume = next(c for c in app.get_system_commands(app.screen) if c.title == "Resume")
         release.set()
-        await resume.callback()
+        resume.callback()  # resumes from a worker: it may ask first
         await settle(pilot)
         assert await run_statuses(db) == []
         done = palette(app)

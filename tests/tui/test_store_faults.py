@@ -25,7 +25,7 @@ async def test_a_failing_store_during_a_refresh_is_told_and_the_app_stays_up(tmp
                                             else None))
         await settle(pilot)
         await chat.refresh_title()
-        await chat.action_resume()
+        chat.action_resume()  # from a worker: it may ask first
         await settle(pilot)
         assert app.is_running and app.return_code is None
         notices = [n.message for n in told(app)]
