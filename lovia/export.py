@@ -41,7 +41,6 @@ import asyncio
 import datetime
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -50,6 +49,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from lovia._wording import NOT_TIMED, count, duration, finish_note, step_duration
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
@@ -257,27 +259,34 @@ def _fence(text: str, language: str = "") -> str:
     return f"{fence}{language}\n{text}\n{fence}\n"
 
 
-_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_PAST_THE_END = "lovia-export-past-the-end"
 
 
 def _fences_closed(text: str) -> str:
-    """``text``, with a code block it leaves open closed at its end (CommonMark's rules for fences).
+    """``text``, with a code block it leaves open closed at its end.
 
     A message is written as the Markdown it is, and a fence it opens and never closes (an answer
     cut off inside a code block, a closing fence with words after it, which is no closing fence)
-    would hold every later message of the export inside its block."""
-    open_fence = None
-    for line in text.splitlines():
-        match = _FENCE_LINE.fullmatch(line)
-        if match is None:
-            continue
-        fence, rest = match.groups()
-        if open_fence is None:
-            if not (fence[0] == "`" and "`" in rest):  # a backtick fence's info string has no backtick
-                open_fence = fence
-        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
-            open_fence = None
-    return text if open_fence is None else f"{text}\n{open_fence}"
+    would hold every later message of the export inside its block. Whether one is left open is
+    asked of a CommonMark parser: one in a list item or a quote ends with it, and only a fence at
+    the margin (up to three spaces in) holds what follows. It is closed with its own fence, as
+    far in as it was opened.
+    """
+    if "```" not in text and "~~~" not in text:
+        return text
+    left_open = _fence_left_open(text)
+    if left_open is None or left_open.map is None:
+        return text
+    opener = text.splitlines()[left_open.map[0]]
+    indent = opener[:len(opener) - len(opener.lstrip(" "))]
+    closed = f"{text}\n{indent}{left_open.markup}"
+    return closed if _fence_left_open(closed) is None else text  # a shape it cannot close: left as written
+
+
+def _fence_left_open(text: str) -> Token | None:
+    """The code block ``text`` leaves open, if any: the one what comes after it would land in."""
+    tokens = MarkdownIt("commonmark").parse(f"{text}\n\n{_PAST_THE_END}")
+    return next((t for t in tokens if t.type == "fence" and _PAST_THE_END in t.content), None)
 
 
 class _Markdown:

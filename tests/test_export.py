@@ -135,10 +135,24 @@ async def test_a_message_that_leaves_a_code_block_open_has_it_closed_where_it_en
         AssistantMessage(text="Here:\n~~~~\nprint(1)\n~~~\nstill code", agent="bot", created_at=1000.0),
         UserMessage(text="```\nclosed\n```\nand ``` inline", created_at=1001.0),
     ], run_id="r-1")
+    await session.append("s-export-1", [
+        AssistantMessage(text="1. Install:\n   ```bash\n   pip install x", agent="bot", created_at=1002.0),
+        AssistantMessage(text="> quoted:\n> ```\n> code", agent="bot", created_at=1003.0),
+        AssistantMessage(text="- a\n  ~~~\n  b", agent="bot", created_at=1004.0),
+        AssistantMessage(text="- ```python\n  x = 1\n  ```\n\nafter", agent="bot", created_at=1005.0),
+    ], run_id="r-2")
     text = await export_text(session, "md")
     assert "``` edited\n```\n" in text
     assert "~~~\nstill code\n~~~~\n" in text
-    assert text.endswith("```\nclosed\n```\nand ``` inline\n")  # closed already: as written
+    # One in a list item or a quote ends with it, in Markdown: left as written (a fence added at the
+    # margin would open a block, not close one).
+    assert "   pip install x\n\n" in text and "> code\n\n" in text and "  b\n\n" in text
+    assert text.endswith("  ```\n\nafter\n")  # closed already: as written
+    # Every message heading stays a heading: none of them ends up inside a code block.
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(text)
+    assert rendered.count("<strong>bot</strong>") == 5 and rendered.count("<strong>You</strong>") == 2
 
 
 async def test_one_run_and_one_entry_are_counted_in_the_singular(session):
