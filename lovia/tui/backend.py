@@ -898,12 +898,7 @@ class ChatBackend:
 
     async def resume(self, run_id: str) -> tuple[str, RunStream]:
         """Continue an interrupted, crashed or failed run; returns its session id and stream."""
-        snapshot = await self.checkpointer.load(run_id)
-        if snapshot is None:
-            raise UserError(f"run {run_id} is gone; it may have been finished or discarded elsewhere")
-        if snapshot.head.status == "completed":
-            raise UserError(f"run {run_id} already completed; nothing to resume")
-        _refuse_held(run_id, snapshot.head)
+        snapshot = await self._resumable(run_id)
         session_id = snapshot.head.session_id
         if session_id is None:
             raise UserError(f"run {run_id} belongs to no session, so it cannot be shown here")
@@ -914,16 +909,27 @@ class ChatBackend:
                                mcp_servers=self.mcp.offered(session_id))
         return session_id, stream
 
+    async def _resumable(self, run_id: str) -> RunSnapshot:
+        """``run_id``'s snapshot, when a resume may take it up: refused (a ``UserError``) when it is
+        gone, completed, or executing here or elsewhere."""
+        snapshot = await self.checkpointer.load(run_id)
+        if snapshot is None:
+            raise UserError(f"run {run_id} is gone; it may have been finished or discarded elsewhere")
+        if snapshot.head.status == "completed":
+            raise UserError(f"run {run_id} already completed; nothing to resume")
+        _refuse_held(run_id, snapshot.head)
+        return snapshot
+
     async def model_change(self, run_id: str) -> tuple[str, str] | None:
         """The model ``run_id`` last ran on and the one a resume goes on with, when they differ.
 
         A resume re-resolves the run's agent by name, as the spec says: its model is the one the
         app's agent names now (``--model``, the config file), not necessarily the run's. ``None``
-        when they are the same, or when either is not known (a head stored before lovia kept its
-        model, a run gone).
+        when they are the same, or when the run's is not known (a head stored before lovia kept
+        its model). A run a resume would refuse is refused here, before anyone is asked.
         """
-        snapshot = await self.checkpointer.load(run_id)
-        if snapshot is None or not snapshot.head.model:
+        snapshot = await self._resumable(run_id)
+        if not snapshot.head.model:
             return None
         model = self._continuing_agent(snapshot.head.agent).model
         try:

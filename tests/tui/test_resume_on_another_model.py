@@ -89,3 +89,27 @@ async def test_saying_no_to_the_other_model_when_a_message_waits_keeps_it_withou
         assert not app.screen.chat.running and app.screen.chat.composer.text == "next"
         assert not [t for t in told(app) if "send it when the run is done" in t.message]
         assert await status_of(db) == "failed"
+
+
+async def test_a_run_held_elsewhere_is_refused_before_the_model_question(tmp_path):
+    """It asked "Resume with demo?", then, answered yes, said another process executes the run."""
+    import time
+
+    from lovia.checkpoint import RunOwner
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        head = RunHead(agent="assistant", status="running", session_id="s-a", first_input="go on",
+                       model="openai:local", owner=RunOwner(host="build-7", pid=4242, started=99),
+                       claim="token-x", lease_until=time.time() + 3600)
+        await checkpointer.save(RunSnapshot("run-x", head, [UserMessage(text="go on")]))
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-a")
+        await settle(pilot)
+        await app.screen.chat.resume("run-x")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("build-7" in t.message for t in told(app))
