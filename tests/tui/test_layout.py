@@ -304,3 +304,24 @@ async def test_a_pane_key_with_a_pane_maximized_restores_the_layout_and_shows_th
         await pilot.pause()
         shown = screen.query_one(pane)
         assert screen.maximized is None and shown.region.width > 0 and app.focused.id == list_id
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_opening_a_session_from_the_maximized_list_restores_the_layout(tmp_path, size):
+    """Focus went to the message box, hidden behind the maximized list: typed words went there unseen."""
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        if screen.folded("sessions"):
+            await pilot.press("ctrl+b")
+        else:
+            screen.query_one("#session-list").focus()
+        await pilot.pause()
+        await pilot.press("f10")
+        await pilot.pause()
+        assert screen.maximized is screen.query_one("SessionsPane")
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert screen.maximized is None and app.focused.id == "composer" and app.focused.region.width > 0

@@ -897,6 +897,8 @@ class MainScreen(Screen):
         it: the sessions pane shown over the conversation folds, and the message box takes focus
         at every width (a pane shown in place kept it, and the next words typed went to its filter)."""
         await self.open_session(session_id)
+        if self.maximized is not None:  # the sessions pane, maximized: the message box was out of sight
+            self.minimize()
         if self.has_class("-sessions-open"):
             self.show_pane("sessions", False)
         self.set_focus(self.query_one("#composer"))
