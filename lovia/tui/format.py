@@ -53,14 +53,17 @@ def when_ago(timestamp: float | None, now: float | None = None, width: int | Non
     """``2026-12-02 14:05:09 · 3 min ago``, as lists show a time; ``—`` when unknown.
 
     Within ``width`` cells, if given: without the seconds (``2026-12-02 14:05 · 3 min ago``), then
-    without the age, rather than cut mid-word (``4 min a…`` at 80 columns)."""
+    without the age, rather than cut mid-word (``4 min a…`` at 80 columns); cut only when the
+    time alone does not fit."""
     if timestamp is None:
         return "—"
     at, age = when(timestamp), ago(timestamp, now)
     if width is None or len(at) + 3 + len(age) <= width:
         return f"{at} · {age}"
     to_the_minute = at[:-3]
-    return f"{to_the_minute} · {age}" if len(to_the_minute) + 3 + len(age) <= width else to_the_minute
+    if len(to_the_minute) + 3 + len(age) <= width:
+        return f"{to_the_minute} · {age}"
+    return to_the_minute if len(to_the_minute) <= width else one_line(to_the_minute, max(width, 1))
 
 
 def size(chars: int) -> str:

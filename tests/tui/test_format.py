@@ -33,6 +33,7 @@ def test_a_list_time_gives_up_its_seconds_then_its_age_to_fit_rather_than_cut_a_
     assert format.when_ago(T + 9, now=T + 9 + 240, width=30) == "2026-12-02 12:00 · 4 min ago"
     assert format.when_ago(T, now=T + 120 * 86400, width=30) == "2026-12-02 12:00"  # "· 120 days ago" has no room
     assert len(format.when_ago(T, now=T + 42 * 86400, width=30)) <= 30
+    assert format.when_ago(T, now=T + 300, width=12) == "2026-12-02 …"  # never wider than asked
 
 
 def test_counts_agree_in_number():

@@ -27,7 +27,7 @@ from lovia.session import SessionInfo
 from lovia.timing import ModelStep, ToolStep, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
-from lovia.tui.screens.timeline import TimelineScreen, axis_of, draw_rows, joined_to_fit, step_figures, summary_parts
+from lovia.tui.screens.timeline import Columns, TimelineScreen, axis_of, draw_rows, joined_to_fit, step_figures, summary_parts
 from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line, timing_parts
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
@@ -209,14 +209,20 @@ def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():
     assert "no token · error" in wide and "cut off" not in wide
 
 
-@pytest.mark.parametrize("span", [4.0, 2.8])
+@pytest.mark.parametrize("span", [4.0, 2.8, 17.2])
 def test_the_axis_ticks_are_quarters_of_the_run(span):
     # A tick read the time at its column's start: "+1.0s +2.0s +2.9s" for a 4.0 s run.
     run = TranscriptRun("r", (), "completed", T0, span, steps=(ModelStep("a", "m", T0, T0 + 0.1, T0 + span, turn=1),))
     for width in range(70, 200, 3):
-        ticks = plain(draw_rows(run, width, T0 + 100)).splitlines()[0].split()
+        line = plain(draw_rows(run, width, T0 + 100)).splitlines()[0]
+        ticks = line.split()
         quarters = [format.duration(span * q / 4) for q in (1, 2, 3)]
         assert ticks[-4:] == [*(f"+{q}" for q in quarters), format.duration(span)]
+        columns = Columns.for_width(width)
+        axis = axis_of(run, T0 + 100, max(8, width - columns.labels))
+        for q, label in zip((1, 2, 3), ticks[-4:-1], strict=True):  # each stands where its time falls
+            at = line.index(label) - columns.labels
+            assert abs(axis.position(T0 + span * q / 4) - at) <= 0.5
 
 
 def test_figures_wrap_between_figures():

@@ -244,7 +244,7 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
             offset = axis.offset_at(at)
         else:  # a quarter of the run, where it falls (a column's start read "+2.9s" for 3.0 s of 4.0)
             offset = axis.span * quarter / 4
-            at = axis.column(axis.start + offset)
+            at = min(axis.width, round(axis.position(axis.start + offset)))  # the nearest column, not the one before
         label = "0s" if quarter == 0 else f"+{format.duration(offset)}"
         if label.lstrip("+") not in shown:
             shown.add(label.lstrip("+"))
