@@ -244,3 +244,21 @@ async def test_exporting_a_session_whose_only_run_did_not_finish_says_what_to_do
         assert not isinstance(app.screen, PromptScreen)
         assert ("Nothing to export yet: this session's run did not finish, and only what is stored is exported. "
                 "Resume it (ctrl+r) or finalize it in the runs list (f) first.") in [t.message for t in told(app)]
+
+
+async def test_exporting_while_a_new_sessions_first_answer_runs_says_to_wait_for_it(tmp_path):
+    """It said the run "did not finish" and to resume it: resume refuses a run that is running."""
+    from tests.tui.test_run_status import HeldModel
+
+    model = HeldModel(["hi"])
+    app = make_app(tmp_path / "lovia.db", model=model)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#composer").focus()
+        await pilot.press(*"hello", "enter")
+        await wait_for(pilot, lambda: app.screen.chat.running)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("still running" in t.message for t in told(app)))
+        assert not isinstance(app.screen, PromptScreen)
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)

@@ -697,6 +697,10 @@ class MainScreen(Screen):
         except LoviaError as exc:
             self.notify(f"Could not read the session: {exc}", severity="error")
             return
+        if not stored and self.chat.running:
+            self.notify("Nothing to export yet: this session's first answer is still running; export it once "
+                        "it is done.", severity="warning")
+            return
         if not stored:  # shown from its checkpoint alone: the export said "no session ... in this store"
             keys = keymap_of(self)
             self.notify(f"Nothing to export yet: this session's run did not finish, and only what is stored is "

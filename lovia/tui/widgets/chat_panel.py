@@ -492,7 +492,8 @@ class ChatPanel(Vertical):
         if change is not None:
             was, now = change
             question = (f"This run ran on {was}; lovia uses {now} now, and a resume goes on with it. To go on "
-                        f"with {was}, quit and start lovia on it (--model, and --base-url for a local server).")
+                        f"with {was}, quit and start lovia on it (--model, and --base-url for a local server; "
+                        "with --agent, the model its agent names).")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm=f"Resume with {now}")):
                 return False
         try:
