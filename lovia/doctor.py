@@ -217,6 +217,16 @@ def _agreeing(number: int, one: str, many: str) -> str:
     return f"{number} {one if number == 1 else many}"
 
 
+def _them(things: Sequence[object], one: str = "it", many: str = "them") -> str:
+    """``it`` for one thing, ``them`` for several (or the words given)."""
+    return one if len(things) == 1 else many
+
+
+def _in_sessions(session_ids: Sequence[str]) -> str:
+    """``in session s1``, ``in sessions s1, s2``."""
+    return f"in {'session' if len(session_ids) == 1 else 'sessions'} {_ids(session_ids)}"
+
+
 def _ids(run_ids: Sequence[str]) -> str:
     shown = ", ".join(run_ids[:SHOWN_IDS])
     return shown + (f" and {len(run_ids) - SHOWN_IDS} more" if len(run_ids) > SHOWN_IDS else "")
@@ -240,15 +250,16 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
         return
     for runs, (one, many), cannot in [
         (lost, ("stored run has lost its entries", "stored runs have lost their entries"),
-         "lovia cannot open those sessions, nor move them to the trash"),
+         "lovia cannot open {}, nor move {} to the trash"),
         (unreadable, ("stored run holds entries or run details", "stored runs hold entries or run details"),
-         "lovia cannot open those sessions"),
+         "lovia cannot open {}"),
     ]:
         if runs:
             sessions = list(dict.fromkeys(session_id for session_id, _ in runs))
             what = _agreeing(len(runs), one, many) + ("" if runs is lost else " that are not the JSON lovia wrote")
+            those = ("that session", "it") if len(sessions) == 1 else ("those sessions", "them")
             report.add("sessions", "problem",
-                       f"{what} (the file is damaged), in sessions {_ids(sessions)}: {cannot}",
+                       f"{what} (the file is damaged), {_in_sessions(sessions)}: {cannot.format(*those)}",
                        "restore the file from a backup; the other sessions read as they are")
 
 
@@ -314,18 +325,20 @@ def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], 
         report.add("checkpoints", "problem",
                    f"{what}: {_ids(in_session)} (a finalize stopped between storing the run and deleting its "
                    "checkpoint); resuming one would answer twice",
-                   "delete their checkpoints: lovia doctor --fix", fixable=True)
+                   f"delete {_them(in_session, 'its checkpoint', 'their checkpoints')}: lovia doctor --fix",
+                   fixable=True)
     if of_trashed:
         what = _agreeing(len(of_trashed), "run belongs to a session", "runs belong to sessions")
         report.add("checkpoints", "problem",
                    f"{what} in the trash: {_ids(of_trashed)}; lovia deletes them when it moves a session there, so "
                    "something stopped it half-way",
-                   "delete their checkpoints: lovia doctor --fix (restoring the session does not need them)",
+                   f"delete {_them(of_trashed, 'its checkpoint', 'their checkpoints')}: lovia doctor --fix "
+                   "(restoring the session does not need them)",
                    fixable=True)
     if damaged:
         report.add("checkpoints", "problem",
                    f"{_agreeing(len(damaged), 'run has', 'runs have')} a damaged head: {_ids(damaged)}",
-                   "discard them in lovia's runs list (ctrl+o), or restore the file from a backup")
+                   f"discard {_them(damaged)} in lovia's runs list (ctrl+o), or restore the file from a backup")
     if crashed:
         report.add("crashed runs", "problem",
                    f"{_agreeing(len(crashed), 'run was', 'runs were')} left running by a process that is gone (or "
@@ -339,7 +352,8 @@ def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], 
         report.add("checkpoints", "note",
                    f"{what} not exist: {_ids(gone_sessions)} (their append failed, or the session was cleared)",
                    "lovia's start-up replays its own newest ones into their sessions; if those sessions were cleared "
-                   "on purpose, discard the runs (a replay would bring them back)")
+                   f"on purpose, discard {_them(gone_sessions, 'the run', 'the runs')} (a replay would bring "
+                   f"{_them(gone_sessions)} back)")
     if elsewhere:
         report.add("runs", "note", f"{_agreeing(len(elsewhere), 'run is', 'runs are')} being executed now by a live "
                    f"process: {_ids(elsewhere)}")
@@ -431,7 +445,8 @@ def _check_archive(conn: sqlite3.Connection, tables: set[str], report: Report, n
         report.add("archive", "problem",
                    f"{what} tool outputs no stored entry refers to (their runs were rewound or deleted for good, or "
                    "purged from the trash)",
-                   "delete them: lovia doctor --fix (nothing can show or recall them)", fixable=True)
+                   f"delete {_them(unreferenced)}: lovia doctor --fix (nothing can show or recall "
+                   f"{_them(unreferenced)})", fixable=True)
     else:
         every = f"every one of the {len(files)} files" if len(files) != 1 else "the one file"
         report.add("archive", "ok", f"{every} in {directory} is referred to")
@@ -585,8 +600,9 @@ async def _postgres_segments(conn: Any, report: Report) -> set[tuple[str, str]]:
     sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
     report.add("sessions", "problem",
                f"{_agreeing(len(lost), 'stored run has', 'stored runs have')} entries that cannot be read (not a JSON "
-               f"array, or not as many entries as recorded), in sessions {_ids(sessions)}: lovia cannot open those "
-               "sessions, nor move them to the trash",
+               f"array, or not as many entries as recorded), {_in_sessions(sessions)}: lovia cannot open "
+               f"{'that session' if len(sessions) == 1 else 'those sessions'}, nor move {_them(sessions)} to the "
+               "trash",
                "restore the database from a backup; the other sessions read as they are")
     return stored
 
@@ -620,8 +636,8 @@ async def _postgres_search_index(conn: Any, columns: dict[str, set[str]], report
     sessions = list(dict.fromkeys(runs + titles))
     report.add("search", "problem",
                f"the search index is out of step for {_agreeing(len(runs), 'stored run', 'stored runs')} and "
-               f"{_agreeing(len(titles), 'title', 'titles')}, in sessions "
-               f"{_ids(sessions)}: searches miss or misplace what they hold (reading them is unaffected)",
+               f"{_agreeing(len(titles), 'title', 'titles')}, {_in_sessions(sessions)}: searches miss or misplace "
+               "what they hold (reading them is unaffected)",
                "something wrote to lovia's tables without its triggers (disabled, or a restore without them); "
                "restore the database from a backup, or open those sessions and move them to the trash and back")
 

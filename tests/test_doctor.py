@@ -329,7 +329,7 @@ def test_a_run_whose_json_is_damaged_is_a_problem(capsys, healthy, damage):
     status, text = run_doctor(capsys, healthy)
     assert status == 1
     assert "1 stored run holds entries or run details that are not the JSON lovia wrote" in text
-    assert "in sessions s1" in text
+    assert "in session s1: lovia cannot open that session" in text
     assert digest(healthy) == before
 
 
@@ -343,7 +343,7 @@ def test_a_run_that_lost_its_entries_is_a_problem(capsys, healthy):
     before = digest(healthy)
     status, text = run_doctor(capsys, healthy)
     assert status == 1
-    assert "1 stored run has lost its entries (the file is damaged), in sessions s1" in text
+    assert "1 stored run has lost its entries (the file is damaged), in session s1: lovia cannot open that session, nor move it to the trash" in text
     assert digest(healthy) == before
 
 

@@ -299,7 +299,7 @@ def test_doctor_finds_runs_the_search_index_lacks_and_the_trash_and_back_mends_t
                         "(SELECT seq FROM lovia_segments WHERE run_id = 'run-1-1')")
     done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
     assert done.returncode == 1, done.stdout
-    assert "the search index is out of step for 1 stored run and 0 titles, in sessions s-pg-other" in done.stdout
+    assert "the search index is out of step for 1 stored run and 0 titles, in session s-pg-other" in done.stdout
 
     from lovia.stores.postgres import PostgresSession
 
