@@ -594,3 +594,31 @@ async def test_a_notice_given_again_while_shown_stays_its_whole_time_from_then(t
 def toasts_saying(app, text: str) -> list:
     """The toasts on screen whose text holds ``text``."""
     return [toast for toast in app.screen.query("Toast") if text in str(toast.render())]
+
+
+async def test_the_inspector_shows_a_new_run_from_its_head(tmp_path):
+    """It kept the scroll of the run shown before: the next run opened in the middle of its entries,
+    its id, status and times out of sight."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        for run_id, session_id in (("run-a", "s-a"), ("run-b", "s-b")):
+            head = RunHead(agent="assistant", status="interrupted", turn=1, session_id=session_id, first_input="go")
+            await checkpointer.save(RunSnapshot(run_id, head, [UserMessage(text=f"line {i}") for i in range(60)]))
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        inspector = app.screen.query_one("CheckpointInspector")
+        await app.screen.inspect("run-a")
+        await settle(pilot)
+        inspector.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert inspector.scroll_y > 0
+        await app.screen.inspect("run-b")
+        await settle(pilot)
+        assert inspector.run_id == "run-b" and inspector.scroll_y == 0
+        inspector.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        scrolled = inspector.scroll_y
+        await app.screen.inspect("run-b")  # the same run shown again (a refresh): where the reader was
+        await settle(pilot)
+        assert inspector.scroll_y == scrolled

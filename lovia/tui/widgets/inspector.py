@@ -117,10 +117,13 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
 
     def _show(self, run_id: str | None, renderable: RenderableType, dangling: Sequence[ToolCall] = (),
               servers: Mapping[str, str] | None = None) -> None:
+        another = run_id != self.run_id
         self.run_id = run_id
         self.shown = renderable
         self.query_one("#inspector-body", Static).update(renderable)
         self._list_dangling(tuple(dangling), servers or {})
+        if another:  # from its head: it opened where the last run was scrolled to, its facts out of sight
+            self.scroll_home(animate=False, immediate=True)
 
     def _list_dangling(self, dangling: tuple[ToolCall, ...], servers: Mapping[str, str]) -> None:
         """List ``dangling`` (hide the list when empty); the call highlighted before stays highlighted."""
@@ -160,7 +163,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("handoff", head.pending_handoff or "—"),
             ("started", format.when(head.started_at)),
             ("updated", format.when(head.updated_at)),
-            ("ran", format.duration(head.active_seconds) if head.active_seconds else "—"),
+            ("ran", format.duration(head.active_seconds) if head.active_seconds else "not recorded"),
             ("session", head.session_id or "—"),
             ("owner", f"pid {head.owner.pid} on {head.owner.host}" if head.owner else "—"),
         ]
@@ -194,7 +197,7 @@ class CheckpointInspector(VerticalScroll, can_focus=True):
             ("header", " · ".join(header_parts(run))),
             ("started", format.when(run.started_at)),
             ("took", format.duration(run.duration)),
-            ("ran", format.duration(run.active_seconds) if run.active_seconds else "—"),
+            ("ran", format.duration(run.active_seconds) if run.active_seconds else "not recorded"),
         ]
         note = Text("\nIn the session; no checkpoint is kept for this run.", style="dim")
         self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set(), servers_of_calls(run.steps)), note))
