@@ -71,6 +71,7 @@ async def give(pilot, key: str, text: str) -> None:
     """From the inspector's dangling-call row: ``key`` (o or e), type ``text``, enter."""
     await pilot.press(key)
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, PromptScreen))
+    assert "and press enter: it is stored as the call's result" in str(pilot.app.screen.question)  # how to give it
     await pilot.press(*text, "enter")
     await settle(pilot)
 

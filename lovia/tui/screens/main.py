@@ -976,7 +976,8 @@ class MainScreen(Screen):
         """Ask for a dangling call's output (or error) and store it as its result; resuming then skips it."""
         what = "the error to give" if as_error else "the output it gave"
         prompt = PromptScreen(f"The call {call.name} ({call.call_id}) may have run before the run stopped.\n"
-                              f"Type {what}: it is stored as the call's result, and resuming will not run it "
+                              f"Type {what} and press enter: it is stored as the call's result, and resuming will "
+                              "not run it "
                               f"again ({keymap_of(self).key_text('prompt.cancel')}: leave it to run again).")
         answer = await self.app.push_screen_wait(prompt)
         if answer is None:
