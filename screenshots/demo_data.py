@@ -58,7 +58,7 @@ CONVERSATIONS: list[tuple[str, list[tuple[list[Entry], float, float]]]] = [
 
 def _demo_steps(session_id: str, number: int, start: float) -> list[Step]:
     """The per-step timing of a demo run (s-atlas's runs have it; the older session was stored without)."""
-    model = "demo-model"
+    model = "demo"
     if session_id != "s-atlas":
         return []
     if number == 0:
@@ -96,8 +96,8 @@ async def build(path: Path, *, long_entries: int = 0) -> None:
     head = RunHead(agent="assistant", status="interrupted", turn=1, usage=Usage(1, 120, 14),
                    started_at=BASE_TIME + 300, updated_at=BASE_TIME + 304, session_id="s-atlas",
                    first_input="wait 30, then tell me the time", owner=RunOwner(host="worker-1", pid=4242),
-                   entry_agent="assistant", model="demo-model", active_seconds=3.9, steps=[
-                       ModelStep("assistant", "demo-model", BASE_TIME + 300.1, BASE_TIME + 300.5, BASE_TIME + 301.0,
+                   entry_agent="assistant", model="demo", active_seconds=3.9, steps=[
+                       ModelStep("assistant", "demo", BASE_TIME + 300.1, BASE_TIME + 300.5, BASE_TIME + 301.0,
                                  120, 14, turn=1),
                        ToolStep("call-demo-3", "wait", BASE_TIME + 301.05, BASE_TIME + 304.0, cut_off=True)])
     await checkpointer.save(RunSnapshot("run-demo-interrupted", head, _at([

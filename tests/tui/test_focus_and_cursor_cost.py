@@ -113,9 +113,9 @@ async def test_the_message_cursor_restyles_only_the_messages_it_leaves_and_reach
             for _ in range(4):
                 await pilot.press("up")
                 await settle(pilot)
-        assert transcript.selected == len(views) - 4
-        assert views[-4].has_class("-selected")
-        assert [view for view in views if view.has_class("-selected")] == [views[-4]]
+        assert transcript.selected == len(views) - 5  # focus put it on the last message
+        assert views[-5].has_class("-selected")
+        assert [view for view in views if view.has_class("-selected")] == [views[-5]]
         held = inside(transcript, restyled.nodes)
         assert all(isinstance(node, MessageView) for node in held), \
             f"{sum(not isinstance(node, MessageView) for node in held)} widgets inside messages restyled"
@@ -141,7 +141,7 @@ async def test_dialogs_panes_and_edits_restyle_nothing_inside_the_messages(tmp_p
         assert restyled.nodes  # the control: what the classes style was restyled
 
         transcript.focus()
-        await pilot.press("up", "up")  # the last question
+        await pilot.press("up")  # from the last answer (focus put the cursor there) to the last question
         await settle(pilot)
         with Restyles(app) as restyled:
             await pilot.press("e")

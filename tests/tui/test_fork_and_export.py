@@ -32,7 +32,7 @@ def notices(app) -> list[str]:
 
 
 async def select(pilot, ups: int) -> None:
-    """The cursor ``ups`` messages up from the end (the first up selects the last message)."""
+    """The cursor ``ups`` messages up from the last message (focus puts it there)."""
     pilot.app.screen.query_one("#transcript").focus()
     await pilot.pause()
     for _ in range(ups):
@@ -49,7 +49,7 @@ async def test_f_forks_up_to_and_including_the_message_under_the_cursor(tmp_path
         await settle(pilot)
         chat = app.screen.query_one(ChatPanel)
         assert chat.session_id == "s-source"
-        await select(pilot, 3)  # "It is noon.": the end of the first run
+        await select(pilot, 2)  # "It is noon.": the end of the first run
         await pilot.press("f")
         await settle(pilot)
         fork_id = chat.session_id
@@ -77,7 +77,7 @@ async def test_forking_a_tool_call_takes_its_result_along(tmp_path):
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await select(pilot, 4)  # the tool call
+        await select(pilot, 3)  # the tool call
         await pilot.press("f")
         await settle(pilot)
         fork_id = app.screen.query_one(ChatPanel).session_id
@@ -93,7 +93,7 @@ async def test_a_message_this_window_streamed_is_forked_once_stored(tmp_path):
         await type_and_send(pilot, "what time is it")
         chat = app.screen.query_one(ChatPanel)
         source = chat.session_id
-        await select(pilot, 4)  # the first answer (under the second message and its tool call), shown live
+        await select(pilot, 3)  # the first answer (under the second message and its tool call), shown live
         await pilot.press("f")
         await settle(pilot)
         assert chat.session_id != source
@@ -112,7 +112,10 @@ async def test_f_on_nothing_selected_says_what_to_do(tmp_path):
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        app.screen.query_one("#transcript").focus()
+        transcript = app.screen.query_one("#transcript")
+        transcript.focus()
+        await pilot.pause()
+        transcript.selected = -1  # none under the cursor, as after a run rebuilt the message it was on
         await pilot.press("f")
         await settle(pilot)
         assert app.screen.query_one(ChatPanel).session_id == "s-source"
@@ -209,7 +212,7 @@ async def test_a_fork_at_your_message_says_how_to_get_it_answered(tmp_path):
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await select(pilot, 2)  # "and in Tokyo?"
+        await select(pilot, 1)  # "and in Tokyo?"
         await pilot.press("f")
         await settle(pilot)
         chat = app.screen.query_one(ChatPanel)

@@ -469,11 +469,11 @@ async def test_trim_leaves_the_footer_once_paging_shows_no_tool_call_anywhere(lo
         transcript = await open_long(pilot, "s-thirty-two")
         assert transcript.older_hidden > 0
         assert "trim" in {entry.action for entry in footer_of(app).entries}
-        selected = transcript.selected
+        selected = transcript.selected_view
         transcript.scroll_home(animate=False)  # as the mouse's wheel does: the cursor stays
         await wait_for(pilot, lambda: transcript.older_hidden == 0)
         await settle(pilot)
-        assert transcript.newer_hidden == 0 and not hidden(transcript) and transcript.selected == selected
+        assert transcript.newer_hidden == 0 and not hidden(transcript) and transcript.selected_view is selected
         assert "trim" not in {entry.action for entry in footer_of(app).entries}
 
 

@@ -315,3 +315,44 @@ async def test_the_footer_at_80_columns_shows_whole_entries_and_f1_help(tmp_path
         await pilot.press("f1")
         await settle(pilot)
         assert type(app.screen).__name__ == "HelpScreen"
+
+
+async def test_focus_into_the_transcript_puts_the_cursor_on_the_last_message_in_sight(tmp_path):
+    # Focus came in with no message selected: the footer offered no copy or edit until `up`.
+    from lovia.tui.widgets.footer import LoviaFooter
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):
+        for i in range(12):
+            await session.append("s-long", [UserMessage(text=f"question {i}"),
+                                            AssistantMessage(text=f"answer {i}\n\n" + "a line\n\n" * 6)],
+                                 run_id=f"run-{i}")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        footer = app.screen.query_one(LoviaFooter)
+        assert transcript.selected_view is None
+        await pilot.press("shift+tab")  # from the composer, back into the conversation
+        await settle(pilot)
+        assert transcript.has_focus
+        last = transcript.views[-1]
+        assert transcript.selected_view is last
+        assert {"copy", "fork"} <= {entry.action for entry in footer.entries}
+        await pilot.press("up")  # and the cursor goes on from there
+        assert transcript.selected_view is transcript.views[-2]
+
+        # A reader scrolled up is not sent back to the end: a message in sight takes the cursor.
+        await pilot.press("tab")
+        transcript._selected_view.select(False)
+        transcript._set_selected(None)
+        transcript.scroll_to(y=transcript.max_scroll_y // 2, animate=False, immediate=True)
+        await settle(pilot)
+        at = transcript.scroll_offset.y
+        await pilot.press("shift+tab")
+        await settle(pilot)
+        assert transcript.has_focus and transcript.scroll_offset.y == at
+        view = transcript.selected_view
+        assert view is not None and view is not last
+        region = view.virtual_region
+        assert region.y < at + transcript.scrollable_content_region.height and region.bottom > at

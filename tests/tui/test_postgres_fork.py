@@ -28,7 +28,7 @@ async def test_f_forks_on_postgres(postgres_url, tmp_path, size):
         await settle(pilot)
         chat = app.screen.query_one(ChatPanel)
         assert chat.session_id == "s-source"
-        await select(pilot, 3)  # "It is noon.": the end of the first run
+        await select(pilot, 2)  # "It is noon.": the end of the first run
         await pilot.press("f")
         await settle(pilot)
         fork_id = chat.session_id

@@ -237,6 +237,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self._live_header: RunHeader | None = None
         self._tool_views: dict[str, ToolCallView] = {}
         self._selected_run: str | None = None  # the run of the selected message, as last reported
+        self._scroll_to_selection = True  # whether selecting a message brings it into view
         self.can_edit = True  # the session store can rewind
         # While an edit, a fork or a trim asked for by key gets under way: the characters typed
         # meanwhile, and the action they are held for (see on_key).
@@ -847,6 +848,24 @@ class Transcript(VerticalScroll, can_focus=True):
         moving focus into or out of the conversation took seconds.
         """
         self.app.stylesheet.update_nodes([self], animate=True)
+        if has_focus and self.selected_view is None:
+            self._select_in_sight()
+
+    def _select_in_sight(self) -> None:
+        """Focus came with no message under the cursor: the last message in sight takes it, where it
+        is, so the keys for a message (copy, edit, fork) apply and show at once. The view stays put:
+        a reader scrolled up is not sent to the end, and a streaming answer is still followed."""
+        top = self.scroll_offset.y
+        bottom = top + self.scrollable_content_region.height
+        in_sight = [view for view in self.views
+                    if view.virtual_region.y < bottom and view.virtual_region.bottom > top]
+        if not in_sight:
+            return
+        self._scroll_to_selection = False
+        try:
+            self.selected = self.views.index(in_sight[-1])
+        finally:
+            self._scroll_to_selection = True
 
     def watch_selected(self, old: int, new: int) -> None:
         views = self.views
@@ -855,7 +874,8 @@ class Transcript(VerticalScroll, can_focus=True):
         if 0 <= new < len(views):
             view = self._selected_view = views[new]
             view.select()
-            self.scroll_to_widget(view, animate=False)
+            if self._scroll_to_selection:
+                self.scroll_to_widget(view, animate=False)
             run = self._run_of(view)
             if run is not None and run.run_id != self._selected_run:
                 self._selected_run = run.run_id
