@@ -300,7 +300,7 @@ async def test_sessions_filter_open_rename_and_delete(tmp_path):
         assert app.screen.chat.session_id == "s-a"
         assert app.focused.id == "composer"  # to go on with it: typing went to the filter
         await pilot.press(*"next")
-        assert app.screen.chat.composer.text == "next" and pane.query_text == "atl"
+        assert app.screen.chat.composer.text == "next" and pane.query_text == ""  # the filter found it: cleared
 
         app.screen.query_one("#session-list").focus()
         await pilot.press("f2")

@@ -356,3 +356,30 @@ async def test_focus_into_the_transcript_puts_the_cursor_on_the_last_message_in_
         assert view is not None and view is not last
         region = view.virtual_region
         assert region.y < at + transcript.scrollable_content_region.height and region.bottom > at
+
+
+async def test_opening_a_session_from_a_filtered_list_clears_the_filter(tmp_path):
+    # The filter stayed: back in the list, it showed only the matches, and letters typed there
+    # were added to the old filter ("launchg" matched nothing).
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "groceries", "launch plan", "garden")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one("SessionsPane")
+        filter_box = app.screen.query_one("#session-filter")
+        app.screen.query_one("#session-list").focus()
+        await pilot.press("l", "a", "u")
+        await settle(pilot)
+        assert [info.session_id for info in pane.sessions] == [ids[1]]
+        await pilot.press("enter", "enter")  # from the filter to the list, then open
+        await settle(pilot)
+        assert app.screen.chat.session_id == ids[1] and app.focused is app.screen.chat.composer
+        assert filter_box.value == ""
+        assert [info.session_id for info in pane.sessions] == ids  # all of them again
+        session_list = app.screen.query_one("#session-list")
+        assert session_list.get_option_at_index(session_list.highlighted).id == ids[1]  # the open one
+        session_list.focus()
+        await pilot.press("g", "a", "r")  # a new filter, not "laugar"
+        await settle(pilot)
+        assert [info.session_id for info in pane.sessions] == [ids[2]]

@@ -899,8 +899,10 @@ class MainScreen(Screen):
     async def open_picked(self, session_id: str) -> None:
         """Open a session the user picked (in the list, or restored from the trash), to go on with
         it: the sessions pane shown over the conversation folds, and the message box takes focus
-        at every width (a pane shown in place kept it, and the next words typed went to its filter)."""
+        at every width (a pane shown in place kept it, and the next words typed went to its filter).
+        The list's filter is cleared (see :meth:`SessionsPane.clear_filter`)."""
         await self.open_session(session_id)
+        self.query_one(SessionsPane).clear_filter()
         if self.maximized is not None:  # the sessions pane, maximized: the message box was out of sight
             self.minimize()
         if self.has_class("-sessions-open"):

@@ -288,6 +288,14 @@ class SessionsPane(Vertical):
         shown = [info for info in listed if matches(info, query)] if query.strip() else listed
         return self.time_view.apply(shown, self._since)
 
+    def clear_filter(self) -> None:
+        """Empty the filter box: every session shows again (the time view stays), the open one highlighted.
+
+        Done when a session is opened from the list: the filter has found it, and kept, it showed
+        the list cut down when the user came back to it, and the next letters typed there were
+        added to the old filter instead of starting a new one."""
+        self.query_one("#session-filter", Input).value = ""
+
     def next_time_view(self) -> None:
         """Show the next time view (see :data:`TIME_VIEWS`); the filter text stays."""
         self.set_time_view(TIME_VIEWS[(TIME_VIEWS.index(self.time_view) + 1) % len(TIME_VIEWS)])
