@@ -44,7 +44,7 @@ def step_duration(seconds: float | None) -> str:
 _FINISH_NOTES = {
     "length": "cut off: the model hit its token limit",
     "content_filter": "cut off by the endpoint's content filter",
-    "cut_off": "cut off: the run stopped while this streamed",
+    "cut_off": "cut off: the run ended while this streamed",
 }
 
 

@@ -172,7 +172,7 @@ async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(ses
         AssistantMessage(text="There was", agent="bot", finish_reason="length", created_at=2001.0),
     ], run_id="r-limit")
     text = await export_text(session, "md")
-    assert "**bot** · 1970-01-01 00:16:40 UTC · cut off: the run stopped while this streamed\n\nOnce upon a" in text
+    assert "**bot** · 1970-01-01 00:16:40 UTC · cut off: the run ended while this streamed\n\nOnce upon a" in text
     assert "**bot** · 1970-01-01 00:33:21 UTC · cut off: the model hit its token limit\n\nThere was" in text
     assert "cut_off" not in text and "(cut off: length)" not in text
 

@@ -1027,8 +1027,13 @@ class ChatBackend:
             # Until it last executed (its stop, its failure, a crashed run's last journal write or save),
             # not until the user got to it: the time between is nobody's run time.
             ran_until = max((snapshot.taken_from or head).updated_at, head.started_at)
-            meta: dict[str, Any] = {"timing": {"started_at": head.started_at, "finished_at": ran_until},
-                                    "partial": True, "ended": ended, "agent": head.pending_handoff or head.agent}
+            timing = {"started_at": head.started_at}
+            if ended != "crashed" or ran_until > head.started_at:
+                # A crashed run that saved nothing after its start died at an unknown time: with no
+                # end, it reads "time not known" rather than a run of 0.0s.
+                timing["finished_at"] = ran_until
+            meta: dict[str, Any] = {"timing": timing, "partial": True, "ended": ended,
+                                    "agent": head.pending_handoff or head.agent}
             if head.active_seconds:
                 meta["active_seconds"] = head.active_seconds
             if head.steps:  # its timeline so far (lovia.timing), as a completed run's segment has it

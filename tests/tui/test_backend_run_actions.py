@@ -193,3 +193,35 @@ async def test_a_failed_run_kept_as_partial_keeps_why_it_failed(make_backend):
     assert segment.meta["error"] == "ModelError: cannot reach openai:x at http://127.0.0.1:9/v1"
     line = header_line(TranscriptRun.of_segment(segment), None)
     assert "partial, failed" in line and "ModelError: cannot reach openai:x" in line
+
+
+async def test_a_run_that_crashed_before_its_first_save_is_finalized_without_an_end_time(make_backend):
+    # It was recorded as ending when it started: "0.0s" where how long it ran is not known.
+    session = InMemorySession()
+    backend = make_backend(session)
+    dead = a_dead_owner()
+    crashed_at_once = stored_head(status="running", owner=dead, claim="dead-token", session_id="u1",
+                                  started_at=100.0, updated_at=100.0)
+    crashed_later = stored_head(status="running", owner=dead, claim="dead-token", session_id="u2",
+                                started_at=100.0, updated_at=104.0)
+    stopped_at_once = stored_head(status="interrupted", session_id="u3", started_at=100.0, updated_at=100.0)
+    for run_id, head in [("r1", crashed_at_once), ("r2", crashed_later), ("r3", stopped_at_once)]:
+        await backend.checkpointer.save(RunSnapshot(run_id, head, ENTRIES[:1]))
+        await backend.finalize(run_id)
+    [first] = await session.segments("u1")
+    assert first.meta["timing"] == {"started_at": 100.0} and first.duration is None
+    [later] = await session.segments("u2")
+    assert later.meta["timing"] == {"started_at": 100.0, "finished_at": 104.0}  # its last save: a lower bound
+    [stopped] = await session.segments("u3")
+    assert stopped.duration == 0.0  # a stop's time is when it stopped
+    import io
+
+    from lovia.export import export_session
+    from lovia.tui.widgets.run_header import header_parts
+
+    run = TranscriptRun.of_segment(first)
+    assert run.duration is None and "0.0s" not in " ".join(header_parts(run))
+    exported = io.StringIO()
+    await export_session(session, "u1", exported)
+    [heading] = [line for line in exported.getvalue().splitlines() if line.startswith("## Run 1")]
+    assert "0.0s" not in heading
