@@ -86,6 +86,15 @@ def file_path(path: str | os.PathLike[str]) -> str:
     return str(absolute)
 
 
+UNTITLED = "(untitled)"
+
+
+def session_title(title: str) -> str:
+    """A session's title as a list shows it: :data:`UNTITLED` for one with none (no title given, no
+    message of the user's to take it from)."""
+    return title or UNTITLED
+
+
 def one_line(text: str, width: int = 60) -> str:
     """``text`` on one line, cut to ``width`` terminal cells with an ellipsis.
 

@@ -241,3 +241,19 @@ async def test_deleting_a_session_with_no_completed_run_names_it_as_the_list_doe
         assert "with its unfinished runs" in question and "0 entries" not in question
         await pilot.press("n")
         await settle(pilot)
+
+
+async def test_a_trashed_session_with_no_title_reads_untitled_as_in_the_list_not_its_id_twice(tmp_path):
+    from lovia import AssistantMessage
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-no-words", [AssistantMessage(text="an answer with no question")])
+        await session.trash_session("s-no-words")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
+        shown = str(app.screen.query_one("#trash-list").get_option_at_index(0).prompt).splitlines()
+        assert shown[0] == "(untitled)" and shown[1].startswith("s-no-words · deleted")

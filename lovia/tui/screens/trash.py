@@ -108,7 +108,7 @@ class TrashScreen(ModalScreen[str | None]):
             listing.highlighted = min(highlight or 0, len(self.items) - 1)
 
     def _option(self, item: TrashedSession, now: float) -> Option:
-        title = format.one_line(item.title or item.session_id, 60)
+        title = format.one_line(format.session_title(item.title), 60)  # its id is on the line below
         details = (f"deleted {format.ago(item.deleted_at, now)} · {format.count(item.entry_count, 'entry', 'entries')}"
                    f" · {purge_text(self.backend.purges_at(item), now)}")
         text = Content.assemble((title, "bold"), "\n", (f"{item.session_id} · {details}", "$text-muted"))

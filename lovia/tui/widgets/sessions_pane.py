@@ -496,7 +496,7 @@ def _activity(info: SessionInfo) -> float:
 
 
 def _title(info: SessionInfo) -> str:
-    return info.title or "(untitled)"
+    return format.session_title(info.title)
 
 
 def _label(info: SessionInfo, current: bool) -> Text:
