@@ -383,3 +383,32 @@ async def test_opening_a_session_from_a_filtered_list_clears_the_filter(tmp_path
         await pilot.press("g", "a", "r")  # a new filter, not "laugar"
         await settle(pilot)
         assert [info.session_id for info in pane.sessions] == [ids[2]]
+
+
+async def test_pagedown_pressed_fast_goes_as_far_as_pressed_slowly(tmp_path):
+    # Each key counted from where the last page's slide had got to, so fast presses fell short.
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(5):
+            await session.append("s-long", [UserMessage(text=f"question {i}"),
+                                            AssistantMessage(text="\n\n".join(f"line {j} of answer {i}"
+                                                                              for j in range(15)))])
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        await settle(pilot)
+        page = transcript.scrollable_content_region.height
+        assert transcript.scroll_y == 0 and transcript.max_scroll_y > 3 * page
+        burst(app, "pagedown", "pagedown", "pagedown")
+        await pilot.pause()
+        await pilot.wait_for_animation()
+        await pilot.pause()
+        assert transcript.scroll_y == 3 * page
+        burst(app, "pageup", "pageup")
+        await pilot.pause()
+        await pilot.wait_for_animation()
+        await pilot.pause()
+        assert transcript.scroll_y == page

@@ -10,11 +10,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from lovia.tui.keymap import DEFAULT_KEYMAP, Keymap, actions, keymap_of
+from lovia.tui.widgets.steady_scroll import SteadyScroll
 
 # Keys Textual itself provides that lovia does not name (they cannot be moved), by group.
 BUILTIN_KEYS = {
@@ -85,7 +85,7 @@ class HelpScreen(ModalScreen[None]):
         rows = [row for _, group in groups for row in group]
         key_width, name_width = max(len(r.keys) for r in rows), max(len(r.name) for r in rows)
         close = keymap.first_key_text("help.close")
-        with VerticalScroll():
+        with SteadyScroll():
             yield Static(Text(f"lovia keys — {close} closes. A name moves its key in the config file's [keys] "
                               "table; an underlined key was moved there."), classes="title")
             clashes = keymap.clashes() if keymap.rebound else []

@@ -25,7 +25,7 @@ from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.timer import Timer
@@ -38,6 +38,7 @@ from lovia.tui.backend import LIVE_STATES, ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
 from lovia.tui.store_errors import told_on
 from lovia.tui.widgets.run_header import StepSummary, header_parts, timing_parts
+from lovia.tui.widgets.steady_scroll import SteadyScroll
 
 WIDE = 110
 """From this many columns of rows, each row also says when its step started and its figures."""
@@ -398,7 +399,7 @@ class TimelineScreen(ModalScreen[None]):
             title = f"Timeline of run {self.run.run_id}" + (f" · {self.title_text}" if self.title_text else "")
             yield Static(title, id="timeline-title", markup=False)
             yield FiguresLine(summary_parts(self.run), id="timeline-summary", markup=False)
-            with VerticalScroll(id="timeline-scroll"):
+            with SteadyScroll(id="timeline-scroll"):
                 if self.run.steps:
                     yield Waterfall(self.run, id="timeline-rows")
                 else:

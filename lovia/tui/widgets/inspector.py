@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -24,6 +23,7 @@ from lovia.tui.backend import STATE_LABELS, TranscriptRun, run_state
 from lovia.tui.widgets.lists import StoppingOptionList
 from lovia.tui.widgets.run_header import header_parts, partial_label
 from lovia.tui.widgets.runs_pane import RunsPane, copy_run_id
+from lovia.tui.widgets.steady_scroll import SteadyScroll
 
 SUMMARY_CHARS = 200
 """How much of an entry's text the inspector shows (wrapped under its column)."""
@@ -67,7 +67,7 @@ class DanglingCallList(StoppingOptionList):
         return next((a for a in self.ancestors if isinstance(a, CheckpointInspector)), None)
 
 
-class CheckpointInspector(VerticalScroll, can_focus=True):
+class CheckpointInspector(SteadyScroll, can_focus=True):
     """Shows a :class:`RunSnapshot`, or a stored run without one (:meth:`show_run`);
     ``show(None)`` explains how to pick one. ``c`` copies the shown run's id.
 

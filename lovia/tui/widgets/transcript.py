@@ -25,7 +25,6 @@ from typing import ClassVar
 
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -47,6 +46,7 @@ from lovia.tui.widgets.assistant_message import AssistantMessageView
 from lovia.tui.widgets.message_view import Expandable, MessageView
 from lovia.tui.widgets.notice import NoticeView
 from lovia.tui.widgets.run_header import RunHeader
+from lovia.tui.widgets.steady_scroll import SteadyScroll
 from lovia.tui.widgets.tool_call_view import (
     PENDING_BY_RUN_STATE,
     RUNNING,
@@ -108,7 +108,7 @@ MATCH_KEYS = Binding.Group("Match")
 """n and N, drawn as one footer entry."""
 
 
-class Transcript(VerticalScroll, can_focus=True):
+class Transcript(SteadyScroll, can_focus=True):
     """The live transcript pane."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
