@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual import events
 
 from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage
@@ -412,3 +413,45 @@ async def test_pagedown_pressed_fast_goes_as_far_as_pressed_slowly(tmp_path):
         await pilot.wait_for_animation()
         await pilot.pause()
         assert transcript.scroll_y == page
+
+
+@pytest.mark.parametrize("pane", ["#session-list", "#run-list", "CheckpointInspector"])
+async def test_a_resize_that_folds_the_pane_with_focus_gives_the_message_box_focus(tmp_path, pane):
+    # Focus stayed in the folded pane: no pane looked focused, and letters typed went into the
+    # sessions filter, seen only when the pane came back.
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "groceries", "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        app.screen.query_one(pane).focus()
+        await settle(pilot)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert app.focused is app.screen.chat.composer
+        await pilot.press("z", "e", "b")
+        assert app.screen.chat.composer.text == "zeb"
+        assert app.screen.query_one("#session-filter").value == ""
+
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:  # the transcript stays in sight: it keeps focus
+        await settle(pilot)
+        app.screen.chat.transcript.focus()
+        await settle(pilot)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert app.focused is app.screen.chat.transcript
+
+
+async def test_a_maximized_pane_keeps_focus_through_a_resize(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "groceries")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#run-list").focus()
+        await pilot.press("f10")
+        await settle(pilot)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert app.screen.maximized is not None and app.focused is app.screen.query_one("#run-list")

@@ -619,6 +619,23 @@ class MainScreen(Screen):
         elif self.focused is not None and pane in self.focused.ancestors_with_self:
             self.set_focus(self.query_one("#composer"))
 
+    def on_resize(self, event: events.Resize) -> None:
+        # Screen's own handler has set the breakpoints' classes; what they hide is hidden once styled.
+        self.call_after_refresh(self._focus_in_sight)
+
+    def _focus_in_sight(self) -> None:
+        """A resize folded away the pane with focus: the message box takes focus, as when the pane's own
+        key hides it. Left there, focus rested out of sight, the footer offered that pane's keys, and
+        what was typed went to it (letters into the sessions filter, seen only when it came back), or
+        nothing had focus."""
+        focused = self.focused
+        if focused is not None and self.maximized in focused.ancestors_with_self:
+            return  # a maximized pane shows whatever the width
+        # None: Textual let focus go as the pane was hidden, and none was given.
+        if focused is None or not all(node.display for node in focused.ancestors_with_self
+                                      if isinstance(node, Widget)):
+            self.set_focus(self.query_one("#composer"))
+
     def action_toggle_pane(self, name: str) -> None:
         """Show or hide a side pane. With a pane maximized, the layout is restored and the pane shown:
         toggled behind the maximized one, it was hidden or shown out of sight, and nothing changed."""
