@@ -455,3 +455,31 @@ async def test_a_maximized_pane_keeps_focus_through_a_resize(tmp_path):
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
         assert app.screen.maximized is not None and app.focused is app.screen.query_one("#run-list")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_cursor_comes_back_to_a_message_after_a_regenerate_and_its_undo(tmp_path, size):
+    # The messages under the cursor were replaced and none took it: the footer lost copy, and c
+    # said "Select a message to copy it".
+    from lovia.tui.screens.confirm import ConfirmScreen
+    from tests.tui.conftest import type_and_send
+    from tests.tui.test_footer import footer_of
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "hello")
+        await type_and_send(pilot, "what can you do")
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await settle(pilot)
+        assert transcript.selected_view is not None
+        for key in ("ctrl+g", "u"):  # regenerate the last answer, then undo it
+            await pilot.press(key)
+            if key == "u":  # it asks first
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                await pilot.press("y")
+            await settle(pilot)
+            assert transcript.has_focus, key
+            assert transcript.selected_view is not None, key
+            assert "copy" in {entry.action for entry in footer_of(app).entries}, key
+        assert "Undone" in told(app)[-1].message

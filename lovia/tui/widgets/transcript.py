@@ -264,6 +264,7 @@ class Transcript(SteadyScroll, can_focus=True):
         self.refresh_bindings()  # trim applies to a session with tool calls (see applies)
         self.call_after_refresh(self._check_edges)
         self.call_after_refresh(self._read_first_page)
+        self.call_after_refresh(self._cursor_back)
 
     async def _show(self, transcript: TranscriptData | None) -> None:
         await self.remove_children()
@@ -722,6 +723,7 @@ class Transcript(SteadyScroll, can_focus=True):
         widgets = [self._widget(item) for item in _items([run])][1:]  # its header is shown already
         if widgets:
             await self.mount_all(widgets, after=header)
+        self.call_after_refresh(self._cursor_back)
 
     def follow_dangling_calls(self, state: str) -> None:
         """The live run's calls without a result now say ``state`` (e.g. after a stop)."""
@@ -848,22 +850,34 @@ class Transcript(SteadyScroll, can_focus=True):
         moving focus into or out of the conversation took seconds.
         """
         self.app.stylesheet.update_nodes([self], animate=True)
-        if has_focus and self.selected_view is None:
-            self._select_in_sight()
+        self._cursor_back()
 
-    def _select_in_sight(self) -> None:
-        """Focus came with no message under the cursor: the last message in sight takes it, where it
-        is, so the keys for a message (copy, edit, fork) apply and show at once. The view stays put:
-        a reader scrolled up is not sent to the end, and a streaming answer is still followed."""
+    def _cursor_back(self) -> None:
+        """With focus here and no message under the cursor (focus just came, or the messages were
+        replaced: another session shown, an undo, a regenerate, a resumed run rebuilt), the last
+        message in sight takes the cursor, where it is, so the keys for a message (copy, edit, fork)
+        apply and show at once. The view stays put: a reader scrolled up is not sent to the end,
+        and a streaming answer is still followed."""
+        if not self.has_focus or self.selected_view is not None:
+            return
+        views = self.views
+        if views and not any(view.virtual_region.height for view in views):
+            # Mounted, not laid out yet (the session shown again, or a run rebuilt): where each is
+            # is not known, but following the end, the anchor shows the last message.
+            if self.is_anchored and self.at_end:
+                self._select_where_it_is(len(views) - 1)
+            return
         top = self.scroll_offset.y
         bottom = top + self.scrollable_content_region.height
-        in_sight = [view for view in self.views
-                    if view.virtual_region.y < bottom and view.virtual_region.bottom > top]
-        if not in_sight:
-            return
+        in_sight = [view for view in views if view.virtual_region.y < bottom and view.virtual_region.bottom > top]
+        if in_sight:
+            self._select_where_it_is(views.index(in_sight[-1]))
+
+    def _select_where_it_is(self, index: int) -> None:
+        """The cursor to the message ``index`` of :attr:`views`, the view not moved to it."""
         self._scroll_to_selection = False
         try:
-            self.selected = self.views.index(in_sight[-1])
+            self.selected = index
         finally:
             self._scroll_to_selection = True
 
