@@ -403,16 +403,26 @@ async def test_pagedown_pressed_fast_goes_as_far_as_pressed_slowly(tmp_path):
         await settle(pilot)
         page = transcript.scrollable_content_region.height
         assert transcript.scroll_y == 0 and transcript.max_scroll_y > 3 * page
+        assert transcript.selected == 0
         burst(app, "pagedown", "pagedown", "pagedown")
         await pilot.pause()
         await pilot.wait_for_animation()
         await pilot.pause()
         assert transcript.scroll_y == 3 * page
+
+        # The cursor goes along: left behind, c copied a message out of sight, and down went back to it.
+        def in_sight(view) -> bool:
+            region = view.virtual_region
+            return region.y < transcript.scroll_y + page and region.bottom > transcript.scroll_y
+
+        down_at = transcript.selected
+        assert down_at > 0 and in_sight(transcript.selected_view)
         burst(app, "pageup", "pageup")
         await pilot.pause()
         await pilot.wait_for_animation()
         await pilot.pause()
         assert transcript.scroll_y == page
+        assert transcript.selected < down_at and in_sight(transcript.selected_view)
 
 
 @pytest.mark.parametrize("pane", ["#session-list", "#run-list", "CheckpointInspector"])

@@ -30,3 +30,8 @@ class SteadyScroll(VerticalScroll):
         sliding = self.app.animator.is_being_animated(self, "scroll_y")
         start = self.scroll_target_y if sliding else self.scroll_y
         self.scroll_to(y=start + direction * self.scrollable_content_region.height, immediate=True)
+        self.paged(direction, self.scroll_target_y)
+
+    def paged(self, direction: int, top: float) -> None:
+        """A page key moved the view (``direction`` 1: down) to show from ``top``; for a subclass with
+        a cursor to keep in sight."""

@@ -867,11 +867,24 @@ class Transcript(SteadyScroll, can_focus=True):
             if self.is_anchored and self.at_end:
                 self._select_where_it_is(len(views) - 1)
             return
-        top = self.scroll_offset.y
+        if in_sight := self._in_sight(self.scroll_offset.y):
+            self._select_where_it_is(in_sight[-1])
+
+    def paged(self, direction: int, top: float) -> None:
+        """A page key moved the view: a cursor left out of sight comes to the first message in sight
+        going down (the last going up). Left behind, ``c`` copied a message no longer shown and the
+        next ``down`` took the view back a page."""
+        in_sight = self._in_sight(top)
+        selected = self.selected_view
+        if not in_sight or (selected is not None and self.views.index(selected) in in_sight):
+            return
+        self._select_where_it_is(in_sight[0] if direction > 0 else in_sight[-1])
+
+    def _in_sight(self, top: float) -> list[int]:
+        """Which of :attr:`views` (by index) show, wholly or in part, with the view scrolled to ``top``."""
         bottom = top + self.scrollable_content_region.height
-        in_sight = [view for view in views if view.virtual_region.y < bottom and view.virtual_region.bottom > top]
-        if in_sight:
-            self._select_where_it_is(views.index(in_sight[-1]))
+        return [i for i, view in enumerate(self.views)
+                if view.virtual_region.y < bottom and view.virtual_region.bottom > top]
 
     def _select_where_it_is(self, index: int) -> None:
         """The cursor to the message ``index`` of :attr:`views`, the view not moved to it."""
