@@ -160,7 +160,7 @@ async def test_run_headers_read_the_same_live_and_reopened(tmp_path):
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         chat = app.screen.chat
-        assert "interrupted · ran 12s" in headers(app)["run-x"]  # how long it ran, though stopped
+        assert "stopped · ran 12s" in headers(app)["run-x"]  # how long it ran, though stopped
         await pilot.press("ctrl+r")
         await settle(pilot)
         live = headers(app)["run-x"]
@@ -185,7 +185,7 @@ async def test_a_stopped_run_header_says_how_long_it_ran_and_a_finalized_partial
         chat = app.screen.chat
         [run_id] = headers(app)
         live = headers(app)[run_id]
-        assert "interrupted · ran " in live
+        assert "stopped · ran " in live and "interrupted" not in live
         await chat.open_session(chat.session_id)
         await settle(pilot)
         assert headers(app)[run_id] == live

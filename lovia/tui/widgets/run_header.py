@@ -24,7 +24,7 @@ class RunHeader(Static):
 
     A completed run shows its wall time from the first start (the spec's timing) and, when
     it differs, the time it actually ran: ``4m 05s · ran 3.2s`` (a run stopped and resumed
-    later). An in-flight run says its state and how long it ran so far (``interrupted · ran
+    later). An in-flight run says its state and how long it ran so far (``stopped · ran
     3.2s``); a finalized partial is marked with how it ended (``partial, stopped · ran 3.2s``).
 
     A run with per-step timing (:attr:`TranscriptRun.steps`) adds where its time went:
@@ -215,5 +215,7 @@ def header_parts(run: TranscriptRun) -> list[str]:
     elif run.state == "elsewhere":
         parts.extend(["running elsewhere", run.owner or "in another process"])
     else:
-        parts.extend([run.state, ran])
+        # "stopped", as the note under it, the runs list and a finalized partial say it: "interrupted"
+        # is the state's name in the stores.
+        parts.extend(["stopped" if run.state == "interrupted" else run.state, ran])
     return [part for part in parts if part] or [NOT_TIMED]
