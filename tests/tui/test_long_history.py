@@ -322,7 +322,7 @@ async def test_a_call_on_a_far_page_expands_copies_and_keeps_its_result(tmp_path
         assert not call.query_one("Collapsible").collapsed
         await pilot.press("c")
         await settle(pilot)
-        assert any("Copied the message" in n.message for n in told(app))
+        assert any("Copied the tool output" in n.message for n in told(app))  # not "the message": its output
         # The next page's result is not shown again on its own.
         await pilot.press("end")
         await settle(pilot)

@@ -37,6 +37,10 @@ class MessageView(Widget):
         """What ``copy`` puts on the clipboard."""
         return ""
 
+    def copy_what(self) -> str:
+        """What :meth:`copy_text` is, as the notice after a copy names it."""
+        return "message"
+
     def code_blocks(self) -> list[str]:
         """The code blocks of the message, whose last ``y`` copies."""
         return []

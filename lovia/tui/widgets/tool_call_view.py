@@ -160,3 +160,6 @@ class ToolCallView(MessageView):
         if self.archived is not None:
             return self.archived
         return self.result.output if self.result else self.call.arguments
+
+    def copy_what(self) -> str:
+        return "tool output" if self.archived is not None or self.result else "tool call's arguments"

@@ -1162,7 +1162,7 @@ class Transcript(SteadyScroll, can_focus=True):
         if view is None:
             self.notify("Select a message to copy it (↑/↓).", severity="warning")
         else:
-            self.post_message(self.CopyRequested(view.copy_text(), "message"))
+            self.post_message(self.CopyRequested(view.copy_text(), view.copy_what()))
 
     def action_copy_code(self) -> None:
         view = self.selected_view
