@@ -75,7 +75,10 @@ def test_runs_and_inspector_over_the_conversation_at_80x24(snap_compare, demo_db
 
 def test_a_maximized_inspector(snap_compare, demo_db):
     async def maximize(pilot):
+        await pilot.press("ctrl+o")  # the runs pane, folded at this width, over the conversation
+        await pilot.pause()
         pilot.app.screen.query_one("CheckpointInspector").focus()
+        await pilot.pause()
         await pilot.press("f10")
         await pilot.pause()
 

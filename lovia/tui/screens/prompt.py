@@ -10,6 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from lovia.tui.keymap import keymap_of
+
 
 class PromptScreen(ModalScreen[str | None]):
     """A question and an input holding ``value``; enter answers with the input's text."""
@@ -22,6 +24,7 @@ class PromptScreen(ModalScreen[str | None]):
         width: 70; max-width: 100%; height: auto; max-height: 100%;
         border: thick $accent; background: $surface; padding: 1 2;
     }
+    PromptScreen #prompt-keys { color: $text-muted; margin-top: 1; }
     """
 
     def __init__(self, question: str, value: str = "") -> None:
@@ -37,6 +40,9 @@ class PromptScreen(ModalScreen[str | None]):
         with Vertical():
             yield Static(self.question, markup=False)
             yield answer
+            # The keys a first-time user needs: how to keep a title, and how to replace it whole.
+            cancel = keymap_of(self).key_text("prompt.cancel")
+            yield Static(f"enter done · {cancel} cancel · ctrl+u clear", id="prompt-keys", markup=False)
 
     def focus_answer(self) -> None:
         """Focus the input now, not at the next turn of the event loop (as ``Widget.focus`` does)."""
