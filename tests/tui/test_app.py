@@ -294,8 +294,7 @@ async def test_sessions_filter_open_rename_and_delete(tmp_path):
         app.screen.query_one("#session-list").focus()
         await pilot.press(*"atl")
         await wait_for(pilot, lambda: [s.session_id for s in pane.sessions] == ["s-a"])
-        await pilot.press("enter")  # leaves the filter for the list
-        await pilot.press("enter")  # opens the highlighted session
+        await pilot.press("enter")  # opens the highlighted session, the one match
         await settle(pilot)
         assert app.screen.chat.session_id == "s-a"
         assert app.focused.id == "composer"  # to go on with it: typing went to the filter

@@ -373,7 +373,7 @@ async def test_opening_a_session_from_a_filtered_list_clears_the_filter(tmp_path
         await pilot.press("l", "a", "u")
         await settle(pilot)
         assert [info.session_id for info in pane.sessions] == [ids[1]]
-        await pilot.press("enter", "enter")  # from the filter to the list, then open
+        await pilot.press("enter")  # in the filter: opens the one match
         await settle(pilot)
         assert app.screen.chat.session_id == ids[1] and app.focused is app.screen.chat.composer
         assert filter_box.value == ""
@@ -493,3 +493,34 @@ async def test_the_cursor_comes_back_to_a_message_after_a_regenerate_and_its_und
             assert transcript.selected_view is not None, key
             assert "copy" in {entry.action for entry in footer_of(app).entries}, key
         assert "Undone" in told(app)[-1].message
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_enter_in_the_sessions_filter_opens_the_first_match(tmp_path, size):
+    # It went to the list; a second enter opened the session.
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "groceries", "banana bread", "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size[0] < 110:
+            await pilot.press("ctrl+b")  # the sessions pane, over the conversation at this width
+            await settle(pilot)
+        app.screen.query_one("#session-list").focus()
+        await pilot.press("b", "a", "n")
+        await settle(pilot)
+        assert app.focused is app.screen.query_one("#session-filter")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.chat.session_id == ids[1]
+        assert app.focused is app.screen.chat.composer
+
+        if size[0] < 110:
+            await pilot.press("ctrl+b")
+            await settle(pilot)
+        app.screen.query_one("#session-list").focus()
+        await pilot.press("z", "z", "z")  # matches nothing: enter goes to the list and its hint
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.chat.session_id == ids[1] and app.focused is app.screen.query_one("#session-list")

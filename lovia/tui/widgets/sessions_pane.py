@@ -129,7 +129,8 @@ class SessionList(StoppingOptionList):
 
 
 class SessionFilter(Input):
-    """The filter box: typing filters the list; down or enter goes to the list, escape clears."""
+    """The filter box: typing filters the list; enter opens the session highlighted there (the first
+    match, or the open one if it matches), down goes to the list, escape clears."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "to_list", "To the list", show=False, id="sessions-filter.to_list"),
@@ -420,8 +421,16 @@ class SessionsPane(Vertical):
 
     @on(Input.Submitted, "#session-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
+        """Open the session highlighted, as a picker does: typed "atl", enter opens Atlas. It went to
+        the list, and a second enter opened it. With no match, the list (and its hint) takes focus."""
         event.stop()
-        self.query_one(SessionList).focus()
+        options = self.query_one(SessionList)
+        highlighted = options.highlighted
+        option = options.get_option_at_index(highlighted) if highlighted is not None else None
+        if option is not None and option.id:
+            self.post_message(self.Selected(option.id))
+        else:
+            options.focus()
 
 
 PAGE = 30
