@@ -29,7 +29,7 @@ HANDLED_KEYS = {
     "Composer": [("up", "In an empty composer: edit your last message")],
     "Sessions list": [("enter", "Open the highlighted session; the message box takes focus"),
                       ("any letter", "Type to filter by title (an id matches from 4 of its characters)")],
-    "Sessions filter": [("enter", "To the list")],
+    "Sessions filter": [("enter", "Open the highlighted session (the first match)")],
     "Trash": [("enter", "Restore the highlighted session and open it")],
     "MCP servers": [("enter", "Switch the highlighted server on or off in this session")],
 }
