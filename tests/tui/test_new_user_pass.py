@@ -524,3 +524,19 @@ async def test_enter_in_the_sessions_filter_opens_the_first_match(tmp_path, size
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen.chat.session_id == ids[1] and app.focused is app.screen.query_one("#session-list")
+
+
+async def test_the_runs_list_shows_a_stopped_answer_without_its_markdown(tmp_path, monkeypatch):
+    # It read “I'm **lovia's offline demo model**:…”, stars and all.
+    db, now = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-b", first_input="who are you",
+                       started_at=T, updated_at=T, cut_off_text="I'm **lovia's offline demo model**: `help` lists")
+        await checkpointer.save(RunSnapshot("run-md", head, [UserMessage(text="who are you")]))
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        runs = app.screen.query_one("#run-list")
+        shown = [plain(runs.get_option_at_index(i).prompt) for i in range(runs.option_count)]
+        line = next(text for text in shown if "who are you" in text)
+        assert "“I'm lovia's offline demo model:" in line and "**" not in line

@@ -193,7 +193,8 @@ def run_label(summary: RunSummary, stop: RunStop, session_title: str, now: float
     if stop.kind == "failed" and stop.detail:
         lines.append("\n" + format.one_line(format.sentence(stop.detail), width), style="red")
     elif stop.moment == "streaming" and stop.detail:
-        lines.append("\n" + f"“{format.one_line(stop.detail, width - 2)}”", style="italic dim")
+        # Its words, as the transcript shows them: "**lovia's demo**" read with its stars.
+        lines.append("\n" + f"“{format.one_line(format.plain_text(stop.detail), width - 2)}”", style="italic dim")
     elif stop.kind == "elsewhere" and stop.detail:
         # Not resumable from here while that process holds it: say who does.
         lines.append("\n" + format.one_line(f"by {stop.detail}", width), style="dim")
