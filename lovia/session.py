@@ -49,9 +49,11 @@ class Segment:
 
     ``meta["timing"]``, when the runner wrote it, is ``{"started_at", "finished_at"}`` in
     epoch seconds. Segments written before lovia recorded timing, or truncated by a rewind,
-    have none. ``meta["agent"]`` names the agent active when the run ended (after any
-    handoff), so the next run of a chat can go on with it. A run that did not complete and
-    was recorded anyway (the terminal UI does it when the user sends the next message) has
+    have none; a crashed run the terminal UI finalized before it saved again after its start
+    has ``started_at`` alone (when it died is not known). ``meta["agent"]`` names the agent
+    active when the run ended (after any handoff), so the next run of a chat can go on with
+    it. A run that did not complete and was recorded anyway (the terminal UI does it when the
+    user sends the next message) has
     ``meta["partial"]`` True and ``meta["ended"]``: ``stopped`` (it was stopped), ``crashed`` or
     ``failed`` (``interrupted`` in segments older lovia recorded for a stopped run).
     """

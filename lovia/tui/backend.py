@@ -91,8 +91,9 @@ HEAL_NEWEST_RUNS = 20
 APP_RUN_PREFIX = "lovia-run-"
 # How many completed runs are listed to find the app's newest among other workers' runs.
 HEAL_SCAN_FACTOR = 10
-STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere"}
-"""How a state reads where it is not its own name."""
+STATE_LABELS: dict[str, str] = {"elsewhere": "running elsewhere", "interrupted": "stopped"}
+"""How a state reads where it is not its own name ("interrupted" is the stores' name for a run
+the user stopped: the notes under it and the runs list say "stopped")."""
 RESUMABLE: tuple[RunStatus, ...] = ("running", "interrupted", "failed")
 RESUMABLE_STATES: tuple[RunState, ...] = ("interrupted", "crashed", "failed")
 """The states of a run a user can resume from this window (see :func:`run_state`)."""

@@ -540,3 +540,58 @@ async def test_the_runs_list_shows_a_stopped_answer_without_its_markdown(tmp_pat
         shown = [plain(runs.get_option_at_index(i).prompt) for i in range(runs.option_count)]
         line = next(text for text in shown if "who are you" in text)
         assert "“I'm lovia's offline demo model:" in line and "**" not in line
+
+
+async def test_restoring_from_the_trash_with_no_sessions_pane_opens_the_session(tmp_path, monkeypatch):
+    # Clearing the sessions filter after the restore looked for a pane a store that cannot list
+    # sessions never has: the worker failed, and the app with it.
+    from lovia.tui.backend import ChatBackend
+    from lovia.tui.screens.trash import TrashScreen
+
+    monkeypatch.setattr(ChatBackend, "can_list_sessions", property(lambda self: False))
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-a", [UserMessage(text="hi"), AssistantMessage(text="yo")])
+        await session.trash_session("s-a")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-a" and app.focused is app.screen.chat.composer
+
+
+async def test_a_resize_under_a_dialog_leaves_focus_to_the_dialog_until_it_closes(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "groceries", "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        main = app.screen
+        main.query_one("#session-list").focus()
+        await settle(pilot)
+        await pilot.press("f2")  # the rename prompt
+        await settle(pilot)
+        prompt = app.screen
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert app.screen is prompt and not main.chat.composer.has_focus
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is main and app.focused is main.chat.composer  # the list folded meanwhile
+
+
+async def test_enter_in_an_empty_sessions_filter_goes_to_the_list(tmp_path):
+    # With nothing typed the open session is highlighted: enter opened it again.
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "groceries", "launch plan")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#session-filter").focus()
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.focused is app.screen.query_one("#session-list")

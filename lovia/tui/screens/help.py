@@ -19,7 +19,7 @@ from lovia.tui.widgets.steady_scroll import SteadyScroll
 # Keys Textual itself provides that lovia does not name (they cannot be moved), by group.
 BUILTIN_KEYS = {
     "Anywhere": [("tab / shift+tab", "Move focus")],
-    "Transcript": [("pageup / pagedown", "Scroll a page")],
+    "Transcript": [("pageup / pagedown", "Scroll a page; a cursor left out of sight comes along")],
     "Timeline": [("up / down", "Scroll a line"), ("pageup / pagedown", "Scroll a page"),
                  ("home / end", "Scroll to the first / last step")],
 }
@@ -29,7 +29,7 @@ HANDLED_KEYS = {
     "Composer": [("up", "In an empty composer: edit your last message")],
     "Sessions list": [("enter", "Open the highlighted session; the message box takes focus"),
                       ("any letter", "Type to filter by title (an id matches from 4 of its characters)")],
-    "Sessions filter": [("enter", "Open the highlighted session (the first match)")],
+    "Sessions filter": [("enter", "Open the highlighted session (the first match, or the open one if it matches)")],
     "Trash": [("enter", "Restore the highlighted session and open it")],
     "MCP servers": [("enter", "Switch the highlighted server on or off in this session")],
 }

@@ -621,7 +621,8 @@ class MainScreen(Screen):
 
     def on_resize(self, event: events.Resize) -> None:
         # Screen's own handler has set the breakpoints' classes; what they hide is hidden once styled.
-        self.call_after_refresh(self._focus_in_sight)
+        if self.is_active:  # under a dialog, focus is the dialog's: checked again when it closes
+            self.call_after_refresh(self._focus_in_sight)
 
     def _focus_in_sight(self) -> None:
         """A resize folded away the pane with focus: the message box takes focus, as when the pane's own
@@ -779,6 +780,7 @@ class MainScreen(Screen):
             self._resumed_before = True
             event.refresh_styles = False
         self._set_screen_class(False, "-covered")
+        self.call_after_refresh(self._focus_in_sight)  # a resize under a dialog may have folded a pane
 
     def _set_screen_class(self, add: bool, name: str) -> None:
         """Add or remove one of the screen's classes; the messages are not restyled (no rule of a
@@ -919,7 +921,9 @@ class MainScreen(Screen):
         at every width (a pane shown in place kept it, and the next words typed went to its filter).
         The list's filter is cleared (see :meth:`SessionsPane.clear_filter`)."""
         await self.open_session(session_id)
-        self.query_one(SessionsPane).clear_filter()
+        pane = self.pane("sessions")  # none for a store that cannot list sessions (it may still have a trash)
+        if isinstance(pane, SessionsPane):
+            pane.clear_filter()
         if self.maximized is not None:  # the sessions pane, maximized: the message box was out of sight
             self.minimize()
         if self.has_class("-sessions-open"):

@@ -137,7 +137,7 @@ class TrashScreen(ModalScreen[str | None]):
             self.notify(str(exc), severity="error", timeout=10)
             await self.reload(self.query_one(TrashList).highlighted)
             return
-        self.notify(f"Restored “{format.one_line(item.title or session_id, 40)}”.")
+        self.notify(f"Restored “{format.one_line(format.session_title(item.title), 40)}”.")
         self.dismiss(session_id)
 
     def action_purge(self) -> None:
@@ -147,7 +147,7 @@ class TrashScreen(ModalScreen[str | None]):
 
     @work(group="dialog", exclusive=True)
     async def _purge(self, item: TrashedSession) -> None:
-        title = format.one_line(item.title or item.session_id, 50)
+        title = format.one_line(format.session_title(item.title), 50)
         question = (f"Purge “{title}” now?\nIts {format.count(item.entry_count, 'entry', 'entries')} are deleted "
                     "for good: this cannot be undone.")
         if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Purge")):

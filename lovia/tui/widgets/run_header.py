@@ -14,7 +14,7 @@ from lovia._wording import NOT_TIMED, step_duration
 from lovia.run_state import first_line
 from lovia.timing import ModelStep, Step, ToolStep, streaming_seconds
 from lovia.tui import format
-from lovia.tui.backend import RunState, TranscriptRun
+from lovia.tui.backend import STATE_LABELS, RunState, TranscriptRun
 
 STATES = ("completed", "partial", "running", "elsewhere", "interrupted", "crashed", "failed")
 
@@ -215,7 +215,5 @@ def header_parts(run: TranscriptRun) -> list[str]:
     elif run.state == "elsewhere":
         parts.extend(["running elsewhere", run.owner or "in another process"])
     else:
-        # "stopped", as the note under it, the runs list and a finalized partial say it: "interrupted"
-        # is the state's name in the stores.
-        parts.extend(["stopped" if run.state == "interrupted" else run.state, ran])
+        parts.extend([STATE_LABELS.get(run.state, run.state), ran])
     return [part for part in parts if part] or [NOT_TIMED]

@@ -425,11 +425,10 @@ class SessionsPane(Vertical):
         the list, and a second enter opened it. With no match, the list (and its hint) takes focus."""
         event.stop()
         options = self.query_one(SessionList)
-        highlighted = options.highlighted
-        option = options.get_option_at_index(highlighted) if highlighted is not None else None
-        if option is not None and option.id:
+        option = options.highlighted_option
+        if self.query_text.strip() and option is not None and option.id:
             self.post_message(self.Selected(option.id))
-        else:
+        else:  # no filter typed (the open session is highlighted), or no match
             options.focus()
 
 

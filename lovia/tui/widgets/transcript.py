@@ -862,19 +862,23 @@ class Transcript(SteadyScroll, can_focus=True):
             return
         views = self.views
         if views and not any(view.virtual_region.height for view in views):
-            # Mounted, not laid out yet (the session shown again, or a run rebuilt): where each is
-            # is not known, but following the end, the anchor shows the last message.
+            # Mounted, not laid out yet (the session just shown again): where each is is not
+            # known, but show() anchored the view at the end, so the last message shows.
             if self.is_anchored and self.at_end:
                 self._select_where_it_is(len(views) - 1)
             return
         if in_sight := self._in_sight(self.scroll_offset.y):
             self._select_where_it_is(in_sight[-1])
 
-    def paged(self, direction: int, top: float) -> None:
+    def paged(self, direction: int, top: float, waits: int = 2) -> None:
         """A page key moved the view: a cursor left out of sight comes to the first message in sight
         going down (the last going up). Left behind, ``c`` copied a message no longer shown and the
         next ``down`` took the view back a page."""
         in_sight = self._in_sight(top)
+        if not in_sight and self.views and waits:
+            # Messages just shown (after home, end, a jump) have no place yet: asked again once laid out.
+            self.call_after_refresh(self.paged, direction, top, waits - 1)
+            return
         selected = self.selected_view
         if not in_sight or (selected is not None and self.views.index(selected) in in_sight):
             return
