@@ -595,3 +595,27 @@ async def test_enter_in_an_empty_sessions_filter_goes_to_the_list(tmp_path):
         await pilot.press("enter")
         await settle(pilot)
         assert app.focused is app.screen.query_one("#session-list")
+
+
+async def test_page_keys_right_after_home_bring_the_cursor_along(tmp_path):
+    # The messages home showed had no place yet when the page keys came: the cursor stayed on
+    # the first message, out of sight.
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(60):
+            await session.append("s-long", [UserMessage(text=f"question {i}"),
+                                            AssistantMessage(text="\n\n".join(f"line {j} of answer {i}"
+                                                                              for j in range(4)))])
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await settle(pilot)
+        burst(app, "home", "pagedown", "pagedown")
+        await pilot.pause()
+        await pilot.wait_for_animation()
+        await settle(pilot)
+        region = transcript.selected_view.virtual_region
+        top = transcript.scroll_y
+        assert top > 0 and region.y < top + transcript.scrollable_content_region.height and region.bottom > top
