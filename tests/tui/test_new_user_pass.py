@@ -41,6 +41,16 @@ async def stored_sessions(db, *titles: str, at: float = T) -> list[str]:
     return list(reversed(ids))
 
 
+async def questions_and_answers(tmp_path: Path, *, runs: int, lines: int) -> Path:
+    """A file holding session ``s-long``: ``runs`` runs of a question and an answer of ``lines`` paragraphs."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(runs):
+            answer = "\n\n".join(f"line {j} of answer {i}" for j in range(lines))
+            await session.append("s-long", [UserMessage(text=f"question {i}"), AssistantMessage(text=answer)])
+    return db
+
+
 async def one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch) -> tuple[Path, list[float]]:
     """A file holding one interrupted run (session ``s-a``) stopped at ``T``, and the lists' clock
     held at ``T + 1``: the test moves it by setting the list's one item."""
@@ -388,12 +398,7 @@ async def test_opening_a_session_from_a_filtered_list_clears_the_filter(tmp_path
 
 async def test_pagedown_pressed_fast_goes_as_far_as_pressed_slowly(tmp_path):
     # Each key counted from where the last page's slide had got to, so fast presses fell short.
-    db = tmp_path / "lovia.db"
-    async with SQLiteSession(db, wal=True) as session:
-        for i in range(5):
-            await session.append("s-long", [UserMessage(text=f"question {i}"),
-                                            AssistantMessage(text="\n\n".join(f"line {j} of answer {i}"
-                                                                              for j in range(15)))])
+    db = await questions_and_answers(tmp_path, runs=5, lines=15)
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -528,7 +533,7 @@ async def test_enter_in_the_sessions_filter_opens_the_first_match(tmp_path, size
 
 async def test_the_runs_list_shows_a_stopped_answer_without_its_markdown(tmp_path, monkeypatch):
     # It read “I'm **lovia's offline demo model**:…”, stars and all.
-    db, now = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
+    db, _ = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
     async with SQLiteCheckpointer(db, wal=True) as checkpointer:
         head = RunHead(agent="assistant", status="interrupted", session_id="s-b", first_input="who are you",
                        started_at=T, updated_at=T, cut_off_text="I'm **lovia's offline demo model**: `help` lists")
@@ -600,12 +605,7 @@ async def test_enter_in_an_empty_sessions_filter_goes_to_the_list(tmp_path):
 async def test_page_keys_right_after_home_bring_the_cursor_along(tmp_path):
     # The messages home showed had no place yet when the page keys came: the cursor stayed on
     # the first message, out of sight.
-    db = tmp_path / "lovia.db"
-    async with SQLiteSession(db, wal=True) as session:
-        for i in range(60):
-            await session.append("s-long", [UserMessage(text=f"question {i}"),
-                                            AssistantMessage(text="\n\n".join(f"line {j} of answer {i}"
-                                                                              for j in range(4)))])
+    db = await questions_and_answers(tmp_path, runs=60, lines=4)
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -87,7 +87,7 @@ class SessionList(StoppingOptionList):
         self._filter_box().focus()
 
     def action_clear_filter(self) -> None:
-        self._filter_box().value = ""
+        self.query_ancestor(SessionsPane).clear_filter()
 
     def _filter_box(self) -> Input:
         return self.screen.query_one("#session-filter", Input)
@@ -161,7 +161,7 @@ class SessionFilter(Input):
         self.query_ancestor(SessionsPane).next_time_view()
 
     def action_clear_filter(self) -> None:
-        self.value = ""
+        self.query_ancestor(SessionsPane).clear_filter()
         self.action_to_list()
 
 

@@ -751,6 +751,7 @@ class Transcript(SteadyScroll, can_focus=True):
         self.selected = -1
         self.anchor()
         await self._append(UserMessageView(message))
+        self.call_after_refresh(self._cursor_back)  # sent from here (a regenerate resends it): the cursor stays
 
     async def stream_text(self, text: str, agent: str) -> None:
         if self._live_message is None:
@@ -852,7 +853,7 @@ class Transcript(SteadyScroll, can_focus=True):
         self.app.stylesheet.update_nodes([self], animate=True)
         self._cursor_back()
 
-    def _cursor_back(self) -> None:
+    def _cursor_back(self, waits: int = 3) -> None:
         """With focus here and no message under the cursor (focus just came, or the messages were
         replaced: another session shown, an undo, a regenerate, a resumed run rebuilt), the last
         message in sight takes the cursor, where it is, so the keys for a message (copy, edit, fork)
@@ -861,14 +862,16 @@ class Transcript(SteadyScroll, can_focus=True):
         if not self.has_focus or self.selected_view is not None:
             return
         views = self.views
-        if views and not any(view.virtual_region.height for view in views):
-            # Mounted, not laid out yet (the session just shown again): where each is is not
-            # known, but show() anchored the view at the end, so the last message shows.
-            if self.is_anchored and self.at_end:
-                self._select_where_it_is(len(views) - 1)
+        if not views:
             return
-        if in_sight := self._in_sight(self.scroll_offset.y):
+        laid_out = any(view.virtual_region.height for view in views)
+        if in_sight := self._in_sight(self.scroll_offset.y) if laid_out else []:
             self._select_where_it_is(in_sight[-1])
+        elif waits:  # mounted, not laid out (or scrolled to their place) yet: asked again after a refresh
+            self.call_after_refresh(self._cursor_back, waits - 1)
+        elif self.is_anchored and self.at_end:
+            # Still not known where each is, but show() anchored the view at the end: the last shows.
+            self._select_where_it_is(len(views) - 1)
 
     def paged(self, direction: int, top: float, waits: int = 2) -> None:
         """A page key moved the view: a cursor left out of sight comes to the first message in sight
