@@ -619,3 +619,44 @@ async def test_page_keys_right_after_home_bring_the_cursor_along(tmp_path):
         region = transcript.selected_view.virtual_region
         top = transcript.scroll_y
         assert top > 0 and region.y < top + transcript.scrollable_content_region.height and region.bottom > top
+
+
+@pytest.mark.parametrize("action", ["f", "x"])
+async def test_the_runs_overlay_folds_once_its_last_run_is_finalized_or_discarded(tmp_path, monkeypatch, action):
+    # At 80 columns it stayed over the conversation, focused on "Nothing to resume.", hiding the
+    # finalized answer it had just added to the session.
+    db, _ = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "run-list")
+        await pilot.press(action)
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.screen.query_one("RunsPane").runs)
+        await settle(pilot)
+        assert not app.screen.pane_shown("runs")
+        assert app.focused is not None and app.focused.id == "composer"
+
+
+async def test_the_runs_overlay_stays_while_runs_are_left_to_act_on(tmp_path, monkeypatch):
+    db, _ = await one_interrupted_run_and_a_held_clock(tmp_path, monkeypatch)
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        head = RunHead(agent="assistant", status="interrupted", session_id="s-b", first_input="and this",
+                       started_at=T, updated_at=T)
+        await checkpointer.save(RunSnapshot("run-y", head, [UserMessage(text="and this")]))
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "run-list")
+        runs = app.screen.query_one("RunsPane")
+        count = len(runs.runs)
+        assert count == 2
+        await pilot.press("x")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: len(runs.runs) == count - 1)
+        await settle(pilot)
+        assert app.screen.pane_shown("runs") and app.focused is not None and app.focused.id == "run-list"

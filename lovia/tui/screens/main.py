@@ -1064,7 +1064,14 @@ class MainScreen(Screen):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_changed()
+        self._fold_runs_overlay_if_emptied()
 
+    def _fold_runs_overlay_if_emptied(self) -> None:
+        """The runs overlay has nothing left to act on after a discard or finalize here: it folds,
+        and the conversation (where a finalized answer went) shows. Left up, it covered the
+        conversation with "Nothing to resume." and kept focus."""
+        if self.has_class("-runs-open") and not self.query_one(RunsPane).runs:
+            self.show_pane("runs", False)
 
     async def _inspect_in_place_of(self, run_id: str) -> None:
         """``run_id`` has left the runs list (discarded, finalized): when the inspector showed it, it
