@@ -490,3 +490,29 @@ async def test_the_timeline_of_a_run_begun_on_a_page_not_shown(long_db, tmp_path
         assert "timeline" in {entry.action for entry in footer_of(app).entries}
         await pilot.press("w")
         await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_page_key_that_reads_a_page_mid_slide_still_goes_a_whole_page(long_db, tmp_path, size):
+    # The place kept across the page read was taken from where the slide had got to, and the
+    # slide was stopped there: the key went 10 or 11 rows of 18.
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=size) as pilot:
+        transcript = await open_long(pilot)
+        page = transcript.scrollable_content_region.height
+        reads = 0
+        for _ in range(4 * KEPT_PAGES * transcript.page_size):
+            anchor = next(w for w in transcript.children
+                          if w.display and w.virtual_region.bottom > transcript.scroll_y)
+            on_screen = anchor.virtual_region.y - transcript.scroll_y
+            hidden_before = transcript.older_hidden
+            await pilot.press("pageup")
+            await pilot.wait_for_animation()
+            await settle(pilot)
+            if transcript.scroll_y == 0 and transcript.older_hidden == 0:
+                break
+            assert anchor.virtual_region.y - transcript.scroll_y == on_screen + page
+            reads += transcript.older_hidden < hidden_before
+            if reads >= 3:
+                break
+        assert reads >= 3

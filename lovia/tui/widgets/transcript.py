@@ -438,21 +438,29 @@ class Transcript(SteadyScroll, can_focus=True):
         joined, keeps it there when the layout changed, and brings the keys in the footer up to
         date (trim applies while a page not shown may hold a tool output)."""
         anchored_at_end = self.is_anchored and self.scroll_y >= self.max_scroll_y
-        keep = next((w for w in self.children if w.display and w.virtual_region.bottom > self.scroll_y), None)
+        top = self._heading_to()
+        keep = next((w for w in self.children if w.display and w.virtual_region.bottom > top), None)
         if anchored_at_end or keep is None:
             return self.refresh_bindings  # the anchor keeps the end in view
         y_before = keep.virtual_region.y
 
         def keep_place() -> None:
+            # From where a page key's slide is heading, not where it has got to: scrolling stops
+            # the slide, and a key that read a page mid-slide went 10 rows of 18.
             if keep.is_attached:
-                self.scroll_to(y=self.scroll_y + keep.virtual_region.y - y_before, animate=False)
+                self.scroll_to(y=self._heading_to() + keep.virtual_region.y - y_before, animate=False)
 
         def paged() -> None:
             self.refresh_bindings()
             self.call_after_refresh(keep_place)
 
         self.release_anchor()
+        self.scroll_target_y = top  # which release_anchor takes back to where a slide has got to
         return paged
+
+    def _heading_to(self) -> float:
+        """Where the view shows from once its slide (if one goes) ends."""
+        return self.scroll_target_y if self.app.animator.is_being_animated(self, "scroll_y") else self.scroll_y
 
     def _after_window(self) -> Widget | None:
         """The first widget after the window's: the hidden last page's, or the live part's."""
