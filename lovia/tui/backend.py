@@ -1203,8 +1203,27 @@ class ChatBackend:
 
     async def rewind_undo(self, session_id: str) -> RewindUndo | None:
         """What undoing the session's last rewind would bring back; ``None``: nothing to undo."""
+        found = await self._undo_in_reach(session_id)
+        return found[0] if found is not None else None
+
+    async def _undo_in_reach(self, session_id: str) -> tuple[RewindUndo, RunSummary | None] | None:
+        """The session's last rewind while it can still be undone, and the resend's run when that is
+        not stored yet; ``None`` once the next message was sent.
+
+        The store forgets the undo when a run is appended after the resend's. A next message whose
+        run is not stored yet (stopped, crashed or failed) forgets it too: undoing then discarded
+        that run with the resend's, and what it held was lost.
+        """
         session = self.session
-        return await session.rewind_undo(session_id) if isinstance(session, UndoableRewindSession) else None
+        if not isinstance(session, UndoableRewindSession):
+            return None
+        undo = await session.rewind_undo(session_id)
+        if undo is None:
+            return None
+        since = [r for r in await self._in_flight(session_id) if r.head.started_at >= undo.rewound_at]
+        if len(since) > (0 if undo.added_run_id is not None else 1):
+            return None
+        return undo, (since[0] if since else None)
 
     async def undo_rewind(self, session_id: str) -> RewindUndo:
         """Put the session back as it was before its last rewind (an edit-and-resend or a regenerate).
@@ -1219,17 +1238,16 @@ class ChatBackend:
         session = self.session
         if not isinstance(session, UndoableRewindSession):
             raise UserError(f"{type(session).__name__} cannot undo a rewind: it keeps nothing a rewind drops")
-        undo = await session.rewind_undo(session_id)
-        if undo is None:
+        found = await self._undo_in_reach(session_id)
+        if found is None:
             raise UserError("nothing to undo: no edit-and-resend or regenerate since the last message")
-        in_flight = await self._in_flight(session_id)
-        for summary in in_flight:
+        undo, unstored_resend = found
+        for summary in await self._in_flight(session_id):
             if summary.head.is_held():
                 raise RunClaimedError(f"a run of this session ({summary.run_id}) is executing: wait for its answer, "
                                       "or stop it, then undo")
-        for summary in in_flight:
-            if summary.head.started_at >= undo.rewound_at:  # the resend's run, not stored yet
-                await self.discard(summary.run_id)
+        if unstored_resend is not None:
+            await self.discard(unstored_resend.run_id)
         if undo.added_run_id is not None:
             await self.checkpointer.delete(undo.added_run_id)
         return await session.undo_rewind(session_id)

@@ -240,6 +240,41 @@ async def test_undo_is_refused_while_a_run_of_the_session_executes_and_drops_a_s
     assert await backend.checkpointer.load("resend") is None
 
 
+async def test_a_next_message_not_stored_yet_forgets_the_undo_and_is_never_discarded_by_one(make_backend):
+    # The undo stayed on offer after the next message while that message's run was not stored
+    # (stopped, crashed, failed); undoing then discarded that run with the resend's.
+    backend = make_backend(["one", "two", "two again"])
+    await chat(backend, "s", "first", "second")
+    resend = await backend.regenerate("s")
+    await finish(resend)
+    rewound_at = (await backend.rewind_undo("s")).rewound_at
+    stopped = stored_head(session_id="s", status="interrupted", started_at=rewound_at + 1,
+                          updated_at=rewound_at + 2, claim=None, lease_until=None)
+    await backend.checkpointer.save(RunSnapshot("next", stopped, [UserMessage(text="third")]))
+    assert await backend.rewind_undo("s") is None
+    with pytest.raises(UserError, match="nothing to undo"):
+        await backend.undo_rewind("s")
+    assert await backend.checkpointer.load("next") is not None
+    assert [e["text"] for _, entries in await transcript(backend, "s") for e in entries][-1] == "two again"
+
+
+async def test_a_next_message_after_a_resend_not_stored_yet_forgets_the_undo(make_backend):
+    # The resend stopped (not stored), then the next message crashed (not stored either): two
+    # runs after the rewind, the second a message of its own.
+    backend = make_backend(["one", "two"])
+    await chat(backend, "s", "first", "second")
+    await backend.rewind("s", 2)  # as a resend does, before its run starts
+    rewound_at = (await backend.rewind_undo("s")).rewound_at
+    for run_id, text, started in (("resend", "second", rewound_at + 1), ("next", "third", rewound_at + 3)):
+        head = stored_head(session_id="s", status="interrupted", started_at=started, updated_at=started + 1,
+                           claim=None, lease_until=None)
+        await backend.checkpointer.save(RunSnapshot(run_id, head, [UserMessage(text=text)]))
+    assert await backend.rewind_undo("s") is None
+    with pytest.raises(UserError, match="nothing to undo"):
+        await backend.undo_rewind("s")
+    assert await backend.checkpointer.load("resend") is not None and await backend.checkpointer.load("next") is not None
+
+
 async def test_delete_forgets_the_undo(make_backend):
     backend = make_backend(["one", "two", "two again"])
     await chat(backend, "s", "first", "second")

@@ -11,6 +11,7 @@ from lovia import SQLiteSession
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.trash import TrashScreen, purge_text
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
+from tests.tui.test_stop_and_continue import type_and_send_no_settle
 
 SIZES = [(80, 24), (160, 45)]
 
@@ -179,6 +180,35 @@ async def test_u_undoes_a_regenerate_until_the_next_message(tmp_path, size):
         await pilot.press("u")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_stopped_next_message_ends_the_undo_and_an_undo_never_takes_it(tmp_path, size):
+    # u stayed on offer after the next message while its run was stopped (not stored yet), and
+    # undoing then discarded that run with the regenerate's: what it held was lost.
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "hello")
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        assert transcript.undo_available
+        await type_and_send_no_settle(pilot, "wait 30")
+        await wait_for(pilot, lambda: app.screen.chat.running)
+        await pilot.pause(0.3)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        stopped = [r for r in await app.backend.checkpointer.list_runs() if r.head.status == "interrupted"]
+        assert len(stopped) == 1
+        assert not transcript.undo_available
+        transcript.focus()
+        await pilot.press("u")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any(n.message.startswith("Nothing to undo") for n in told(app))
+        assert await app.backend.checkpointer.load(stopped[0].run_id) is not None
 
 
 async def test_undo_an_edit_from_the_command_palette(tmp_path):
