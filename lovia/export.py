@@ -449,8 +449,38 @@ def _session_store(db: DbLocation) -> AbstractAsyncContextManager[Session]:
 
     if not db.is_file():
         raise UserError(f"no lovia data file at {db}: give one with --db")
+    _check_sqlite_holds_sessions(db)
     # wal=False leaves the file's journal mode as it is (a WAL file stays WAL): an export only reads.
     return cast("AbstractAsyncContextManager[Session]", SQLiteSession(db, wal=False))
+
+
+def _check_sqlite_holds_sessions(path: Path) -> None:
+    """Refuse a SQLite file holding no lovia sessions (empty, or with no session tables), as a
+    missing file is refused.
+
+    Looked at read-only before the store opens: opening it would make the file a lovia database,
+    and an export only reads. A file that is not SQLite's, or is damaged, is left to the store,
+    whose error says what it is.
+    """
+    import sqlite3
+
+    from lovia.stores._sqlite_db import _schema_version
+
+    if path.stat().st_size == 0:
+        raise UserError(f"{path} is empty (0 bytes): it holds no sessions to export; give lovia's database with --db")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return
+    try:
+        version = _schema_version(conn, "session")
+    except sqlite3.Error:
+        return
+    finally:
+        conn.close()
+    if version == 0:
+        raise UserError(f"no lovia sessions in {path} (no lovia session tables there): give lovia's database "
+                        "with --db")
 
 
 async def _check_postgres_holds_sessions(where: PostgresLocation) -> None:

@@ -17,6 +17,7 @@ from lovia import (
     AssistantMessage,
     Handoff,
     InMemorySession,
+    SQLiteCheckpointer,
     SQLiteSession,
     ToolCall,
     ToolResult,
@@ -349,6 +350,31 @@ def test_the_command_refuses_with_exit_2_and_a_clear_message(db, tmp_path, args,
     assert done.stderr.startswith("lovia export: ") and message in done.stderr
     assert done.stdout == ""
     assert not (tmp_path / "missing.db").exists()  # never creates a file
+
+
+@pytest.mark.parametrize(("kind", "message"), [
+    ("empty", "is empty (0 bytes)"),
+    ("no tables", "no lovia sessions in"),
+    ("runs only", "no lovia sessions in"),
+])
+async def test_the_command_leaves_a_file_without_sessions_as_it_was(tmp_path, kind, message):
+    # An export only reads: it turned an empty file into a lovia database (114,688 bytes).
+    path = tmp_path / "other.db"
+    if kind == "empty":
+        path.touch()
+    elif kind == "no tables":
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version = 7")  # a SQLite file with a header and no table
+        conn.close()
+    else:
+        async with SQLiteCheckpointer(path):
+            pass
+    before = path.read_bytes()
+    done = lovia("export", "s-export-1", "--db", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("lovia export: ") and message in done.stderr, done.stderr
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
 
 
 async def test_the_command_leaves_the_file_s_journal_mode_as_it_was(tmp_path):
