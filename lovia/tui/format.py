@@ -119,6 +119,13 @@ def padded(text: str, width: int, *, right: bool = False) -> str:
     return " " * room + text if right else text + " " * room
 
 
+def stored_failure(error: str) -> str:
+    """A failed run's error as its checkpoint holds it (``ModelError: openai:x answered 500 …``, the
+    runner writes the exception's class first) as the UI showed it live: ``Openai:x answered 500 …``."""
+    name, colon, rest = error.partition(": ")
+    return sentence(rest if colon and name.isidentifier() else error)
+
+
 def sentence(text: str) -> str:
     """An error's text as the UI shows it, starting in capitals: ``cannot reach …`` reads ``Cannot reach …``.
 

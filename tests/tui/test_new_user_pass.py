@@ -12,7 +12,7 @@ from lovia.tui import format
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.notice import NoticeView
-from tests.tui.conftest import make_app, settle, told, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 from tests.tui.test_app import _interrupted_run
 from tests.tui.test_running_elsewhere import plain
 from tests.tui.test_several_windows import run_in_another_process, stored_session
@@ -238,11 +238,12 @@ async def test_a_reopened_session_says_under_its_stopped_or_failed_run_how_to_go
         await app.screen.open_session("s-b")
         await settle(pilot)
         last = chat.transcript.children[-1]
-        assert isinstance(last, NoticeView) and last.text.startswith(
+        # Its error, as it read live, and how to go on under it.
+        assert isinstance(last, NoticeView) and last.text == "✗ HTTP 502" and last.hint.startswith(
             "This run failed and is not in the conversation yet: ctrl+r retries it")
         await pilot.press("ctrl+r")  # resumed: the run goes on, and the line under it goes with what it said
         await settle(pilot)
-        assert not any(n.text.startswith("This run failed") for n in chat.transcript.query(NoticeView))
+        assert not any(n.hint.startswith("This run failed") for n in chat.transcript.query(NoticeView))
 
 
 async def test_a_discarded_run_leaves_the_inspector_for_the_run_now_selected(tmp_path):
@@ -477,7 +478,6 @@ async def test_the_cursor_comes_back_to_a_message_after_a_regenerate_and_its_und
     # The messages under the cursor were replaced and none took it: the footer lost copy, and c
     # said "Select a message to copy it".
     from lovia.tui.screens.confirm import ConfirmScreen
-    from tests.tui.conftest import type_and_send
     from tests.tui.test_footer import footer_of
 
     app = make_app(tmp_path / "lovia.db")
@@ -660,3 +660,52 @@ async def test_the_runs_overlay_stays_while_runs_are_left_to_act_on(tmp_path, mo
         await wait_for(pilot, lambda: len(runs.runs) == count - 1)
         await settle(pilot)
         assert app.screen.pane_shown("runs") and app.focused is not None and app.focused.id == "run-list"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_failed_run_reads_the_same_reopened_as_it_did_live(tmp_path, size):
+    # Reopened, its error was only in the header, cut to one line, under a note that said it failed.
+    from lovia import ModelError
+    from lovia.models import ScriptedModel, ScriptedTurn
+
+    db = tmp_path / "lovia.db"
+    error = "the endpoint answered 500: backend exploded\nline two of its body\nline three"
+    model = ScriptedModel([ScriptedTurn(text="half", error=ModelError(error), fail_after=1)])
+    app = make_app(db, model=model)
+
+    def errors_of(app) -> list[NoticeView]:
+        return [n for n in app.screen.chat.transcript.query(NoticeView) if n.has_class("-error")]
+
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "hello")
+        live = [n.text for n in errors_of(app)]
+    assert len(live) == 1 and live[0].startswith("✗ The endpoint answered 500: backend exploded")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        reopened = errors_of(app)
+        assert [n.text for n in reopened] == live
+        assert "ctrl+r" in reopened[0].hint
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_a_notice_unfolded_after_moving_the_cursor_in_a_short_conversation_shows_whole(tmp_path, size):
+    # A conversation shorter than the view sits at its foot (Textual's anchor scrolls it by a
+    # negative offset). The cursor keys released the anchor and left that offset as it was: the
+    # lines the notice unfolded went below the view, where end and the page keys did not reach.
+    from lovia import ModelError
+    from lovia.models import ScriptedModel, ScriptedTurn
+
+    db = tmp_path / "lovia.db"
+    error = "the endpoint answered 500: backend exploded\nline two\n\nthe server's log: failed\nlast line"
+    app = make_app(db, model=ScriptedModel([ScriptedTurn(text="half", error=ModelError(error), fail_after=1)]))
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "hello")
+        transcript = app.screen.chat.transcript
+        for key in ("shift+tab", "up", "down", "enter"):
+            await pilot.press(key)
+            await settle(pilot)
+        notice = transcript.selected_view
+        assert isinstance(notice, NoticeView) and notice.expanded
+        assert notice.region.height == notice.virtual_region.height >= 5  # the whole of it in sight
+        assert transcript.region.contains_region(notice.region)

@@ -293,7 +293,11 @@ class ChatPanel(Vertical):
         how to go on with it, as the stop said when it was live (the quit question promised it)."""
         await self.transcript.show(data)
         newest = data.in_flight[-1] if data is not None and data.in_flight else None
-        if newest is not None and newest.state in RESUMABLE_STATES:
+        if newest is not None and newest.state == "failed" and newest.error:
+            # Its error whole, as shown live: the header holds the start of it, cut to a line.
+            await self.transcript.add_notice(f"✗ {format.stored_failure(newest.error)}", "error",
+                                             hint=self._how_to_go_on("failed"))
+        elif newest is not None and newest.state in RESUMABLE_STATES:
             await self.transcript.add_notice(self._how_to_go_on(newest.state), "warning")
 
     def _how_to_go_on(self, state: RunState) -> str:
