@@ -663,6 +663,14 @@ class Transcript(SteadyScroll, can_focus=True):
         if round(old) != round(new):
             self.call_after_refresh(self._check_edges)  # after the view is drawn where it moved
 
+    def release_anchor(self) -> None:
+        """Let the view be scrolled away from the end; not while the conversation is shorter than
+        the view. Textual's anchor shows it at the view's foot by a negative offset, which only the
+        anchor keeps up to date: released (a cursor key, a page key), the offset stayed as it was,
+        and what a message unfolded then went below the view, where no key reached it."""
+        if self.scroll_y >= 0:
+            super().release_anchor()
+
     def _anchor_at_end(self) -> None:
         if self.at_end and not self.is_anchored and self.scroll_y >= self.max_scroll_y > 0:
             self.anchor()
