@@ -867,6 +867,10 @@ class _Run:
         head.status = "completed"
         await self._save()  # 1. the checkpoint is finalized
         self._completed = result
+        # The segment's active time runs to the append, as its wall time does (the spec times it to
+        # the append): the final save is part of the run. Left out, a run that went straight through
+        # read "5.3s · ran 5.2s", as a run stopped and resumed does.
+        self._count_active_time(head)
         await self._append_to_session(self.entries, head, finished_at=time.time(),  # 2. the session append
                                       session_id=self.session_id)
         if self.checkpoint is not None and self.checkpoint.delete_on_success:
