@@ -204,9 +204,22 @@ def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():
     failed = ModelStep("assistant", "gpt-test", T0, None, T0 + 3.0, cut_off=True, error=True, turn=1)
     run = TranscriptRun("r", (), "failed", T0, 3.0, steps=(failed,))
     narrow = plain(draw_rows(run, 80, T0 + 100)).splitlines()[1]
-    assert narrow.startswith("turn 1 · gpt-test") and "▓" * 10 in narrow and "░" not in narrow
+    assert narrow.startswith("turn 1 · error") and "▓" * 10 in narrow and "░" not in narrow
     wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()[1]
     assert "no token · error" in wide and "cut off" not in wide
+
+
+def test_a_long_model_name_never_hides_that_a_turn_was_cut_off():
+    # "turn 1 · openai:slow-model · cut off" was cut to the name column, "turn 1 · openai:slo…":
+    # nothing said the process died there.
+    cut = ModelStep("assistant", "openai:slow-model", T0, T0 + 0.5, T0 + 3.0, cut_off=True, turn=1)
+    failed = ModelStep("assistant", "openai:slow-model", T0 + 3.0, None, T0 + 4.0, cut_off=True, error=True, turn=2)
+    run = TranscriptRun("r", (), "completed", T0, 4.0, steps=(cut, failed))
+    for width in (80, 100):
+        rows = plain(draw_rows(run, width, T0 + 100)).splitlines()
+        assert rows[1].startswith("turn 1 · cut off ")  # the mark in place of the model's name
+        assert rows[2].startswith("turn 2 · error ")
+        assert max(cell_len(row) for row in rows) <= width
 
 
 @pytest.mark.parametrize("span", [4.0, 2.8, 17.2])

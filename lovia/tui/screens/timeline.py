@@ -153,11 +153,11 @@ def pauses(run: TranscriptRun, start: float, end: float) -> tuple[tuple[float, f
     return tuple((since, until) for since, until in gaps if until - since > max(FOLD_SECONDS, working))
 
 
-def step_name(step: Step) -> str:
-    """``turn 2 · gpt-4o`` for a model turn, ``⚙ calculate`` for a tool call."""
+def step_name(step: Step, *, model: bool = True) -> str:
+    """``turn 2 · gpt-4o`` for a model turn (``turn 2`` without its ``model``), ``⚙ calculate`` for a tool call."""
     if isinstance(step, ModelStep):
         turn = f"turn {step.turn}" if step.turn is not None else "turn"
-        return f"{turn} · {step.model or step.agent}"
+        return f"{turn} · {step.model or step.agent}" if model else turn
     return f"  ⚙ {step.name}"
 
 
@@ -258,7 +258,11 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     start = f"+{format.duration(step.started_at - axis.start)}"
     name = step_name(step)
     if step.cut_off and not columns.figures:  # said among the figures when they are shown
-        name += " · error" if step.error else " · cut off"
+        mark = " · error" if step.error else " · cut off"
+        if isinstance(step, ModelStep) and cell_len(name + mark) > columns.name:
+            # The mark over the model's name: cut to the column, the name hid that the turn ended there.
+            name = step_name(step, model=False)
+        name += mark
     parts: list[str | tuple[str, str]] = [
         (_cell(name, columns.name), name_style),
         _cell(step_duration(step.duration), columns.took, right=True),
