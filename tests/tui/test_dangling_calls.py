@@ -115,6 +115,26 @@ async def test_a_dangling_call_given_its_output_is_never_run_again(tmp_path, siz
     assert [e.output for e in session if isinstance(e, ToolResult)] == ["waited 60 seconds before the crash"]
 
 
+@pytest.mark.parametrize("size", SIZES)
+async def test_shift_tab_leaves_the_dangling_calls_for_the_runs_list(tmp_path, size):
+    # It focused the inspector, which hands focus to its calls: focus never moved, and nothing said why.
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    app = make_app(db)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, SIZES[size])
+        await pilot.press("tab")
+        await pilot.pause()
+        assert isinstance(app.focused, DanglingCallList)
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert app.focused is app.screen.query_one("#run-list")
+        await pilot.press("tab")  # and back in: to the calls, as before
+        await pilot.pause()
+        assert isinstance(app.focused, DanglingCallList)
+
+
 async def test_resumed_from_the_dangling_call_row_it_runs_again_as_the_spec_says(tmp_path):
     db = tmp_path / "lovia.db"
     crash_a_run(db)

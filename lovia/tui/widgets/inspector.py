@@ -8,6 +8,7 @@ from typing import ClassVar
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -65,6 +66,19 @@ class DanglingCallList(StoppingOptionList):
     @property
     def inspector(self) -> CheckpointInspector | None:
         return next((a for a in self.ancestors if isinstance(a, CheckpointInspector)), None)
+
+    def on_key(self, event: events.Key) -> None:
+        # Textual's shift+tab (the screen's binding, run once the key has bubbled up) would focus
+        # the inspector, which hands focus straight back here (on_focus): focus never moved. It
+        # goes to what comes before the inspector instead.
+        if event.key != "shift+tab":
+            return
+        inspector = self.inspector
+        chain = self.screen.focus_chain
+        if inspector in chain:
+            event.stop()
+            event.prevent_default()
+            self.screen.set_focus(chain[chain.index(inspector) - 1])
 
 
 class CheckpointInspector(SteadyScroll, can_focus=True):
