@@ -516,3 +516,21 @@ async def test_a_page_key_that_reads_a_page_mid_slide_still_goes_a_whole_page(lo
             if reads >= 3:
                 break
         assert reads >= 3
+
+
+async def test_a_fork_deep_in_a_long_session_opens_at_its_end(long_db, tmp_path):
+    # The fork's older page was read while the message box took focus and the view grew a row
+    # shorter: the anchor was taken to be released, and the view stopped a row above the end,
+    # the forked message's text out of sight.
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot)
+        assert await transcript.show_entry(1500)
+        await settle(pilot)
+        source = app.screen.chat.session_id
+        await pilot.press("f")
+        await wait_for(pilot, lambda: app.screen.chat.session_id != source)
+        await settle(pilot)
+        fork = app.screen.chat.transcript
+        assert fork.max_scroll_y > 0 and fork.scroll_y == fork.max_scroll_y
+        assert fork.region.contains_region(fork.views[-1].region)

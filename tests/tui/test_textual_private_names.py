@@ -11,7 +11,8 @@ import io
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import OptionList, TextArea
+from textual.containers import VerticalScroll
+from textual.widgets import OptionList, Static, TextArea
 
 from lovia.tui.widgets.composer import Composer
 from lovia.tui.widgets.sessions_pane import SessionList
@@ -221,3 +222,25 @@ def test_the_toast_rack_a_covered_screen_is_brought_up_to_date_with_exists():
     assert list(inspect.signature(ToastRack.show).parameters) == ["self", "notifications"]
     assert "toast_rack.show, self._notifications" in inspect.getsource(App._refresh_notifications)
     assert ToastRack.__name__ == "ToastRack"  # the name the screen's query selects it by
+
+
+class Scroller(App[None]):
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield from (Static(f"line {i}") for i in range(50))
+
+
+async def test_the_anchor_release_flag_we_read_exists_and_means_what_we_read():
+    # Transcript.follows_end reads Widget._anchor_released: whether a set anchor was released by
+    # a move away from the end (Textual's is_anchored says only that anchor() was called).
+    app = Scroller()
+    async with app.run_test(size=(40, 10)) as pilot:
+        scroll = app.query_one(VerticalScroll)
+        scroll.anchor()
+        await pilot.pause()
+        assert scroll.is_anchored and scroll._anchor_released is False
+        scroll.release_anchor()
+        assert scroll.is_anchored and scroll._anchor_released is True
+        scroll.scroll_end(animate=False, immediate=True)  # back at the end: it follows again
+        await pilot.pause()
+        assert scroll._anchor_released is False

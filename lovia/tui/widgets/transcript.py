@@ -437,7 +437,7 @@ class Transcript(SteadyScroll, can_focus=True):
         """Note where the first widget shown now is; the returned call, once a page was mounted or
         joined, keeps it there when the layout changed, and brings the keys in the footer up to
         date (trim applies while a page not shown may hold a tool output)."""
-        anchored_at_end = self.is_anchored and self.scroll_y >= self.max_scroll_y
+        anchored_at_end = self.follows_end
         top = self._heading_to()
         keep = next((w for w in self.children if w.display and w.virtual_region.bottom > top), None)
         if anchored_at_end or keep is None:
@@ -662,6 +662,17 @@ class Transcript(SteadyScroll, can_focus=True):
             self.call_later(self._anchor_at_end)
         if round(old) != round(new):
             self.call_after_refresh(self._check_edges)  # after the view is drawn where it moved
+
+    @property
+    def follows_end(self) -> bool:
+        """Whether the anchor keeps the end in view: set, and not released by a move away from the end.
+
+        Not whether the view is at the end this instant: a layout still to come (the message box
+        taking focus, a row taller) leaves it a row short until the anchor brings it back, and a
+        page read then took that for a reader scrolled up. Textual keeps the release in
+        ``_anchor_released`` (guarded in tests/tui/test_textual_private_names.py).
+        """
+        return self.is_anchored and not self._anchor_released
 
     def release_anchor(self) -> None:
         """Let the view be scrolled away from the end; not while the conversation is shorter than
