@@ -741,3 +741,50 @@ async def test_a_resize_never_leaves_the_cursor_on_a_message_out_of_sight(tmp_pa
         view = transcript.selected_view
         assert view is not None and transcript.selected != high
         assert transcript.scrollable_content_region.overlaps(view.region)
+
+
+@pytest.mark.parametrize("deleted", ["another", "the open one"])
+async def test_after_a_delete_the_session_in_its_place_is_highlighted(tmp_path, deleted):
+    # The highlight went to the open session (or to the top), away from where the user was.
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "alpha", "bravo", "charlie", "delta", "echo")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        if deleted == "the open one":
+            await app.screen.open_session(ids[2])
+            await settle(pilot)
+        listed = app.screen.query_one("#session-list")
+        listed.focus()
+        listed.highlighted = 2  # charlie
+        await settle(pilot)
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: listed.option_count == 4)
+        await settle(pilot)
+        assert listed.get_option_at_index(listed.highlighted).id == ids[3]  # delta, now where charlie was
+
+
+async def test_clearing_the_sessions_filter_keeps_the_highlighted_session(tmp_path):
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "plan a", "other", "plan b", "plan c")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")  # the sessions pane is shown: ctrl+b hides it, again shows it
+        await pilot.press("ctrl+b")
+        await settle(pilot)
+        listed = app.screen.query_one("#session-list")
+        listed.focus()
+        await pilot.press("p", "l", "a", "n")
+        await settle(pilot)
+        await pilot.press("down")  # from the filter to the list
+        await pilot.press("down", "down")
+        await settle(pilot)
+        picked = listed.get_option_at_index(listed.highlighted).id
+        assert picked in (ids[2], ids[3])  # a match below the first, not the open session
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen.query_one("SessionsPane").query_text == ""
+        assert listed.get_option_at_index(listed.highlighted).id == picked

@@ -229,7 +229,8 @@ class SessionsPane(Vertical):
         :data:`PAGE` matches (or as many as were drawn before, or down to ``current``). The
         session highlighted stays so while the open one is the same (the lists are read again
         in the background: the cursor of a user picking a session must not move under them);
-        ``current`` is highlighted when it changed, or when the highlighted one is gone.
+        ``current`` is highlighted when it changed; when the highlighted one is gone (deleted), the
+        session now in its place is.
         """
         # The open session listed for the first time (its first message went) takes the cursor, as
         # when it was opened: until then the cursor was on another session, for enter to open. Not
@@ -237,7 +238,8 @@ class SessionsPane(Vertical):
         opened = next((info for info in sessions if info.session_id == current), None)
         newly_listed = (opened is not None and bool(self._shown_of([opened]))
                         and not any(info.session_id == current for info in self.listed))
-        keep_highlight = current == self._current and not newly_listed
+        # A new session is not listed until its first message: the highlight stays put.
+        keep_highlight = (current == self._current or opened is None) and not newly_listed
         self.listed = list(sessions)
         self._current = current
         self._filter(keep_options=True, keep_highlight=keep_highlight)
@@ -259,7 +261,8 @@ class SessionsPane(Vertical):
         matched = self._shown_of(self.listed)
         after = next((i for i, info in enumerate(matched) if info.session_id == session_id), None)
         # The open session listed for the first time, and shown, takes the cursor (see show).
-        opened_another = current != self._current or (not was_listed and after is not None)
+        current_listed = any(info.session_id == current for info in self.listed)
+        opened_another = (current != self._current and current_listed) or (not was_listed and after is not None)
         same_place = before is not None and before == after and not opened_another
         self.sessions, self._current = matched, current
         if same_place and after is not None and after < self._options_for:
@@ -315,8 +318,9 @@ class SessionsPane(Vertical):
         """
         sessions, current = self.sessions, self._current
         options = self.query_one(SessionList)
-        highlighted_id = options.get_option_at_index(options.highlighted).id \
-            if keep_highlight and options.highlighted is not None else None
+        before = options.highlighted
+        before_id = options.get_option_at_index(before).id if before is not None else None
+        highlighted_id = before_id if keep_highlight else None
         index = {info.session_id: i for i, info in enumerate(sessions)}
         count = min(len(sessions), max(PAGE, at_least, -1 if from_top else index.get(current or "", -1) + 1))
         self._options_for = count
@@ -326,7 +330,14 @@ class SessionsPane(Vertical):
         self._more_marker(options)
         if sessions:  # the open session if it is listed, else the first match, so enter opens something
             wanted = highlighted_id if index.get(highlighted_id or "", count) < count else current
-            options.highlighted = 0 if from_top else index.get(wanted or "", 0)
+            if from_top:
+                options.highlighted = 0
+            elif before is not None and before_id and before_id not in index and (keep_highlight or current is None):
+                # The highlighted session is gone (deleted): the one now in its place, as a file list
+                # does. The cursor went to the open session, or to the top, away from where it was.
+                options.highlighted = min(before, count - 1)
+            else:
+                options.highlighted = index.get(wanted or "", 0)
         else:
             # Wrapped here: the list cuts every line at its width (a session's), and the hint's key went.
             hint = textwrap.fill(self._empty_hint(), EMPTY_HINT_WIDTH)
@@ -416,7 +427,9 @@ class SessionsPane(Vertical):
     def _filter_changed(self, event: Input.Changed) -> None:
         """Filter what the pane holds: no store is asked."""
         event.stop()
-        self._filter(keep_options=False)
+        # Cleared, the highlighted session stays so (it went to the open one); while typing, the
+        # first match (or the open one) is highlighted, for enter to open.
+        self._filter(keep_options=False, keep_highlight=not self.query_text)
         self.screen.refresh_bindings()  # escape clears a filter from the list only while there is one
 
     @on(Input.Submitted, "#session-filter")
