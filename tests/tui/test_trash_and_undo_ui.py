@@ -100,6 +100,7 @@ async def test_purge_from_the_trash_asks_first(tmp_path, size):
         assert isinstance(app.screen, TrashScreen) and app.screen.items == []
         assert app.screen.has_class("-empty")
         assert trash_rows(db) == 0
+        assert any(n.message == "Purged “hello”: it is gone for good." for n in told(app))  # said, not only shown
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, TrashScreen)

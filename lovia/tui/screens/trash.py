@@ -157,6 +157,8 @@ class TrashScreen(ModalScreen[str | None]):
             await self.backend.purge_trashed(item.trash_id)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
+        else:  # said, as a restore and a delete are: the list alone changing was easy to miss
+            self.notify(f"Purged “{format.one_line(format.session_title(item.title), 40)}”: it is gone for good.")
         await self.reload(index)
 
     def action_close(self) -> None:
