@@ -711,38 +711,6 @@ async def test_a_notice_unfolded_after_moving_the_cursor_in_a_short_conversation
         assert transcript.region.contains_region(notice.region)
 
 
-@pytest.mark.parametrize("focus_during_resize", ["composer", "transcript"])
-async def test_a_resize_never_leaves_the_cursor_on_a_message_out_of_sight(tmp_path, focus_during_resize):
-    # From 200x50 to 80x24 the message under the cursor went out of sight, and back in the
-    # transcript c copied it, unseen.
-    db = await questions_and_answers(tmp_path, runs=6, lines=2)
-    app = make_app(db)
-    async with app.run_test(size=(160, 45)) as pilot:
-        await settle(pilot)
-        await app.screen.open_session("s-long")
-        await settle(pilot)
-        transcript = app.screen.chat.transcript
-        transcript.focus()
-        await settle(pilot)
-        for _ in range(5):
-            await pilot.press("up")
-        await settle(pilot)
-        high = transcript.selected
-        if focus_during_resize == "composer":
-            await pilot.press("tab")  # to the message box
-            await settle(pilot)
-            assert app.focused is app.screen.query_one("#composer")
-        await pilot.resize_terminal(80, 24)
-        await settle(pilot)
-        if focus_during_resize == "composer":
-            await pilot.press("shift+tab")  # back to the transcript
-            await settle(pilot)
-        assert app.focused is transcript
-        view = transcript.selected_view
-        assert view is not None and transcript.selected != high
-        assert transcript.scrollable_content_region.overlaps(view.region)
-
-
 @pytest.mark.parametrize("deleted", ["another", "the open one"])
 async def test_after_a_delete_the_session_in_its_place_is_highlighted(tmp_path, deleted):
     # The highlight went to the open session (or to the top), away from where the user was.

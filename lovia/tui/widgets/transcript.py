@@ -688,18 +688,6 @@ class Transcript(SteadyScroll, can_focus=True):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._check_edges)
-        self.call_after_refresh(self._cursor_into_sight)
-
-    def _cursor_into_sight(self) -> None:
-        """A resize left the message under the cursor out of sight: the last message in sight takes
-        the cursor, as page keys bring it along. Left there (80x24 from a full screen, focus here or
-        not), ``c`` copied a message not shown."""
-        view = self.selected_view
-        if view is None or not view.virtual_region.height:
-            return
-        in_sight = self._in_sight(self._heading_to())
-        if in_sight and self.views.index(view) not in in_sight:
-            self._select_where_it_is(in_sight[-1])
 
     def _widget(self, item: _Item) -> Widget:
         if item.run is not None:
