@@ -534,3 +534,26 @@ async def test_a_fork_deep_in_a_long_session_opens_at_its_end(long_db, tmp_path)
         fork = app.screen.chat.transcript
         assert fork.max_scroll_y > 0 and fork.scroll_y == fork.max_scroll_y
         assert fork.region.contains_region(fork.views[-1].region)
+
+
+@pytest.mark.parametrize("presses", [10, 40])
+async def test_page_keys_pressed_together_go_a_page_each_across_page_reads(long_db, tmp_path, presses):
+    # Keys past the pages mounted, while the next was being read, were cut at their end: 40
+    # pagedowns at once went 3 pages of a long session, and a key held down half its pages.
+    from tests.tui.test_new_user_pass import burst
+
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        views = transcript.views
+        rows_per_entry = (views[20].virtual_region.y - views[0].virtual_region.y) / 20
+        expected = presses * transcript.scrollable_content_region.height / rows_per_entry
+        burst(app, *["pagedown"] * presses)
+        for _ in range(presses):
+            await pilot.pause(0.1)
+            await pilot.wait_for_animation()
+            await settle(pilot)
+        top = next(v for v in transcript.views if v.virtual_region.bottom > transcript.scroll_y)
+        assert 0.75 * expected <= position(top) <= 1.1 * expected

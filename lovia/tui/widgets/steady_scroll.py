@@ -29,9 +29,15 @@ class SteadyScroll(VerticalScroll):
             raise SkipAction()
         sliding = self.app.animator.is_being_animated(self, "scroll_y")
         start = self.scroll_target_y if sliding else self.scroll_y
-        self.scroll_to(y=start + direction * self.scrollable_content_region.height, immediate=True)
+        asked = start + direction * self.scrollable_content_region.height
+        self.scroll_to(y=asked, immediate=True)
         self.paged(direction, self.scroll_target_y)
+        self.page_cut_short(asked - self.scroll_target_y)
 
     def paged(self, direction: int, top: float) -> None:
         """A page key moved the view (``direction`` 1: down) to show from ``top``; for a subclass with
         a cursor to keep in sight."""
+
+    def page_cut_short(self, rows: float) -> None:
+        """A page key asked ``rows`` further than the content goes (negative: up); for a subclass
+        with more to show there once it is read."""

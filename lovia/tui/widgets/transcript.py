@@ -238,6 +238,9 @@ class Transcript(SteadyScroll, can_focus=True):
         self._tool_views: dict[str, ToolCallView] = {}
         self._selected_run: str | None = None  # the run of the selected message, as last reported
         self._scroll_to_selection = True  # whether selecting a message brings it into view
+        # Rows page keys asked for past the pages mounted (negative: up), gone once the next page
+        # is read (see page_cut_short); any other move forgets them.
+        self._owed_rows = 0.0
         self.can_edit = True  # the session store can rewind
         # While an edit, a fork or a trim asked for by key gets under way: the characters typed
         # meanwhile, and the action they are held for (see on_key).
@@ -255,6 +258,7 @@ class Transcript(SteadyScroll, can_focus=True):
     async def show(self, transcript: TranscriptData | None) -> None:
         """Show ``transcript`` (``None``: an empty new session): its newest page, then its in-flight runs."""
         self._shown += 1
+        self._owed_rows = 0.0
         for worker in (self._edge_load, self._first_load):
             if worker is not None:
                 worker.cancel()
@@ -448,7 +452,8 @@ class Transcript(SteadyScroll, can_focus=True):
             # From where a page key's slide is heading, not where it has got to: scrolling stops
             # the slide, and a key that read a page mid-slide went 10 rows of 18.
             if keep.is_attached:
-                self.scroll_to(y=self._heading_to() + keep.virtual_region.y - y_before, animate=False)
+                self.scroll_to(y=self._heading_to() + keep.virtual_region.y - y_before, animate=False,
+                               immediate=True)
 
         def paged() -> None:
             self.refresh_bindings()
@@ -520,6 +525,7 @@ class Transcript(SteadyScroll, can_focus=True):
         is hidden at once and unmounted once the screen is drawn (the session's first and last
         pages are kept, hidden).
         """
+        self._owed_rows = 0.0
         async with self._paging:
             kept = self._first if to_first else self._last
             page, page_size = None, self.page_size
@@ -652,7 +658,28 @@ class Transcript(SteadyScroll, can_focus=True):
         finally:
             self._edge_load = None
         if loaded:
+            self.call_after_refresh(self._go_owed_rows)  # once the page's place is kept
             self.call_after_refresh(self._check_edges)  # a short page may not have filled the screen
+
+    def page_cut_short(self, rows: float) -> None:
+        """Page keys went past the pages mounted while the next was still being read (a key held
+        down, keys pressed together): the rows they could not go are owed, and the view goes them
+        once it is read. Dropped, 40 pagedowns at once went 3 pages in a long session."""
+        more = not self.at_end if rows > 0 else self.older_hidden > 0 if rows < 0 else False
+        if not more:
+            self._owed_rows = 0.0
+        elif self._owed_rows * rows > 0:  # the same way as those owed already
+            self._owed_rows += rows
+        else:
+            self._owed_rows = rows
+
+    def _go_owed_rows(self) -> None:
+        owed, self._owed_rows = self._owed_rows, 0.0
+        if owed:  # at once: the keys came faster than a slide
+            asked = self.scroll_y + owed
+            self.scroll_to(y=asked, animate=False, immediate=True)
+            self.paged(1 if owed > 0 else -1, self.scroll_y)
+            self.page_cut_short(asked - self.scroll_y)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -989,6 +1016,7 @@ class Transcript(SteadyScroll, can_focus=True):
             pass
 
     async def action_cursor(self, step: int) -> None:
+        self._owed_rows = 0.0
         self.release_anchor()
         await self._settled()
         views = self.views
@@ -1044,6 +1072,7 @@ class Transcript(SteadyScroll, can_focus=True):
         result is shown inside its call: the cursor goes to the call. False when the session
         held no entry there when it opened.
         """
+        self._owed_rows = 0.0
         self.release_anchor()
         pages = self._pages
         if pages is None or not 0 <= position < self._total:
@@ -1174,6 +1203,7 @@ class Transcript(SteadyScroll, can_focus=True):
 
         With an earlier page shown, the last one is read first, in a worker.
         """
+        self._owed_rows = 0.0
         if not self.at_end:
             self.run_worker(self.action_to_end(), exclusive=True, group="transcript-jump")
             return
