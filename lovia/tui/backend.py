@@ -436,6 +436,7 @@ class ChatBackend:
         self.max_turns = max_turns
         self._outside_change_tokens: list[Hashable] | None = None
         self._dangling: dict[str, tuple[tuple[float, int], tuple[ToolCall, ...]]] = {}  # see dangling_calls
+        self._resends: dict[str, str] = {}  # session id -> the run id of its last resend started here
 
     async def close(self) -> None:
         """Stop the MCP servers that were started (the config file's and the agents' own), then close both
@@ -1221,6 +1222,14 @@ class ChatBackend:
         if undo is None:
             return None
         since = [r for r in await self._in_flight(session_id) if r.head.started_at >= undo.rewound_at]
+        resend = self._resends.get(session_id)
+        if resend is not None and undo.added_run_id in (None, resend):
+            # Started here: known by its id. Any other run since is a next message (the resend
+            # discarded, or stopped before it ran, left only that one: counted, it was taken for it).
+            if any(r.run_id != resend for r in since):
+                return None
+            return undo, next(iter(since), None)
+        # Resent from another window, or before this one started: the first run since is the resend's.
         if len(since) > (0 if undo.added_run_id is not None else 1):
             return None
         return undo, (since[0] if since else None)
@@ -1339,6 +1348,7 @@ class ChatBackend:
             _refuse_held(summary.run_id, summary.head)
         self._check_settleable(before, settle)
         run_id = new_app_run_id()
+        self._resends[session_id] = run_id  # what an undo of this rewind may discard (see _undo_in_reach)
 
         async def drop_once_claimed() -> None:
             """The rewind (and the settling of the runs around it), once the resend's run holds the session.

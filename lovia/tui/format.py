@@ -121,7 +121,7 @@ def padded(text: str, width: int, *, right: bool = False) -> str:
 
 def stored_failure(error: str) -> str:
     """A failed run's error as its checkpoint holds it (``ModelError: openai:x answered 500 …``, the
-    runner writes the exception's class first) as the UI showed it live: ``Openai:x answered 500 …``."""
+    runner writes the exception's class first) as the UI showed it live: ``openai:x answered 500 …``."""
     name, colon, rest = error.partition(": ")
     return sentence(rest if colon and name.isidentifier() else error)
 

@@ -756,3 +756,21 @@ async def test_clearing_the_sessions_filter_keeps_the_highlighted_session(tmp_pa
         await settle(pilot)
         assert app.screen.query_one("SessionsPane").query_text == ""
         assert listed.get_option_at_index(listed.highlighted).id == picked
+
+
+async def test_clearing_the_filter_keeps_the_highlight_on_a_session_past_the_first_page(tmp_path):
+    # Past the first 30 options the kept session was not drawn, and the highlight went to the open one.
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, *[f"topic {i}" for i in range(40)], "needle in the past")
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        listed = app.screen.query_one("#session-list")
+        listed.focus()
+        await pilot.press(*"needle")
+        await pilot.press("down")
+        await settle(pilot)
+        assert listed.get_option_at_index(listed.highlighted).id == ids[-1]
+        await pilot.press("escape")
+        await settle(pilot)
+        assert listed.get_option_at_index(listed.highlighted).id == ids[-1]

@@ -12,6 +12,7 @@ from lovia import (
     Agent,
     InMemoryCheckpointer,
     InMemorySession,
+    ModelError,
     RunClaimedError,
     RunSnapshot,
     ScriptedModel,
@@ -321,3 +322,23 @@ async def test_a_message_sent_from_another_window_while_a_regenerate_rewinds_wai
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_next_message_after_a_discarded_resend_forgets_the_undo(make_backend):
+    # Counted, the one run after the rewind was taken for the resend's: with the resend's run
+    # discarded, an undo discarded the next message's stopped run in its place.
+    backend = make_backend(["one", "two"])
+    await chat(backend, "s", "first", "second")
+    resend = await backend.regenerate("s")  # the script has no third answer: it fails, not stored
+    with pytest.raises(ModelError):
+        await finish(resend)
+    await backend.discard(resend.stream.run_id)  # as from the runs list
+    undo = await backend.rewind_undo("s")
+    assert undo is not None and undo.added_run_id is None
+    stopped = stored_head(session_id="s", status="interrupted", started_at=undo.rewound_at + 5,
+                          updated_at=undo.rewound_at + 6, claim=None, lease_until=None)
+    await backend.checkpointer.save(RunSnapshot("next", stopped, [UserMessage(text="third")]))
+    assert await backend.rewind_undo("s") is None
+    with pytest.raises(UserError, match="nothing to undo"):
+        await backend.undo_rewind("s")
+    assert await backend.checkpointer.load("next") is not None

@@ -1032,6 +1032,7 @@ class MainScreen(Screen):
 
     @work(group="dialog")
     async def _run_flow(self, action: str, run_id: str) -> None:
+        acted = False  # a discard or finalize done here (not cancelled, not refused)
         try:
             if action == "resume":
                 await self.chat.resume(run_id)
@@ -1048,6 +1049,7 @@ class MainScreen(Screen):
                         "Discard this run? Its checkpoint is deleted; nothing of it reaches the session.",
                         confirm="Discard")):
                     await self.backend.discard(run_id)
+                    acted = True
                     self.notify("Run discarded.")
                     if run_id in self.chat.transcript.run_ids and not self.chat.running:
                         await self.chat.open_session(self.chat.session_id)  # its entries are gone
@@ -1057,6 +1059,7 @@ class MainScreen(Screen):
                     "dropped so the transcript stays consistent; the checkpoint is then deleted.",
                     confirm="Finalize")):
                 session_id, kept = await self.backend.finalize(run_id)
+                acted = True
                 self.notify(f"Finalized: {format.count(kept, 'entry', 'entries')} added to the session.")
                 if session_id == self.chat.session_id:
                     await self.chat.open_session(session_id)  # the partial is stored now
@@ -1064,7 +1067,8 @@ class MainScreen(Screen):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
         await self.refresh_changed()
-        self._fold_runs_overlay_if_emptied()
+        if acted:  # emptied by another window, the overlay stays up
+            self._fold_runs_overlay_if_emptied()
 
     def _fold_runs_overlay_if_emptied(self) -> None:
         """The runs overlay has nothing left to act on after a discard or finalize here: it folds,

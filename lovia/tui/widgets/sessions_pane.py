@@ -322,7 +322,8 @@ class SessionsPane(Vertical):
         before_id = options.get_option_at_index(before).id if before is not None else None
         highlighted_id = before_id if keep_highlight else None
         index = {info.session_id: i for i, info in enumerate(sessions)}
-        count = min(len(sessions), max(PAGE, at_least, -1 if from_top else index.get(current or "", -1) + 1))
+        count = min(len(sessions), max(PAGE, at_least, -1 if from_top else index.get(current or "", -1) + 1,
+                                       index.get(highlighted_id or "", -1) + 1))  # and down to the one kept
         self._options_for = count
         options.clear_options()
         options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)

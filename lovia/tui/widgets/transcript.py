@@ -1038,6 +1038,7 @@ class Transcript(SteadyScroll, can_focus=True):
 
     async def action_cursor_home(self) -> None:
         """The cursor to the first message of the session: its first page replaces what is mounted."""
+        self._owed_rows = 0.0
         self.release_anchor()
         await self._settled()
         if self.older_hidden:
