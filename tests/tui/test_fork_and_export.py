@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -41,10 +42,22 @@ async def select(pilot, ups: int) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_f_forks_up_to_and_including_the_message_under_the_cursor(tmp_path, size):
+async def test_f_forks_up_to_and_including_the_message_under_the_cursor(tmp_path, size, monkeypatch):
     db = tmp_path / "lovia.db"
     await two_runs(db)
     app = make_app(db)
+    open_session = ChatPanel.open_session
+
+    async def laid_out_before_it_returns(self, session_id):  # as a fork of a long session may be
+        opened = await open_session(self, session_id)
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if any(view.virtual_region.height for view in self.transcript.views):
+                break
+        await asyncio.sleep(0.05)
+        return opened
+
+    monkeypatch.setattr(ChatPanel, "open_session", laid_out_before_it_returns)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         chat = app.screen.query_one(ChatPanel)
@@ -55,6 +68,12 @@ async def test_f_forks_up_to_and_including_the_message_under_the_cursor(tmp_path
         fork_id = chat.session_id
         assert fork_id != "s-source"
         assert app.focused is chat.composer  # ready to go on from there
+        # No message under the transcript's cursor while the composer has focus: the fork's laying out
+        # once raced focus leaving for the composer, and then selected its last message, or not.
+        assert chat.transcript.selected_view is None
+        chat.transcript.focus()
+        await settle(pilot)
+        assert chat.transcript.selected_view is chat.transcript.views[-1]  # focus back: the last message takes it
         title = str(chat.query_one("#chat-title").render())
         assert title.startswith("⑂ what time is it?") and "forked from “what time is it?” at entry 4" in title
         assert any("Forked: a new session with 4 entries" in n for n in notices(app))

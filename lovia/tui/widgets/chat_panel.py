@@ -815,10 +815,14 @@ class ChatPanel(Vertical):
             self.notify(str(exc), severity="error")
             return
         typed = transcript.take_typed_ahead(end=False)  # the rest comes as focus leaves (TypedAhead)
+        # Focus moves before the fork is shown, and at once (focus() would wait for a refresh): shown
+        # with focus, the transcript puts its cursor on the last message once laid out, and whether
+        # that came first was a race.
+        self._end_edit()  # as opening another session does, but first: its draft would replace what is typed
+        self.screen.set_focus(self.composer)
+        self._type_into_composer(typed)
         await self.open_session(new_session_id)
         self.post_message(self.Changed(new_session_id))
-        self.composer.focus()
-        self._type_into_composer(typed)
         # A fork at one of your messages ends with it, unanswered: regenerate asks for its answer.
         answer = (f" It ends with your message: {keymap_of(self).key_text('chat.regenerate')} gets it an answer."
                   if at_user_message else "")

@@ -913,7 +913,8 @@ class Transcript(SteadyScroll, can_focus=True):
         message in sight takes the cursor, where it is, so the keys for a message (copy, edit, fork)
         apply and show at once. The view stays put: a reader scrolled up is not sent to the end,
         and a streaming answer is still followed."""
-        if not self.has_focus or self.selected_view is not None:
+        # The screen's focus, too: a focus moved elsewhere lands on this widget's has_focus a message later.
+        if not self.has_focus or self.screen.focused is not self or self.selected_view is not None:
             return
         views = self.views
         if not views:
