@@ -1207,13 +1207,15 @@ class ChatBackend:
         found = await self._undo_in_reach(session_id)
         return found[0] if found is not None else None
 
-    async def _undo_in_reach(self, session_id: str) -> tuple[RewindUndo, RunSummary | None] | None:
+    async def _undo_in_reach(self, session_id: str, in_flight: list[RunSummary] | None = None
+                             ) -> tuple[RewindUndo, RunSummary | None] | None:
         """The session's last rewind while it can still be undone, and the resend's run when that is
         not stored yet; ``None`` once the next message was sent.
 
         The store forgets the undo when a run is appended after the resend's. A next message whose
         run is not stored yet (stopped, crashed or failed) forgets it too: undoing then discarded
-        that run with the resend's, and what it held was lost.
+        that run with the resend's, and what it held was lost. ``in_flight``: the session's runs not
+        in it yet, when the caller has read them (read here otherwise).
         """
         session = self.session
         if not isinstance(session, UndoableRewindSession):
@@ -1221,7 +1223,9 @@ class ChatBackend:
         undo = await session.rewind_undo(session_id)
         if undo is None:
             return None
-        since = [r for r in await self._in_flight(session_id) if r.head.started_at >= undo.rewound_at]
+        if in_flight is None:
+            in_flight = await self._in_flight(session_id)
+        since = [r for r in in_flight if r.head.started_at >= undo.rewound_at]
         resend = self._resends.get(session_id)
         if resend is not None and undo.added_run_id in (None, resend):
             # Started here: known by its id. Any other run since is a next message (the resend
@@ -1247,11 +1251,14 @@ class ChatBackend:
         session = self.session
         if not isinstance(session, UndoableRewindSession):
             raise UserError(f"{type(session).__name__} cannot undo a rewind: it keeps nothing a rewind drops")
-        found = await self._undo_in_reach(session_id)
+        # One read of the runs not stored yet for both questions: what the undo reaches, and whether
+        # one executes (read twice, a run could start or stop between them).
+        in_flight = await self._in_flight(session_id)
+        found = await self._undo_in_reach(session_id, in_flight)
         if found is None:
             raise UserError("nothing to undo: no edit-and-resend or regenerate since the last message")
         undo, unstored_resend = found
-        for summary in await self._in_flight(session_id):
+        for summary in in_flight:
             if summary.head.is_held():
                 raise RunClaimedError(f"a run of this session ({summary.run_id}) is executing: wait for its answer, "
                                       "or stop it, then undo")
