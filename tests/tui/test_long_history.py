@@ -557,3 +557,31 @@ async def test_page_keys_pressed_together_go_a_page_each_across_page_reads(long_
             await settle(pilot)
         top = next(v for v in transcript.views if v.virtual_region.bottom > transcript.scroll_y)
         assert 0.75 * expected <= position(top) <= 1.1 * expected
+
+
+async def test_the_mouse_wheel_after_page_keys_forgets_the_rows_they_still_owed(long_db, tmp_path):
+    # Page keys held down past the pages mounted are owed their rows once the next page is read
+    # (above). A wheel turned meanwhile is the reader's own move: the view went on to where the
+    # keys had asked for, pages past where the wheel had left it.
+    from textual import events
+
+    from tests.tui.test_new_user_pass import burst
+
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        views = transcript.views
+        rows_per_entry = (views[20].virtual_region.y - views[0].virtual_region.y) / 20
+        asked = 40 * transcript.scrollable_content_region.height / rows_per_entry
+        burst(app, *["pagedown"] * 40)
+        await wait_for(pilot, lambda: transcript.scroll_y > 0)  # the keys went as far as the pages mounted
+        x, y = transcript.region.x + 2, transcript.region.y + 2
+        app.post_message(events.MouseScrollUp(None, x, y, 0, -1, 0, False, False, False, screen_x=x, screen_y=y))
+        for _ in range(10):
+            await pilot.pause(0.1)
+            await pilot.wait_for_animation()
+            await settle(pilot)
+        top = next(v for v in transcript.views if v.virtual_region.bottom > transcript.scroll_y)
+        assert position(top) < 0.5 * asked

@@ -23,10 +23,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from textual import events
+from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
+from textual.scrollbar import ScrollMessage
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -672,6 +673,12 @@ class Transcript(SteadyScroll, can_focus=True):
             self._owed_rows += rows
         else:
             self._owed_rows = rows
+
+    @on(events.MouseScrollUp)
+    @on(events.MouseScrollDown)
+    @on(ScrollMessage)  # the scrollbar's: clicked, dragged
+    def _scrolled_by_mouse(self) -> None:
+        self._owed_rows = 0.0  # the reader's own move: the rows owed to page keys would undo it
 
     def _go_owed_rows(self) -> None:
         owed, self._owed_rows = self._owed_rows, 0.0
