@@ -108,6 +108,10 @@ class ChatPanel(Vertical):
         self.stream: RunStream | None = None
         self._editing: EditTarget | None = None  # the message being edited
         self._draft = ""  # what the composer held when the edit began: it comes back when the edit ends
+        # What was typed and not sent in each session left, back when it is opened again (None: a new
+        # session's); and the session whose text the composer holds (see _composer_to).
+        self._unsent: dict[str | None, str] = {}
+        self._composer_for: str | None = None
         self._starting = False  # a run is being started (runs settled first, maybe a question asked)
         self._shown_session: str | None = None  # the session the transcript shows (session_id leads it while one opens)
         self._told_server_failures: set[tuple[str, str | None]] = set()  # (server, why): told once in the transcript
@@ -148,7 +152,7 @@ class ChatPanel(Vertical):
             return False
         # Set before the read: a reload of the open session under way (an outside change) reads
         # the session it finds open when it starts, so this one, opened later, stays open.
-        self.session_id = session_id or self.backend.new_session_id()
+        self.session_id = opening = session_id or self.backend.new_session_id()
         data = None
         if session_id:
             with told_on(self, "open that session"):
@@ -158,6 +162,7 @@ class ChatPanel(Vertical):
                     self.session_id = self._shown_session  # the one the transcript shows, as it shows it
                 return False
         self._end_edit()  # an edit goes on while the session it edits stays shown
+        self._composer_to(opening, new=session_id is None)
         await self._show(data)
         self._shown_session = self.session_id
         await self.refresh_title()
@@ -660,6 +665,28 @@ class ChatPanel(Vertical):
         self._draft = ""
         self._bindings_changed()
 
+    def _composer_to(self, session_id: str, *, new: bool = False) -> None:
+        """The composer goes with ``session_id`` (``new``: a new session, with nothing stored): what it
+        holds stays with the session it was typed in, and what was typed in this one and not sent
+        comes back.
+
+        Carried over, a message begun in one conversation was sent in the next one opened. Kept in
+        memory, for this window; a new session's text is kept under ``None``, as its id is not
+        opened again once it is left with nothing stored.
+        """
+        leaving = self._composer_for
+        if leaving == self._shown_session and not self.has_history:
+            leaving = None
+        coming = None if new else session_id
+        self._composer_for = session_id
+        if leaving == coming:
+            return
+        if text := self.composer.text:
+            self._unsent[leaving] = text
+        else:
+            self._unsent.pop(leaving, None)
+        self._put_in_composer(self._unsent.pop(coming, ""))
+
     def _put_in_composer(self, text: str) -> None:
         self.composer.text = text
         self.composer.move_cursor(self.composer.document.end)
@@ -819,6 +846,7 @@ class ChatPanel(Vertical):
         # with focus, the transcript puts its cursor on the last message once laid out, and whether
         # that came first was a race.
         self._end_edit()  # as opening another session does, but first: its draft would replace what is typed
+        self._composer_to(new_session_id)  # what was typed here stays here; what comes now is the fork's
         self.screen.set_focus(self.composer)
         self._type_into_composer(typed)
         await self.open_session(new_session_id)

@@ -1,0 +1,99 @@
+"""What is typed in a session and not sent stays with that session, in the real app on a real SQLite file."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.test_new_user_pass import burst, stored_sessions
+
+SIZES = [(80, 24), (160, 45)]
+
+
+def composer_text(app) -> str:
+    return app.screen.chat.composer.text
+
+
+async def open_and_type(pilot, session_id: str | None, text: str = "") -> None:
+    app = pilot.app
+    if session_id is None:
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+    else:
+        await app.screen.open_session(session_id)
+        await settle(pilot)
+        assert app.screen.chat.session_id == session_id
+    app.screen.chat.composer.focus()
+    await pilot.pause()
+    await pilot.press(*text)
+    await settle(pilot)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_text_typed_and_not_sent_stays_with_its_session(tmp_path, size):
+    # The composer kept its text from one session to the next: a message begun in one
+    # conversation was sent in the next one opened.
+    db = tmp_path / "lovia.db"
+    alpha, beta = await stored_sessions(db, "alpha", "beta")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await open_and_type(pilot, alpha, "half a thought")
+        await open_and_type(pilot, beta)
+        assert composer_text(app) == ""
+        await open_and_type(pilot, beta, "for beta")  # opened again: kept, typed after
+        assert composer_text(app) == "for beta"
+        await open_and_type(pilot, None)  # a new session starts empty
+        assert composer_text(app) == ""
+        await open_and_type(pilot, None, "new one")
+        await open_and_type(pilot, alpha)
+        assert composer_text(app) == "half a thought"
+        await open_and_type(pilot, beta)
+        assert composer_text(app) == "for beta"
+        await open_and_type(pilot, None)  # the new session's text, kept as it was never stored
+        assert composer_text(app) == "new one"
+        await pilot.press("enter")  # sent: the session is stored, the composer empty
+        await settle(pilot)
+        new = app.screen.chat.session_id
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await open_and_type(pilot, new, "more")
+        await open_and_type(pilot, None)
+        assert composer_text(app) == ""
+        await open_and_type(pilot, new)
+        assert composer_text(app) == "more"
+
+
+async def test_a_fork_takes_what_is_typed_after_f_and_leaves_the_source_its_own(tmp_path):
+    db = tmp_path / "lovia.db"
+    alpha, _ = await stored_sessions(db, "alpha", "beta")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await open_and_type(pilot, alpha, "half a thought")
+        app.screen.chat.transcript.focus()
+        await settle(pilot)
+        burst(app, "f", *" and then")  # typed on at once, as the README says: the fork's first words
+        await settle(pilot)
+        fork = app.screen.chat.session_id
+        assert fork != alpha
+        assert composer_text(app) == "and then"
+        await open_and_type(pilot, alpha)
+        assert composer_text(app) == "half a thought"
+        await open_and_type(pilot, fork)
+        assert composer_text(app) == "and then"
+
+
+async def test_an_edit_left_by_opening_another_session_gives_back_the_text_it_set_aside(tmp_path):
+    db = tmp_path / "lovia.db"
+    alpha, beta = await stored_sessions(db, "alpha", "beta")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await open_and_type(pilot, alpha, "half a thought")
+        await pilot.press("ctrl+l")  # edit the last message: the composer holds it meanwhile
+        await settle(pilot)
+        assert composer_text(app) == "alpha"
+        await open_and_type(pilot, beta)
+        assert composer_text(app) == ""
+        await open_and_type(pilot, alpha)
+        assert composer_text(app) == "half a thought"
