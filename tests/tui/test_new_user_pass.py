@@ -774,3 +774,24 @@ async def test_clearing_the_filter_keeps_the_highlight_on_a_session_past_the_fir
         await pilot.press("escape")
         await settle(pilot)
         assert listed.get_option_at_index(listed.highlighted).id == ids[-1]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_rename_away_from_the_filter_says_where_the_session_went(tmp_path, size):
+    # Renamed to a title the filter does not match, the session vanished from the list silently.
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "alpha", "beta")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size[0] < 110:
+            await pilot.press("ctrl+b")  # the sessions list, folded at 80 columns
+        app.screen.query_one("#session-list").focus()
+        await settle(pilot)
+        await pilot.press(*"bet")
+        await settle(pilot)
+        await pilot.press("f2")
+        await settle(pilot)
+        await pilot.press("ctrl+u", *"gamma", "enter")
+        await settle(pilot)
+        assert any("does not match the sessions filter" in n.message for n in told(app))

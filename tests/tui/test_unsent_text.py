@@ -97,3 +97,4 @@ async def test_an_edit_left_by_opening_another_session_gives_back_the_text_it_se
         assert composer_text(app) == ""
         await open_and_type(pilot, alpha)
         assert composer_text(app) == "half a thought"
+

@@ -949,7 +949,15 @@ class MainScreen(Screen):
                 await self.chat.refresh_title()
         except LoviaError as exc:  # a store error: say so, stay up
             self.notify(str(exc), severity="error")
+            await self.refresh_changed()
+            return
         await self.refresh_changed()
+        # A rename is asked for from the sessions pane, so there is one. Gone from the list without a
+        # word, the session looked lost.
+        if self.query_one(SessionsPane).filter_hides(session_id):
+            keys = keymap_of(self).key_text
+            self.notify(f"Renamed. The new title does not match the sessions filter, so the list hides the "
+                        f"session: {keys('sessions-filter.clear')} in the list clears the filter.")
 
     @work(group="dialog")
     async def _session_flow(self, action: str, session_id: str) -> None:
