@@ -1225,14 +1225,17 @@ class ChatBackend:
             return None
         if in_flight is None:
             in_flight = await self._in_flight(session_id)
-        since = [r for r in in_flight if r.head.started_at >= undo.rewound_at]
+        # The resend's run is made (and claims the session) before the rewind, which waits for that
+        # claim: it started before the rewind, and saved since (its claim went on to run, or was marked
+        # stopped, crashed or failed). A next message's run started after it.
+        since = [r for r in in_flight if max(r.head.started_at, r.head.updated_at) >= undo.rewound_at]
         resend = self._resends.get(session_id)
         if resend is not None and undo.added_run_id in (None, resend):
             # Started here: known by its id. Any other run since is a next message (the resend
             # discarded, or stopped before it ran, left only that one: counted, it was taken for it).
             if any(r.run_id != resend for r in since):
                 return None
-            return undo, next(iter(since), None)
+            return undo, next((r for r in in_flight if r.run_id == resend), None)
         # Resent from another window, or before this one started: the first run since is the resend's.
         if len(since) > (0 if undo.added_run_id is not None else 1):
             return None

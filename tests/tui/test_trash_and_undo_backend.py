@@ -22,6 +22,7 @@ from lovia import (
     UserMessage,
 )
 from lovia.entries import entry_to_dict
+from lovia.errors import ModelError
 from lovia.tui.backend import ChatBackend
 from tests.tui.test_backend_run_actions import a_dead_owner, stored_head
 
@@ -342,3 +343,22 @@ async def test_a_next_message_after_a_discarded_resend_forgets_the_undo(make_bac
     with pytest.raises(UserError, match="nothing to undo"):
         await backend.undo_rewind("s")
     assert await backend.checkpointer.load("next") is not None
+
+
+@pytest.mark.parametrize("here", [True, False])
+async def test_undo_of_a_regenerate_that_failed_discards_its_run(make_backend, here):
+    # The resend's run starts (its checkpoint made) before the rewind, which waits for its claim:
+    # started before the rewind, it was not taken for the resend, and the undo kept it. The next
+    # message then stored its question a second time, as a partial run.
+    backend = make_backend(["one", "two"])  # the regenerate's model turn is not in the script: it fails
+    await chat(backend, "s", "first", "second")
+    before = await transcript(backend, "s")
+    resend = await backend.regenerate("s")
+    with pytest.raises(ModelError):
+        await finish(resend)
+    assert (await backend.checkpointer.load(resend.stream.run_id)).head.status == "failed"
+    undoing = backend if here else ChatBackend(backend.session, backend.checkpointer,  # another window's
+                                               Agent(name="bot", model=ScriptedModel([])))
+    await undoing.undo_rewind("s")
+    assert await transcript(backend, "s") == before
+    assert await backend.checkpointer.load(resend.stream.run_id) is None
