@@ -585,3 +585,24 @@ async def test_the_mouse_wheel_after_page_keys_forgets_the_rows_they_still_owed(
             await settle(pilot)
         top = next(v for v in transcript.views if v.virtual_region.bottom > transcript.scroll_y)
         assert position(top) < 0.5 * asked
+
+
+@pytest.mark.parametrize(("key", "start"), [("up", "end"), ("down", "home")])
+async def test_a_hundred_cursor_keys_at_once_leave_the_cursor_in_sight(long_db, tmp_path, key, start):
+    # Each key moved the cursor while the pages read for the ones before were being mounted, with
+    # no place yet: the view stayed where the first keys took it, the cursor 90 rows out of sight.
+    from tests.tui.test_new_user_pass import burst
+
+    app = make_app(copy_of(long_db, tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        transcript = await open_long(pilot)
+        await pilot.press(start)
+        await settle(pilot)
+        first = position(transcript.selected_view)
+        burst(app, *[key] * 100)
+        for _ in range(10):
+            await pilot.pause(0.1)
+            await settle(pilot)
+        selected = transcript.selected_view
+        assert position(selected) == first + (100 if key == "down" else -100)
+        assert transcript.region.contains_region(selected.region)

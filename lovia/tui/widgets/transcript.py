@@ -242,6 +242,7 @@ class Transcript(SteadyScroll, can_focus=True):
         # Rows page keys asked for past the pages mounted (negative: up), gone once the next page
         # is read (see page_cut_short); any other move forgets them.
         self._owed_rows = 0.0
+        self._placed_for: MessageView | None = None  # the message the view was last brought to as it was selected
         self.can_edit = True  # the session store can rewind
         # While an edit, a fork or a trim asked for by key gets under way: the characters typed
         # meanwhile, and the action they are held for (see on_key).
@@ -678,7 +679,10 @@ class Transcript(SteadyScroll, can_focus=True):
     @on(events.MouseScrollDown)
     @on(ScrollMessage)  # the scrollbar's: clicked, dragged
     def _scrolled_by_mouse(self) -> None:
-        self._owed_rows = 0.0  # the reader's own move: the rows owed to page keys would undo it
+        # The reader's own move: the rows owed to page keys would undo it, and so would bringing
+        # the cursor back into sight.
+        self._owed_rows = 0.0
+        self._placed_for = None
 
     def _go_owed_rows(self) -> None:
         owed, self._owed_rows = self._owed_rows, 0.0
@@ -939,6 +943,7 @@ class Transcript(SteadyScroll, can_focus=True):
         """A page key moved the view: a cursor left out of sight comes to the first message in sight
         going down (the last going up). Left behind, ``c`` copied a message no longer shown and the
         next ``down`` took the view back a page."""
+        self._placed_for = None  # the view moved away from the cursor on purpose (see _selected_in_sight)
         in_sight = self._in_sight(top)
         if not in_sight and self.views and waits:
             # Messages just shown (after home, end, a jump) have no place yet: asked again once laid out.
@@ -972,6 +977,8 @@ class Transcript(SteadyScroll, can_focus=True):
             view.select()
             if self._scroll_to_selection:
                 self.scroll_to_widget(view, animate=False)
+                self._placed_for = view
+                self.call_after_refresh(self._selected_in_sight, view)
             run = self._run_of(view)
             if run is not None and run.run_id != self._selected_run:
                 self._selected_run = run.run_id
@@ -981,6 +988,18 @@ class Transcript(SteadyScroll, can_focus=True):
             self._selected_view = None
             self._selected_run = None
         self.refresh_bindings()  # the keys that apply to it (see hidden_in_footer)
+
+    def _selected_in_sight(self, view: MessageView) -> None:
+        """Brought into view where it was placed as it was selected, ``view`` is still in sight once laid
+        out, or brought in again. Keys that came together (a hundred ``up`` at once) each moved the
+        cursor while pages were mounted above it and had no place yet: the view was left where the
+        first of them went, the cursor far out of sight."""
+        if view is not self.selected_view or view is not self._placed_for or not view.virtual_region.height:
+            return  # moved on, or the view was moved from it since (a page key, the wheel)
+        top = self.scroll_y
+        region = view.virtual_region
+        if region.bottom <= top or region.y >= top + self.scrollable_content_region.height:
+            self.scroll_to_widget(view, animate=False)
 
     def _run_of(self, view: Widget) -> TranscriptRun | None:
         """The run ``view`` belongs to, as its header shows it (stored on a page, or live)."""
