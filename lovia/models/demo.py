@@ -90,7 +90,8 @@ class DemoModel:
         wait = _WAIT.search(said)
         if wait and "wait" in tools:
             seconds = float(wait.group(1) or 10)
-            return f"Starting a {seconds:g}-second step.\n", [("wait", {"seconds": seconds})]
+            unit = "second" if seconds == 1 else "seconds"  # "a 8-second step" read wrong
+            return f"Starting a step of {seconds:g} {unit}.\n", [("wait", {"seconds": seconds})]
         if _TIME.search(said) and "current_time" in tools:
             return "", [("current_time", {})]
         expression = _math_expression(said)
