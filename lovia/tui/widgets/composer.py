@@ -87,6 +87,11 @@ class Composer(TextArea):
     def action_newline(self) -> None:
         self.insert("\n")
 
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        # TextArea brings the cursor into sight as it moves, before a line added takes its room: at
+        # the composer's full height the new line stayed below the view until the next key.
+        self.call_after_refresh(self.scroll_cursor_visible)
+
     async def _on_key(self, event: events.Key) -> None:
         keymap = keymap_of(self)
         send, newline = keymap.keys("composer.send"), keymap.keys("composer.newline")

@@ -165,6 +165,9 @@ class SessionFilter(Input):
         self.action_to_list()
 
 
+OPTION_PADDING = 2
+"""Cells of an option's padding in the sessions list (OptionList's: one each side)."""
+
 EMPTY_HINT_WIDTH = 30
 """Columns the empty list's hint is wrapped to, and its options' times fit: the list's own in the
 pane's 36 (its borders, padding and scrollbar; SessionsPane's CSS width: change both together)."""
@@ -213,6 +216,7 @@ class SessionsPane(Vertical):
         self._can_rename = can_rename
         self.time_view: TimeView = TIME_VIEWS[0]
         self._since: float | None = None  # where the time view's window begins, as the last filter computed it
+        self._labelled_width = EMPTY_HINT_WIDTH  # the width the options' texts were last fitted to
 
     def on_mount(self) -> None:
         self.set_interval(lists.AGES_REFRESH_SECONDS, self.refresh_ages, name="session ages")
@@ -267,7 +271,7 @@ class SessionsPane(Vertical):
         self.sessions, self._current = matched, current
         if same_place and after is not None and after < self._options_for:
             self.query_one(SessionList).replace_option_prompt_at_index(
-                after, _label(matched[after], session_id == current))
+                after, _label(matched[after], session_id == current, self._label_width))
         elif same_place:
             pass  # below the options drawn: nothing on screen changes
         else:
@@ -326,7 +330,8 @@ class SessionsPane(Vertical):
                                        index.get(highlighted_id or "", -1) + 1))  # and down to the one kept
         self._options_for = count
         options.clear_options()
-        options.add_options([Option(_label(info, info.session_id == current), id=info.session_id)
+        width = self._labelled_width = self._label_width
+        options.add_options([Option(_label(info, info.session_id == current, width), id=info.session_id)
                              for info in sessions[:count]])
         self._more_marker(options)
         if sessions:  # the open session if it is listed, else the first match, so enter opens something
@@ -374,7 +379,8 @@ class SessionsPane(Vertical):
         options = self.query_one(SessionList)
         options.remove_option_at_index(options.option_count - 1)  # the "more" marker
         start, self._options_for = self._options_for, min(len(self.sessions), self._options_for + PAGE)
-        options.add_options([Option(_label(info, info.session_id == self._current), id=info.session_id)
+        width = self._labelled_width = self._label_width
+        options.add_options([Option(_label(info, info.session_id == self._current, width), id=info.session_id)
                              for info in self.sessions[start:self._options_for]])
         self._more_marker(options)
 
@@ -388,8 +394,22 @@ class SessionsPane(Vertical):
         if self.time_view.since(format.clock()) != self._since:
             self._filter(keep_options=True)
             return
+        self._relabel()
+
+    def _relabel(self) -> None:
+        width = self._labelled_width = self._label_width
         lists.replace_changed_prompts(self.query_one(SessionList), (
-            _label(info, info.session_id == self._current) for info in self.sessions[:self._options_for]))
+            _label(info, info.session_id == self._current, width) for info in self.sessions[:self._options_for]))
+
+    @property
+    def _label_width(self) -> int:
+        """The cells an option's text has: the list's width less an option's padding (the pane's
+        own before it is laid out). Maximized (f10), the times show their seconds again."""
+        return max(EMPTY_HINT_WIDTH, self.query_one(SessionList).scrollable_content_region.width - OPTION_PADDING)
+
+    def on_resize(self) -> None:
+        if self._labelled_width != self._label_width and self.is_on_screen:
+            self._relabel()
 
     async def ask_new_title(self, session_id: str) -> None:
         """Open the rename prompt for ``session_id``; its answer comes as :class:`Renamed`.
@@ -528,8 +548,9 @@ def _title(info: SessionInfo) -> str:
     return format.session_title(info.title)
 
 
-def _label(info: SessionInfo, current: bool) -> Text:
-    title = format.one_line(_title(info), 30)  # the pane's width, less the marker
+def _label(info: SessionInfo, current: bool, width: int = EMPTY_HINT_WIDTH) -> Text:
+    """``info`` as the list shows it, in ``width`` cells (the list's, less an option's padding)."""
+    title = format.one_line(_title(info), width)
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
     if info.run_count:
         text.append(f"\n{format.count(info.entry_count, 'entry', 'entries')} · "
@@ -539,7 +560,7 @@ def _label(info: SessionInfo, current: bool) -> Text:
     # The time the list is ordered by: a run not stored yet counts (its last save), or a session
     # with an interrupted run newer than its others was listed above them under an older time.
     last = info.activity if isinstance(info, SessionListing) and info.activity else info.last_activity
-    text.append(f"\n{format.when_ago(last, width=EMPTY_HINT_WIDTH)}", style="dim")
+    text.append(f"\n{format.when_ago(last, width=width)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
     if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own
         text.append(f"\n{STATE_LABELS.get(state, state)}", style="bold")

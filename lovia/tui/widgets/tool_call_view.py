@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -22,6 +23,12 @@ WILL_RUN_AGAIN = "will run again on resume"
 RUNNING_ELSEWHERE = "running elsewhere…"
 PENDING_BY_RUN_STATE = {"running": RUNNING, "elsewhere": RUNNING_ELSEWHERE}
 """What a call without a result says in a reopened run, by the run's state; else :data:`WILL_RUN_AGAIN`."""
+
+
+ARGUMENTS_AT_LEAST = 8
+"""How far a call's arguments are cut, at most, to fit its result on the title's line."""
+OUTPUT_AT_LEAST = 12
+"""How far its output is cut, at most, after that (past it, the line is cut at the edge)."""
 
 
 class ToolCallView(MessageView):
@@ -77,17 +84,38 @@ class ToolCallView(MessageView):
     def _show_title(self, title: CollapsibleTitle | None = None) -> None:
         """Show the call's title as plain text: the arguments and the output are the model's and the
         tool's, and Collapsible reads a title as markup (``[/]`` in an output raised, ending the app)."""
-        (title or self.query_one(CollapsibleTitle)).label = Content(self._title())
+        title = title or self.query_one(CollapsibleTitle)
+        # The room beside the title's ▶ (once laid out; before, the whole title). The title is as
+        # wide as its text: the room is the collapsible's.
+        width = self.query_one(Collapsible).content_size.width
+        room = width - title.styles.gutter.width - cell_len(title.collapsed_symbol) - 1 if width else None
+        title.label = Content(self._title(room))
 
-    def _title(self) -> str:
-        head = f"⚙ {self.call.name}({one_line(self.call.arguments or '', 40)})"
+    def on_resize(self) -> None:
+        self._show_title()
+
+    def _title(self, room: int | None = None) -> str:
+        """The title, fitted to ``room`` cells: the arguments give way first (to a few characters),
+        then the output. Cut at the view's edge, a call's result went unseen (``→ 6*7 =``)."""
+        arguments, output = 40, 60
+        text = self._title_with(arguments, output)
+        if room is not None and (over := cell_len(text) - room) > 0:
+            arguments = max(ARGUMENTS_AT_LEAST, min(arguments, cell_len(self.call.arguments or "")) - over)
+            text = self._title_with(arguments, output)
+            if self.result is not None and (over := cell_len(text) - room) > 0:
+                output = max(OUTPUT_AT_LEAST, min(output, cell_len(one_line(self.result.output, output))) - over)
+                text = self._title_with(arguments, output)
+        return text
+
+    def _title_with(self, arguments: int, output: int) -> str:
+        head = f"⚙ {self.call.name}({one_line(self.call.arguments or '', arguments)})"
         if note := finish_note(self.call.finish_reason):
             head += f" [{note}]"
         if self.result is None:
             return f"{head} … {self.dangling_state}"
         mark = "✗" if self.result.is_error else "→"
         trimmed = f" [trimmed {size(self.result.trimmed_chars)}]" if self.result.trimmed_chars else ""
-        return f"{head} {mark} {one_line(self.result.output, 60)}{trimmed}"
+        return f"{head} {mark} {one_line(self.result.output, output)}{trimmed}"
 
     def _set_classes(self) -> None:
         self.set_class(self.result is None, "-pending")

@@ -1,0 +1,75 @@
+"""What a line must show stays in sight: the composer's cursor past its height, a tool call's result at 80 columns."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tui.conftest import make_app, settle
+
+SIZES = [(80, 24), (160, 45)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_new_line_past_the_composers_height_shows_the_cursor(tmp_path, size):
+    # At its full height the composer scrolled to the line before the new one: the cursor was out
+    # of sight until the next character was typed.
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        composer = app.screen.chat.composer
+        composer.focus()
+        for line in range(14):
+            await pilot.press(*f"line {line}", "ctrl+j")
+            await settle(pilot)
+            assert composer.content_region.contains(*composer.cursor_screen_offset), line
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_tool_calls_title_keeps_its_result_in_sight(tmp_path, size):
+    # At 80 columns the title was cut at the view's edge: "→ (12 + 30) * 7 + 1 =", its result unseen.
+    from rich.cells import cell_len
+    from textual.widgets.collapsible import CollapsibleTitle
+
+    from lovia.tui.widgets.tool_call_view import ToolCallView
+    from tests.tui.conftest import type_and_send
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "calculate (12 + 30) * 7 + 1")
+        view = app.screen.query_one(ToolCallView)
+        title = view.query_one(CollapsibleTitle)
+        text = str(title.label)
+        assert text.endswith("= 295"), text
+        assert title.region.right <= view.region.right and cell_len(text) + 2 <= title.content_size.width
+        await pilot.resize_terminal(56, 24)  # narrower: fitted again
+        await settle(pilot)
+        assert str(title.label).endswith("= 295") and title.region.right <= view.region.right
+
+
+async def test_a_maximized_sessions_pane_shows_the_seconds_again(tmp_path, monkeypatch):
+    # The options' times were fitted to the pane's usual 36 columns whatever its width: maximized
+    # (f10), it still dropped the seconds.
+    import re
+    import time
+
+    from lovia.tui import format
+    from tests.tui.test_new_user_pass import stored_sessions
+
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "alpha", "beta")
+    later = time.time() + 90  # "1 min ago": with the seconds, the time no longer fits 30 columns
+    monkeypatch.setattr(format, "clock", lambda: later)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")
+        await settle(pilot)
+        options = app.screen.query_one("#session-list")
+        with_seconds = re.compile(r"\d\d:\d\d:\d\d · 1 min ago")
+        assert not with_seconds.search(str(options.get_option_at_index(0).prompt))
+        await pilot.press("f10")
+        await settle(pilot)
+        assert with_seconds.search(str(options.get_option_at_index(0).prompt))
+        await pilot.press("f10")  # restored: fitted to the pane again
+        await settle(pilot)
+        assert not with_seconds.search(str(options.get_option_at_index(0).prompt))
