@@ -438,9 +438,9 @@ class LoviaApp(App[None]):
         keys = self.lovia_keymap.key_text
         yield SystemCommand("Filter sessions", f"Type to narrow the sessions list ({keys('sessions.filter')} in it)",
                             main.filter_sessions)
-        yield SystemCommand("Next sessions time view", f"Now: {pane.time_view.name}. By last activity, active today, "
+        yield SystemCommand("Next sessions time view", f"Now: {pane.time_view.title}. By last activity, active today, "
                             f"active this week, longest first ({keys('sessions.time_view')} in the sessions pane)",
-                            pane.next_time_view)
+                            main.next_sessions_time_view)
         if session_id in listed and not main.chat.running:
             if pane.query_one(SessionList).check_action("rename", ()):
                 yield SystemCommand("Rename session", f"Give the open session a new title ({keys('sessions.rename')})",

@@ -665,6 +665,24 @@ async def test_the_command_palette_offers_the_timelines_and_the_next_time_view(t
         assert app.screen.run.run_id == "run-crashed"
 
 
+async def test_the_next_time_view_from_the_palette_shows_the_folded_sessions_pane(tmp_path):
+    # At 80 columns the pane is folded: the view changed out of sight, and nothing said so.
+    db = tmp_path / "lovia.db"
+    await timed_db(db, crashed=True)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        pane = app.screen.query_one(SessionsPane)
+        assert not pane.display
+        commands = {command.title: command for command in app.get_system_commands(app.screen)}
+        assert "Now: Sessions." in commands["Next sessions time view"].help
+        commands["Next sessions time view"].callback()
+        await settle(pilot)
+        assert pane.display and pane.time_view.name == "today"
+        assert app.focused is app.screen.query_one("#session-list")
+        assert "Sessions · today" in str(pane.query_one("#sessions-title").render())
+
+
 def test_a_failed_runs_header_says_why_cut_to_what_the_line_has_left():
     run = TranscriptRun("r", (), "failed", T0, None, error="ModelError: HTTP 502 Bad Gateway from api.example.com\n"
                         "Traceback ...", active_seconds=5.8, steps=TIMED_STEPS)

@@ -679,6 +679,13 @@ class MainScreen(Screen):
         self.show_pane("sessions")
         self.set_focus(self.query_one("#session-filter"))
 
+    def next_sessions_time_view(self) -> None:
+        """Show the sessions pane (over the conversation if it is folded) in its next time view. From
+        the command palette with the pane folded, the view changed out of sight."""
+        self.show_pane("sessions")
+        self.set_focus(self.query_one("#session-list"))
+        self.query_one(SessionsPane).next_time_view()
+
     def action_export(self) -> None:
         self._export_session()
 
