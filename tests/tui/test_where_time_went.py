@@ -222,20 +222,27 @@ def test_a_long_model_name_never_hides_that_a_turn_was_cut_off():
         assert max(cell_len(row) for row in rows) <= width
 
 
-@pytest.mark.parametrize("span", [4.0, 2.8, 17.2])
+@pytest.mark.parametrize("span", [4.0, 2.8, 17.2, 0.21])
 def test_the_axis_ticks_are_quarters_of_the_run(span):
-    # A tick read the time at its column's start: "+1.0s +2.0s +2.9s" for a 4.0 s run.
-    run = TranscriptRun("r", (), "completed", T0, span, steps=(ModelStep("a", "m", T0, T0 + 0.1, T0 + span, turn=1),))
+    # A tick read the time at its column's start: "+1.0s +2.0s +2.9s" for a 4.0 s run. Under a
+    # second, to a tenth of one, a quarter of 0.21 s read "+0.1s": in milliseconds now.
+    from lovia._wording import step_duration
+
+    run = TranscriptRun("r", (), "completed", T0, span, steps=(ModelStep("a", "m", T0, T0 + 0.01, T0 + span, turn=1),))
+    duration = step_duration if span < 1 else format.duration
     for width in range(70, 200, 3):
         line = plain(draw_rows(run, width, T0 + 100)).splitlines()[0]
-        ticks = line.split()
-        quarters = [format.duration(span * q / 4) for q in (1, 2, 3)]
-        assert ticks[-4:] == [*(f"+{q}" for q in quarters), format.duration(span)]
         columns = Columns.for_width(width)
         axis = axis_of(run, T0 + 100, max(8, width - columns.labels))
-        for q, label in zip((1, 2, 3), ticks[-4:-1], strict=True):  # each stands where its time falls
+        quarters = {f"+{duration(axis.span * q / 4)}": q for q in (1, 2, 3)}
+        ticks = line.split()[line.split().index("0s") + 1:]
+        if span >= 1:
+            assert ticks == [*quarters, duration(span)]
+        else:  # wider labels: the last quarter gives way to the end's where they would touch
+            assert ticks in ([*quarters, duration(span)], [*list(quarters)[:2], duration(span)])
+        for label in ticks[:-1]:  # each stands where its time falls
             at = line.index(label) - columns.labels
-            assert abs(axis.position(T0 + span * q / 4) - at) <= 0.5
+            assert abs(axis.position(T0 + axis.span * quarters[label] / 4) - at) <= 0.5
 
 
 def test_figures_wrap_between_figures():
@@ -695,8 +702,10 @@ def test_a_failed_runs_header_says_why_cut_to_what_the_line_has_left():
 
 
 def test_the_axis_of_a_short_run_has_one_start_and_no_tick_that_rounds_to_nothing():
-    """A 0.1 s run: ``0s`` at the start and ``0.1s`` at the end; a quarter tick read ``+0.0s``."""
+    """A 0.1 s run: ``0s`` at the start and ``100ms`` at the end; a quarter tick read ``+0.0s``."""
     from lovia.tui.screens.timeline import Axis, Columns, _axis_line
 
     line = _axis_line(Axis(100.0, 100.1, 48), Columns.for_width(80)).plain
-    assert "+0.0s" not in line and " 0s " in line and line.rstrip().endswith("0.1s")
+    assert "+0.0s" not in line and "+0ms" not in line and " 0s " in line and line.rstrip().endswith("100ms")
+    line = _axis_line(Axis(100.0, 100.004, 48), Columns.for_width(80)).plain  # 4 ms: quarters of 1 ms
+    assert "+0ms" not in line and line.rstrip().endswith("4ms")

@@ -234,11 +234,14 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
         if at + len(label) <= axis.width and all(c == " " for c in ticks[max(0, at - 1):at + len(label) + 1]):
             ticks[at:at + len(label)] = label
 
-    total = format.duration(axis.span)
+    # Under a second, in milliseconds: to a tenth of a second, a quarter of 0.21 s read "+0.1s",
+    # twice its time, at a column that stood for 0.05 s.
+    duration = step_duration if axis.span < 1 else format.duration
+    total = duration(axis.span)
     place(axis.width - len(total), total)  # the run's length, at the end
     for fold_start, _ in axis.folds:  # a pause folded: its columns say so
         place(min(axis.column(fold_start), axis.width - FOLD_COLUMNS) + 1, FOLD)
-    shown = {total, "0.0s"}  # a tick that rounds to nothing would read as a second start
+    shown = {total, duration(0.0)}  # a tick that rounds to nothing would read as a second start
     for quarter in range(4):
         if axis.folds:  # the columns are not evenly timed: each tick says the time where it stands
             at = axis.width * quarter // 4
@@ -246,7 +249,7 @@ def _axis_line(axis: Axis, columns: Columns) -> Content:
         else:  # a quarter of the run, where it falls (a column's start read "+2.9s" for 3.0 s of 4.0)
             offset = axis.span * quarter / 4
             at = min(axis.width, round(axis.position(axis.start + offset)))  # the nearest column, not the one before
-        label = "0s" if quarter == 0 else f"+{format.duration(offset)}"
+        label = "0s" if quarter == 0 else f"+{duration(offset)}"
         if label.lstrip("+") not in shown:
             shown.add(label.lstrip("+"))
             place(at, label)
