@@ -73,3 +73,20 @@ async def test_a_maximized_sessions_pane_shows_the_seconds_again(tmp_path, monke
         await pilot.press("f10")  # restored: fitted to the pane again
         await settle(pilot)
         assert not with_seconds.search(str(options.get_option_at_index(0).prompt))
+
+
+async def test_a_message_is_sent_without_the_empty_lines_after_it(tmp_path):
+    # "hello" then ctrl+j twice was stored and shown with its two empty lines under it.
+    from lovia import SQLiteSession
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.chat.composer.focus()
+        await pilot.pause()
+        await pilot.press(*"hello  ", "ctrl+j", "ctrl+j", "enter")
+        await settle(pilot)
+        session_id = app.screen.chat.session_id
+    async with SQLiteSession(db) as session:
+        assert (await session.load(session_id))[0].text == "hello"

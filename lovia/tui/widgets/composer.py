@@ -82,7 +82,8 @@ class Composer(TextArea):
         if not text.strip():
             self.notify("Type a message first: an empty message is not sent.", severity="warning")
             return
-        self.post_message(self.Submitted(text))
+        # Lines left empty at the end (a last ctrl+j) would show under the message, and be sent.
+        self.post_message(self.Submitted(text.rstrip()))
 
     def action_newline(self) -> None:
         self.insert("\n")
