@@ -205,17 +205,25 @@ class TranscriptRun:
     steps: tuple[Step, ...] = ()
     """Its model turns and tool calls with their times (:mod:`lovia.timing`): a segment's
     ``meta["steps"]`` or an in-flight run's head; empty for runs stored before lovia recorded them."""
+    saved_at: float | None = None
+    """An in-flight run's last save (its head's ``updated_at``): it executed at least until then."""
 
     @property
     def known_until(self) -> float | None:
         """The last moment the run is known to have been executing, for a run not executing now: its
-        end when stored, else its start plus the time it ran (a crashed run's lease kept that up to
-        date while a tool call ran). Its steps that never ended went on at least until then.
-        ``None`` for a run executing (it goes on) or one whose times are not known."""
+        end when stored, else its last save, or its start plus the time it ran if that is later (a
+        crashed run's lease kept that up to date while a tool call ran). Its steps that never ended
+        went on at least until then. ``None`` for a run executing (it goes on) or one whose times
+        are not known.
+
+        The last save counts for a run stopped and resumed: its start plus the time it ran falls
+        inside the pause, before the resumed part even began."""
         if self.state in LIVE_STATES or self.started_at is None:
             return None
-        spans = [seconds for seconds in (self.duration, self.active_seconds) if seconds]
-        return self.started_at + max(spans) if spans else None
+        ends = [self.started_at + seconds for seconds in (self.duration, self.active_seconds) if seconds]
+        if self.saved_at is not None and self.saved_at > self.started_at:
+            ends.append(self.saved_at)
+        return max(ends) if ends else None
 
     @classmethod
     def of_segment(cls, segment: Segment) -> TranscriptRun:
@@ -239,7 +247,7 @@ class TranscriptRun:
         entries = (*snapshot.entries, cut_off) if cut_off is not None else tuple(snapshot.entries)
         return cls(snapshot.run_id, entries, state, head.started_at, None, head.error,
                    str(head.owner) if state == "elsewhere" else None,
-                   active_seconds=head.active_seconds or None, steps=tuple(head.steps))
+                   active_seconds=head.active_seconds or None, steps=tuple(head.steps), saved_at=head.updated_at)
 
 
 @dataclass(frozen=True)

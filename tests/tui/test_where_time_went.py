@@ -258,7 +258,7 @@ def test_a_crashed_runs_open_tool_call_lasts_until_the_run_was_last_known_execut
     steps = (ModelStep("assistant", "gpt-test", T0 + 0.01, T0 + 0.05, T0 + 0.06, 10, 5, turn=1),
              ToolStep("call-1", "wait", T0 + 0.07, None))
     run = TranscriptRun("r", (), "crashed", T0, None, active_seconds=5.1, steps=steps)
-    assert run.known_until == pytest.approx(T0 + 5.1)
+    assert run.known_until == pytest.approx(T0 + 5.1, abs=0.01)
     summary = StepSummary.of(steps, run.known_until)
     assert summary.tool_seconds == pytest.approx(5.03) and summary.open_steps == 1
     assert StepSummary.of(steps).tool_seconds == 0, "without a last known moment, an open call adds nothing"
@@ -268,6 +268,23 @@ def test_a_crashed_runs_open_tool_call_lasts_until_the_run_was_last_known_execut
     assert call.startswith("  ⚙ wait") and "…" in call  # its duration unknown
     assert call.count("╌") > 20, "dashed across the axis, to its end"
     assert TranscriptRun("r", (), "running", T0, None, active_seconds=5.1, steps=steps).known_until is None
+
+
+def test_a_run_stopped_resumed_then_crashed_lasts_until_its_last_save():
+    # Stopped 1.5 s into a wait, resumed 10 s later, killed 3 s into the call run again: its start
+    # plus the 4.5 s it ran fell inside the pause, and the call run again got one dash at the
+    # axis' end and no time in "tools".
+    steps = (ModelStep("assistant", "demo", T0 + 0.01, T0 + 0.05, T0 + 0.1, turn=1),
+             ToolStep("call-1", "wait", T0 + 0.1, T0 + 1.5, cut_off=True),
+             ToolStep("call-1", "wait", T0 + 11.5, None))
+    head = RunHead(agent="assistant", status="running", started_at=T0, updated_at=T0 + 14.5, active_seconds=4.5,
+                   steps=list(steps), owner=replace(RunOwner.current(), pid=dead_pid()))
+    run = TranscriptRun.of_snapshot(RunSnapshot("r", head, []))
+    assert run.state == "crashed" and run.known_until == pytest.approx(T0 + 14.5, abs=0.01)
+    assert StepSummary.of(steps, run.known_until).tool_seconds == pytest.approx(1.4 + 3.0)
+    rows = plain(draw_rows(run, 80, T0 + 100)).splitlines()
+    again = rows[3]
+    assert again.startswith("  ⚙ wait") and again.count("╌") > 3, again
 
 
 def test_a_crashed_runs_turn_that_never_ended_is_dashed_and_a_live_ones_waits():
