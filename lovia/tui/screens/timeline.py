@@ -4,10 +4,10 @@ One row per model turn and per tool call (:mod:`lovia.timing`), in the order the
 each a bar placed on the run's time axis: a model turn is shaded while it waits for its first
 token and solid while it streams (where the shade turns solid is its time to first token), a
 tool call is a bar of its own colour; a tool call whose result is an error, and a model turn
-that the endpoint's error ended, are red. A step that never ended (its process died, or it is
-running now) reaches the end of the axis, dashed. Labels give each step's duration; from
-:data:`WIDE` columns also its start on the axis and its figures (time to first token, tokens
-per second, tokens in and out).
+that the endpoint's error ended, are red. A step that never ended (its process died) reaches
+the end of the axis, dashed; one running now reaches it in its own marks, growing as it runs.
+Labels give each step's duration; from :data:`WIDE` columns also its start on the axis and its
+figures (time to first token, tokens per second, tokens in and out).
 
 It draws a stored run (its segment's ``meta["steps"]``) and a run not in its session yet,
 in flight, stopped or crashed (its checkpoint head's steps). Given a way to read the run again,
@@ -289,7 +289,7 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
         first = streams_from
     else:
         fill, style = TOOL, STYLES["tool"]
-    if step.finished_at is None:  # never ended: dashed to the end of the axis
+    if step.finished_at is None and state not in LIVE_STATES:  # never ended: dashed to the end of the axis
         parts.append((OPEN * (last - first), STYLES["open"]))
     else:
         parts.append((fill * (last - first), style))
