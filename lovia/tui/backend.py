@@ -221,9 +221,17 @@ class TranscriptRun:
         if self.state in LIVE_STATES or self.started_at is None:
             return None
         ends = [self.started_at + seconds for seconds in (self.duration, self.active_seconds) if seconds]
-        if self.saved_at is not None and self.saved_at > self.started_at:
+        if self.saved_at is not None and self.saved_at > self.started_at and self._resumed_after_a_pause:
             ends.append(self.saved_at)
         return max(ends) if ends else None
+
+    @property
+    def _resumed_after_a_pause(self) -> bool:
+        """Whether a step began after the run's start plus the time it ran: it was resumed after a
+        pause, and went on past that. A save without such a step may not be the run's own (a claim
+        to resume it that failed, or to decide a call, sets it too)."""
+        ran_until = self.started_at + (self.active_seconds or 0.0) if self.started_at is not None else None
+        return ran_until is not None and any(step.started_at > ran_until for step in self.steps)
 
     @classmethod
     def of_segment(cls, segment: Segment) -> TranscriptRun:

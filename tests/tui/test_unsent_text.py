@@ -98,3 +98,15 @@ async def test_an_edit_left_by_opening_another_session_gives_back_the_text_it_se
         await open_and_type(pilot, alpha)
         assert composer_text(app) == "half a thought"
 
+
+
+async def test_a_reload_of_the_open_session_leaves_the_composer_as_it_is(tmp_path):
+    # A new session with nothing stored, reloaded (an outside change: its stopped run discarded
+    # from the runs pane), put the text under "new session" and emptied the composer.
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_and_type(pilot, None, "draft")
+        chat = app.screen.chat
+        await chat.open_session(chat.session_id)
+        await settle(pilot)
+        assert composer_text(app) == "draft"

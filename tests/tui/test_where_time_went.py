@@ -287,6 +287,21 @@ def test_a_run_stopped_resumed_then_crashed_lasts_until_its_last_save():
     assert again.startswith("  ⚙ wait") and again.count("╌") > 3, again
 
 
+def test_a_save_after_the_run_stopped_executing_does_not_lengthen_it():
+    # A claim to resume the run (which failed before it took a step) saved the head later: with no
+    # step after the pause, that save is not the run's own, and its open call did not run on.
+    steps = (ModelStep("assistant", "demo", T0 + 0.01, T0 + 0.05, T0 + 0.1, turn=1),
+             ToolStep("call-1", "wait", T0 + 0.1, None))
+    run = TranscriptRun("r", (), "failed", T0, None, active_seconds=4.5, steps=steps, saved_at=T0 + 3600)
+    assert run.known_until == pytest.approx(T0 + 4.5, abs=0.01)
+
+
+def test_a_live_runs_step_an_earlier_execution_cut_off_stays_dashed():
+    steps = (ToolStep("call-1", "wait", T0 + 0.1, None, cut_off=True), ToolStep("call-1", "wait", T0 + 11.5, None))
+    rows = plain(draw_rows(TranscriptRun("r", (), "running", T0, None, steps=steps), 80, T0 + 14)).splitlines()
+    assert "╌" in rows[1] and "╌" not in rows[2] and "▆" in rows[2]
+
+
 def test_a_crashed_runs_turn_that_never_ended_is_dashed_and_a_live_ones_waits():
     # Killed 5.1 s into waiting for the model: it was drawn shaded, as if still waiting.
     asked = ModelStep("assistant", "gpt-test", T0 + 0.01)

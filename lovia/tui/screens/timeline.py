@@ -289,7 +289,9 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
         first = streams_from
     else:
         fill, style = TOOL, STYLES["tool"]
-    if step.finished_at is None and state not in LIVE_STATES:  # never ended: dashed to the end of the axis
+    # Never ended: dashed to the end of the axis. In a live run the step under way is not, but one
+    # an earlier execution left cut off is.
+    if step.finished_at is None and (state not in LIVE_STATES or step.cut_off):
         parts.append((OPEN * (last - first), STYLES["open"]))
     else:
         parts.append((fill * (last - first), style))

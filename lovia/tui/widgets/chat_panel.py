@@ -161,6 +161,8 @@ class ChatPanel(Vertical):
                 if self.session_id == session_id:
                     self.session_id = self._shown_session  # the one the transcript shows, as it shows it
                 return False
+            if self.session_id != opening:
+                return True  # another open was asked for while this one read: that one shows
         self._end_edit()  # an edit goes on while the session it edits stays shown
         self._composer_to(opening, new=session_id is None)
         await self._show(data)
@@ -513,6 +515,7 @@ class ChatPanel(Vertical):
         if session_id != self.session_id and not await self.open_session(session_id):
             # Its stored part could not be read (said): the run is shown on its own, in its session.
             self._end_edit()
+            self._composer_to(session_id)
             self.session_id = self._shown_session = session_id
             await self.transcript.show(None)
             await self.refresh_title()
@@ -674,6 +677,8 @@ class ChatPanel(Vertical):
         memory, for this window; a new session's text is kept under ``None``, as its id is not
         opened again once it is left with nothing stored.
         """
+        if session_id == self._composer_for and not new:
+            return  # the same session again (a reload): the text stays where it is
         leaving = self._composer_for
         if leaving == self._shown_session and not self.has_history:
             leaving = None
@@ -849,7 +854,9 @@ class ChatPanel(Vertical):
         self._composer_to(new_session_id)  # what was typed here stays here; what comes now is the fork's
         self.screen.set_focus(self.composer)
         self._type_into_composer(typed)
-        await self.open_session(new_session_id)
+        if not await self.open_session(new_session_id):  # said why; the source stays, with its own text
+            self._composer_to(session_id)
+            return
         self.post_message(self.Changed(new_session_id))
         # A fork at one of your messages ends with it, unanswered: regenerate asks for its answer.
         answer = (f" It ends with your message: {keymap_of(self).key_text('chat.regenerate')} gets it an answer."

@@ -431,9 +431,8 @@ class SessionsPane(Vertical):
     def filter_hides(self, session_id: str) -> bool:
         """Whether ``session_id`` is listed but the filter typed does not let it through (as after a
         rename away from the filter)."""
-        query = self.query_text
         info = next((info for info in self.listed if info.session_id == session_id), None)
-        return bool(query.strip()) and info is not None and not matches(info, query)
+        return info is not None and not matches(info, self.query_text)
 
     @property
     def query_text(self) -> str:

@@ -100,7 +100,8 @@ class ToolCallView(MessageView):
         arguments, output = 40, 60
         text = self._title_with(arguments, output)
         if room is not None and (over := cell_len(text) - room) > 0:
-            arguments = max(ARGUMENTS_AT_LEAST, min(arguments, cell_len(self.call.arguments or "")) - over)
+            shown = cell_len(one_line(self.call.arguments or "", arguments))
+            arguments = max(ARGUMENTS_AT_LEAST, shown - over)
             text = self._title_with(arguments, output)
             if self.result is not None and (over := cell_len(text) - room) > 0:
                 output = max(OUTPUT_AT_LEAST, min(output, cell_len(one_line(self.result.output, output))) - over)
