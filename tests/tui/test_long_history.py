@@ -104,6 +104,12 @@ def position(view) -> int:
     return 2 * int(match[2]) + (match[1] == "Step")
 
 
+def rows_per_stored_entry(transcript) -> float:
+    """How many rows an entry of the long session takes, on average over the first 20 shown."""
+    views = transcript.views
+    return (views[20].virtual_region.y - views[0].virtual_region.y) / 20
+
+
 def positions(transcript) -> list[int]:
     return [position(view) for view in transcript.views]
 
@@ -547,8 +553,7 @@ async def test_page_keys_pressed_together_go_a_page_each_across_page_reads(long_
         transcript = await open_long(pilot)
         await pilot.press("home")
         await settle(pilot)
-        views = transcript.views
-        rows_per_entry = (views[20].virtual_region.y - views[0].virtual_region.y) / 20
+        rows_per_entry = rows_per_stored_entry(transcript)
         expected = presses * transcript.scrollable_content_region.height / rows_per_entry
         burst(app, *["pagedown"] * presses)
         for _ in range(presses):
@@ -572,8 +577,7 @@ async def test_the_mouse_wheel_after_page_keys_forgets_the_rows_they_still_owed(
         transcript = await open_long(pilot)
         await pilot.press("home")
         await settle(pilot)
-        views = transcript.views
-        rows_per_entry = (views[20].virtual_region.y - views[0].virtual_region.y) / 20
+        rows_per_entry = rows_per_stored_entry(transcript)
         asked = 40 * transcript.scrollable_content_region.height / rows_per_entry
         burst(app, *["pagedown"] * 40)
         await wait_for(pilot, lambda: transcript.scroll_y > 0)  # the keys went as far as the pages mounted
