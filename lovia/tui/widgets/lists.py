@@ -14,6 +14,10 @@ nobody writes to still reads true to the second (every 30 s, "42 s ago" could me
 folded away (80 columns) is left alone until shown: in Textual, a list laid out while hidden in the
 same frame as a toast going left that toast painted on the terminal."""
 
+OPTION_MARGIN = 2
+"""Cells an option's text leaves free in the sessions and runs lists, one each side, so its text
+keeps off the list's edges (Textual's options themselves have no padding)."""
+
 
 def replace_changed_prompts(options: OptionList, prompts: Iterable[Text]) -> None:
     """Give the first options ``prompts``, in order, leaving alone each already showing its own
@@ -48,3 +52,9 @@ class StoppingOptionList(OptionList):
 
     def action_cursor_down(self) -> None:
         self._step(1)
+
+    @property
+    def option_text_width(self) -> int:
+        """The cells an option's text is fitted to: the list's content width less a cell each side
+        (:data:`OPTION_MARGIN`), 0 before the list is laid out."""
+        return max(0, self.scrollable_content_region.width - OPTION_MARGIN)

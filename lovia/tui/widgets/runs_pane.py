@@ -113,10 +113,10 @@ class RunsPane(Vertical):
         lists.replace_changed_prompts(self.query_one(RunList), (self._label(run, now) for run in self.runs))
 
     def _label(self, run: RunSummary, now: float) -> Text:
-        options = self.query_one(RunList)
-        width = options.scrollable_content_region.width - 2 if options.scrollable_content_region.width > 8 else 0
+        width = self.query_one(RunList).option_text_width
+        width = width if width > 6 else LABEL_WIDTH  # not laid out yet
         stop = how_run_stopped(run.head, self._dangling.get(run.run_id, ()), now)
-        return run_label(run, stop, self._titles.get(run.head.session_id or "", ""), now, width or LABEL_WIDTH)
+        return run_label(run, stop, self._titles.get(run.head.session_id or "", ""), now, width)
 
     def compose(self) -> ComposeResult:
         yield Static("Interrupted & crashed runs", classes="pane-title")

@@ -165,9 +165,6 @@ class SessionFilter(Input):
         self.action_to_list()
 
 
-OPTION_PADDING = 2
-"""Cells of an option's padding in the sessions list (OptionList's: one each side)."""
-
 EMPTY_HINT_WIDTH = 30
 """Columns the empty list's hint is wrapped to, and its options' times fit: the list's own in the
 pane's 36 (its borders, padding and scrollbar; SessionsPane's CSS width: change both together)."""
@@ -405,7 +402,7 @@ class SessionsPane(Vertical):
     def _label_width(self) -> int:
         """The cells an option's text has: the list's width less an option's padding (the pane's
         own before it is laid out). Maximized (f10), the times show their seconds again."""
-        return max(EMPTY_HINT_WIDTH, self.query_one(SessionList).scrollable_content_region.width - OPTION_PADDING)
+        return max(EMPTY_HINT_WIDTH, self.query_one(SessionList).option_text_width)
 
     def on_resize(self) -> None:
         if self._labelled_width != self._label_width and self.is_on_screen:

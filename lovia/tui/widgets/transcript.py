@@ -956,9 +956,12 @@ class Transcript(SteadyScroll, can_focus=True):
 
     def _in_sight(self, top: float) -> list[int]:
         """Which of :attr:`views` (by index) show, wholly or in part, with the view scrolled to ``top``."""
-        bottom = top + self.scrollable_content_region.height
-        return [i for i, view in enumerate(self.views)
-                if view.virtual_region.y < bottom and view.virtual_region.bottom > top]
+        return [i for i, view in enumerate(self.views) if self._shows(view, top)]
+
+    def _shows(self, view: Widget, top: float) -> bool:
+        """Whether ``view`` shows, wholly or in part, with the view scrolled to ``top``."""
+        region = view.virtual_region
+        return region.y < top + self.scrollable_content_region.height and region.bottom > top
 
     def _select_where_it_is(self, index: int) -> None:
         """The cursor to the message ``index`` of :attr:`views`, the view not moved to it."""
@@ -996,9 +999,7 @@ class Transcript(SteadyScroll, can_focus=True):
         first of them went, the cursor far out of sight."""
         if view is not self.selected_view or view is not self._placed_for or not view.virtual_region.height:
             return  # moved on, or the view was moved from it since (a page key, the wheel)
-        top = self.scroll_y
-        region = view.virtual_region
-        if region.bottom <= top or region.y >= top + self.scrollable_content_region.height:
+        if not self._shows(view, self.scroll_y):
             self.scroll_to_widget(view, animate=False)
 
     def _run_of(self, view: Widget) -> TranscriptRun | None:
