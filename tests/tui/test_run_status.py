@@ -189,3 +189,68 @@ async def test_a_long_model_name_is_cut_and_the_time_kept(tmp_path):
         assert len(line) <= app.screen.query_one(RunStatus).content_region.width
         model.go.set()
         await wait_for(pilot, lambda: not app.screen.chat.running)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_an_answer_that_ends_below_a_reader_scrolled_up_says_so_until_the_end_is_shown(tmp_path, size):
+    """The view stays where the reader took it while an answer streams; when the answer ended below
+    it, nothing said so: the line above the composer was gone with the run, and the new answer unseen."""
+    long_answer = "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(40))
+    model = HeldModel([long_answer, "The second answer, written below the view."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await send(pilot, "one")
+        await wait_for(pilot, model.asked.is_set)
+        model.asked.clear()
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app) == ""
+
+        await send(pilot, "two")
+        await wait_for(pilot, model.asked.is_set)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.pause()
+        await pilot.press("home")  # the reader goes up to the first message while the model thinks
+        await wait_for(pilot, lambda: transcript.selected == 0 and transcript.scroll_y < 5)  # (settle waits for the run)
+        top = transcript.scroll_y
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert transcript.scroll_y == top  # the view stays where the reader is
+        line = status_line(app)
+        assert line.startswith("↓ New below") and "end" in line
+        assert "New below" in app.export_screenshot().replace("&#160;", " ")
+
+        await pilot.press("end")  # the answer shown: the line goes
+        await wait_for(pilot, lambda: status_line(app) == "")
+
+
+async def test_the_new_below_line_says_so_while_the_answer_streams_and_goes_with_another_session(tmp_path):
+    long_answer = "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(40))
+    model = HeldModel([long_answer, "The second answer."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "one")
+        await wait_for(pilot, model.asked.is_set)
+        model.asked.clear()
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await settle(pilot)
+        await pilot.press("home")
+        await wait_for(pilot, lambda: transcript.selected == 0 and transcript.scroll_y < 5)
+        # Another session's run, started from the composer, follows its own answer: nothing below.
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await send(pilot, "two")
+        await wait_for(pilot, model.asked.is_set)
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app) == ""

@@ -870,6 +870,11 @@ class ChatPanel(Vertical):
         how = copy_text(self.app, event.text)
         self.notify(f"Copied the {event.what} ({format.size(len(event.text))}) {how}.")
 
+    @on(Transcript.NewBelow)
+    def _new_below(self, event: Transcript.NewBelow) -> None:
+        event.stop()
+        self.query_one(RunStatus).new_below = event.new_below
+
 
 def _title_line(title: str | None) -> str:
     """The chat's title line for a session's title (``None`` or empty: a new session's)."""

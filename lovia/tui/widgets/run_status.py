@@ -1,9 +1,12 @@
-"""RunStatus: one line above the composer while a run goes, saying what it waits on and for how long.
+"""RunStatus: one line above the composer while a run goes, saying what it waits on and for how long,
+and, while what a run added lies below a reader scrolled up, that it does.
 
 A local model can take a minute before its first token (the prompt is read first), and a server
 that never answers keeps the client waiting for its timeout: the run header's "running…" is far
 up the transcript and says neither. This line does ("Waiting for openai:local · 42 s"), so a
-user can tell a slow model from a dead one, and stop it (escape) knowing which.
+user can tell a slow model from a dead one, and stop it (escape) knowing which. An answer that
+streams, or ends, below where the reader has scrolled is kept out of view on purpose (the reader is
+not pulled away), so the line says it is there and which key shows it.
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from lovia.tui import format
+from lovia.tui.keymap import keymap_of
 
 TICK_SECONDS = 1.0
 """How often the time on the line moves on."""
 
 
 class RunStatus(Widget):
-    """Hidden while no run goes. The chat panel tells it each step as the run's events come:
-    :meth:`waiting_for_model`, :meth:`answering`, :meth:`running_tools`, :meth:`clear`."""
+    """Hidden while no run goes and nothing new is below the view. The chat panel tells it each step
+    as the run's events come (:meth:`waiting_for_model`, :meth:`answering`, :meth:`running_tools`,
+    :meth:`clear`), and sets :attr:`new_below` as the transcript tells it."""
 
     DEFAULT_CSS = """
     RunStatus {
@@ -33,6 +38,9 @@ class RunStatus(Widget):
 
     step: reactive[str] = reactive("", init=False)
     """What the run does now, as the line says it ("Waiting for openai:local"); empty: no run goes."""
+
+    new_below: reactive[bool] = reactive(False, init=False)
+    """Whether what a run added lies below the conversation's view (see ``Transcript.new_below``)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -81,20 +89,27 @@ class RunStatus(Widget):
         self.refresh()  # the same step restarted: the time shown starts again
 
     def watch_step(self, step: str) -> None:
-        self.set_class(bool(step), "-shown")
+        self.set_class(bool(step or self.new_below), "-shown")
         if step and self._ticker is None:
             self._ticker = self.set_interval(TICK_SECONDS, self.refresh, name="run status")
         elif not step and self._ticker is not None:
             self._ticker.stop()
             self._ticker = None
 
+    def watch_new_below(self, new_below: bool) -> None:
+        self.set_class(bool(self.step or new_below), "-shown")
+
     def render(self) -> str:
         if not self.step:
-            return ""
+            if not self.new_below:
+                return ""
+            key = keymap_of(self).first_key_text("transcript.last")
+            return f"↓ New below: {key} in the conversation shows it"  # cut by the CSS at the line's end
+        below = " · ↓ below" if self.new_below else ""
         waited = int(time.monotonic() - self._since)
         # Whole seconds, from the first: a quick step is not a flicker of "0s".
         shown = f"{waited}s" if waited < 60 else format.duration(waited)
-        tail = f" · {shown}" if waited >= 1 else "…"
+        tail = (f" · {shown}" if waited >= 1 else "…") + below
         # The time is what the line is for: a long model name is cut, never the time
         room = self.content_region.width - len(tail)
         return (self.step if room <= 0 else format.one_line(self.step, room)) + tail

@@ -148,6 +148,17 @@ class Transcript(SteadyScroll, can_focus=True):
 
     selected: reactive[int] = reactive(-1, init=False)
 
+    new_below: reactive[bool] = reactive(False, init=False)
+    """Whether what a run of this window added lies below the view, the reader having moved away from
+    the end (the view is kept where the reader took it): told as :class:`NewBelow`, until the end shows."""
+
+    class NewBelow(Message):
+        """:attr:`Transcript.new_below` changed to ``new_below``."""
+
+        def __init__(self, new_below: bool) -> None:
+            super().__init__()
+            self.new_below = new_below
+
     class EditRequested(Message):
         """The user wants to edit ``message`` and resend it; ``position`` is where it is stored, if known."""
 
@@ -283,6 +294,7 @@ class Transcript(SteadyScroll, can_focus=True):
         self._dropping = []
         self._showing_rest = False
         self._tail_shown = True
+        self.new_below = False
         self._live_message = self._live_header = None
         self._selected_run = None
         self._set_selected(None)
@@ -700,6 +712,23 @@ class Transcript(SteadyScroll, can_focus=True):
             self.call_later(self._anchor_at_end)
         if round(old) != round(new):
             self.call_after_refresh(self._check_edges)  # after the view is drawn where it moved
+        if self.new_below and self._end_in_sight():
+            self.new_below = False
+
+    def _end_in_sight(self) -> bool:
+        return self.at_end and self.scroll_y >= self.max_scroll_y
+
+    def _live_part_grew(self) -> None:
+        """A live run added to the transcript: below a reader who moved away from the end, that is news."""
+        if not self.new_below and not self.follows_end:
+            self.call_after_refresh(self._check_new_below)  # once laid out: is the end still in sight?
+
+    def _check_new_below(self) -> None:
+        if not self.follows_end and not self._end_in_sight():
+            self.new_below = True
+
+    def watch_new_below(self, new_below: bool) -> None:
+        self.post_message(self.NewBelow(new_below))
 
     @property
     def follows_end(self) -> bool:
@@ -823,6 +852,7 @@ class Transcript(SteadyScroll, can_focus=True):
             self._live_message = AssistantMessageView("", agent)
             await self._append(self._live_message)
         await self._live_message.write(text)
+        self._live_part_grew()
 
     async def end_message(self, message: AssistantMessage | None = None) -> None:
         """The streamed message is over; ``message`` is it as stored, to show how its turn ended."""
@@ -833,6 +863,7 @@ class Transcript(SteadyScroll, can_focus=True):
         if self._live_message is not None:
             await self._live_message.finish(message)
             self._live_message = None
+            self._live_part_grew()  # laid out whole at its end: it may take more rows
 
     async def add_tool_call(self, call: ToolCall, *, rerun: bool = False) -> None:
         """``call`` starts executing (``rerun``: again, on a resume)."""
@@ -851,6 +882,7 @@ class Transcript(SteadyScroll, can_focus=True):
         view = self._tool_views.get(result.call_id)
         if view is not None:
             view.set_result(result)
+            self._live_part_grew()
 
     async def add_notice(self, text: str, kind: str = "info", *, hint: str = "") -> None:
         await self.end_message()
@@ -877,6 +909,7 @@ class Transcript(SteadyScroll, can_focus=True):
     async def _append(self, widget: Widget) -> None:
         widget.display = self._tail_shown  # the live part is hidden while an earlier page is shown
         await self.mount(widget)  # the anchor, unless released by the reader, keeps it in view
+        self._live_part_grew()
 
     # -- the cursor ------------------------------------------------------------------------
 
