@@ -139,13 +139,17 @@ def sentence(text: str) -> str:
     return text
 
 
-def plain_text(markdown: str) -> str:
-    """The words of ``markdown`` without its syntax: ``**bold** `x`, [link](u)`` reads ``bold x, link``."""
+def plain_text(markdown: str, text: Callable[[str], str] | None = None) -> str:
+    """The words of ``markdown`` without its syntax: ``**bold** `x`, [link](u)`` reads ``bold x, link``.
+
+    ``text``, given, is applied to what is text there, not code (a code span's, a code block's)."""
     words: list[str] = []
     for token in _MARKDOWN.parse(markdown):
         if token.type == "inline":
             for child in token.children or ():
-                if child.type in ("text", "code_inline"):
+                if child.type == "text":
+                    words.append(text(child.content) if text else child.content)
+                elif child.type == "code_inline":
                     words.append(child.content)
                 elif child.type in ("softbreak", "hardbreak"):
                     words.append(" ")

@@ -307,6 +307,13 @@ def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_mat
     assert label.plain.splitlines()[1] == "  I'm the offline demo… fixed rules. Try: what time"
     output = hit_label(SearchHit("s-1", "Sums", 4, "tool_result", "2**8 = 256", ((0, 1),)), 100, now=0.0)
     assert output.plain.splitlines()[1] == "  2**8 = 256"
+    # Code shows as written: a power's ** in a code span or a code block is no emphasis mark.
+    code = "`2**10 = 1024` and ```python print(3**2)  ``` then **bold"
+    at = code.index("1024")
+    label = hit_label(SearchHit("s-1", "Sums", 3, "assistant", code, ((at, at + 4),)), 100, now=0.0)
+    assert label.plain.splitlines()[1] == "  2**10 = 1024 and print(3**2) then bold"
+    lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+    assert lit == ["1024"]
 
 
 @pytest.mark.parametrize("width", [78, 158])

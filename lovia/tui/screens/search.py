@@ -13,6 +13,7 @@ order, then the next (or previous) session of the results.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -109,11 +110,19 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
         marked += (hit.snippet[done:start], MARK_OPEN, hit.snippet[start:end], MARK_CLOSE)
         done = end
     marked.append(hit.snippet[done:])
-    # The snippet is one line: a code block's fences are inline there, where Markdown keeps them.
-    plain = format.plain_text(_FENCE.sub(" ", "".join(marked)))
-    # It is cut from the stored text: emphasis or a code span whose other half is outside the cut
-    # is not Markdown there either.
-    return unmark(_SPACES.sub(" ", _UNPAIRED.sub("", plain)))
+    # The snippet is one line: a code block's fences are inline there, where Markdown keeps them,
+    # so the pieces between fences are taken in turn as text and as a code block's code (shown as
+    # written, as a code span's is: ``2**10`` is a power there, not emphasis). The text is cut from
+    # the stored text: emphasis or a code span whose other half is outside the cut is not Markdown
+    # there either, and its marks go.
+    pieces = _FENCE.split("".join(marked))
+    plain = " ".join(piece if in_code else format.plain_text(piece, text=_without_unpaired_marks)
+                     for in_code, piece in zip(itertools.cycle((False, True)), pieces))
+    return unmark(_SPACES.sub(" ", plain.strip()))
+
+
+def _without_unpaired_marks(text: str) -> str:
+    return _UNPAIRED.sub("", text)
 
 
 _FENCE = re.compile(r"(?:`{3,}|~{3,})[\w+#.-]*")
