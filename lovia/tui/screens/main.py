@@ -1013,7 +1013,7 @@ class MainScreen(Screen):
     async def _complete_call_flow(self, run_id: str, call: ToolCall, as_error: bool) -> None:
         """Ask for a dangling call's output (or error) and store it as its result; resuming then skips it."""
         what = "the error to give" if as_error else "the output it gave"
-        prompt = PromptScreen(f"The call {call.name} ({call.call_id}) may have run before the run stopped.\n"
+        prompt = PromptScreen(f"The call {call.name} ({call.call_id}) may have run before the run was cut short.\n"
                               f"Type {what} and press enter: it is stored as the call's result, and resuming will "
                               "not run it "
                               f"again ({keymap_of(self).key_text('prompt.cancel')}: leave it to run again).")

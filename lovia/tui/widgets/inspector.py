@@ -20,7 +20,7 @@ from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult
 from lovia.timing import Step, ToolStep
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
-from lovia.tui.backend import STATE_LABELS, TranscriptRun, run_state
+from lovia.tui.backend import RESUMABLE_STATES, STATE_LABELS, TranscriptRun, run_state
 from lovia.tui.widgets.lists import StoppingOptionList
 from lovia.tui.widgets.run_header import header_parts, partial_label
 from lovia.tui.widgets.runs_pane import RunsPane, copy_run_id
@@ -36,8 +36,8 @@ class DanglingCallList(StoppingOptionList):
     """The shown run's tool calls without a result, each marked "may have run", one row a call.
 
     On a row, ``o`` gives the call's output and ``e`` an error in its place (the inspector
-    posts :class:`CheckpointInspector.CompleteCall`), so resuming does not run it again;
-    ``r`` resumes the run as the spec says, running every call still without a result again.
+    posts :class:`CheckpointInspector.CompleteCall`), so resuming does not run it again; the
+    inspector's ``r`` resumes the run as the spec says, running every call still without a result again.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -45,8 +45,6 @@ class DanglingCallList(StoppingOptionList):
                 tooltip="Store the output this call gave, so resuming does not run it again"),
         Binding("e", "complete(True)", "Give error", id="inspector.give_error",
                 tooltip="Store an error as this call's result, so resuming does not run it again"),
-        Binding("r", "resume", "Resume", id="inspector.resume",
-                tooltip="Resume the run: every call still without a result runs again"),
     ]
 
     def action_complete(self, as_error: bool) -> None:
@@ -57,11 +55,6 @@ class DanglingCallList(StoppingOptionList):
         call = next((c for c in inspector.dangling if c.call_id == call_id), None)
         if call is not None:
             self.post_message(CheckpointInspector.CompleteCall(inspector.run_id, call, as_error))
-
-    def action_resume(self) -> None:
-        inspector = self.inspector
-        if inspector is not None and inspector.run_id is not None:
-            self.post_message(RunsPane.Action("resume", inspector.run_id))
 
     @property
     def inspector(self) -> CheckpointInspector | None:
@@ -99,7 +92,13 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
             self.call = call
             self.as_error = as_error
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "copy_run_id", "Copy run id", id="inspector.copy_run_id")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "copy_run_id", "Copy run id", id="inspector.copy_run_id"),
+        # Here, not on the dangling calls' list alone: once the last call has its result the list
+        # goes, and the run is still to be resumed.
+        Binding("r", "resume", "Resume", id="inspector.resume",
+                tooltip="Resume the run shown: every call still without a result runs again"),
+    ]
 
     DEFAULT_CSS = """
     /* The focus bar's column is kept, blank without focus: the text does not shift as focus moves. */
@@ -116,6 +115,8 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
     """The run shown, if any."""
     dangling: tuple[ToolCall, ...] = ()
     """The shown run's calls a user may decide before resuming it (listed under its entries)."""
+    resumable = False
+    """Whether the shown run is one a user may resume (stopped, crashed or failed; not held)."""
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint", classes="pane-title")
@@ -130,9 +131,12 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
             self.call_after_refresh(self.scroll_end, animate=False)  # they come last: below the fold
 
     def _show(self, run_id: str | None, renderable: RenderableType, dangling: Sequence[ToolCall] = (),
-              servers: Mapping[str, str] | None = None) -> None:
+              servers: Mapping[str, str] | None = None, *, resumable: bool = False) -> None:
         another = run_id != self.run_id
         self.run_id = run_id
+        if resumable != self.resumable:
+            self.resumable = resumable
+            self.refresh_bindings()
         self.shown = renderable
         self.query_one("#inspector-body", Static).update(renderable)
         self._list_dangling(tuple(dangling), servers or {})
@@ -197,11 +201,12 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
         elif dangling and head.status != "completed":
             decidable = dangling
             note = Text.assemble((f"\n{format.count(len(dangling), 'dangling call')} — will run again on resume "
-                                  "unless you give its result (each may have run before the stop): ", "bold"), calls)
+                                  "unless you give its result (each may have run before the run was cut short): ",
+                                  "bold"), calls)
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
         self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids, servers), note),
-                   decidable, servers)
+                   decidable, servers, resumable=run_state(head) in RESUMABLE_STATES)
 
     def show_run(self, run: TranscriptRun) -> None:
         """A run with no checkpoint (a stored segment): what its session records of it."""
@@ -215,6 +220,15 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
         ]
         note = Text("\nIn the session; no checkpoint is kept for this run.", style="dim")
         self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set(), servers_of_calls(run.steps)), note))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "resume":
+            return self.resumable
+        return True
+
+    def action_resume(self) -> None:
+        if self.resumable and self.run_id is not None:
+            self.post_message(RunsPane.Action("resume", self.run_id))
 
     def action_copy_run_id(self) -> None:
         if self.run_id is None:
