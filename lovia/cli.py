@@ -37,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="lovia",
+        # The commands first, where a reader of the usage line looks for them (argparse's own
+        # usage names the options only: export, doctor and keys were told in the last lines alone).
+        usage="%(prog)s [options]\n"
+              "       %(prog)s export SESSION_ID [--format md|jsonl] [--db PATH|URL] [-o FILE]\n"
+              "       %(prog)s doctor [--db PATH|URL] [--quick] [--fix]\n"
+              "       %(prog)s keys",
         description="Chat with an agent from the terminal; sessions and in-flight runs survive crashes. "
                     "With no options it opens your sessions on the offline demo model.",
         epilog="Environment: LOVIA_MODEL, LOVIA_BASE_URL, LOVIA_API_KEY or OPENAI_API_KEY, OLLAMA_HOST, "

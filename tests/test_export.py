@@ -390,6 +390,9 @@ async def test_the_command_leaves_the_file_s_journal_mode_as_it_was(tmp_path):
 def test_the_command_is_in_the_help(tmp_path):
     done = lovia("--help", cwd=tmp_path)
     assert "lovia export SESSION_ID" in done.stdout
+    usage = done.stdout.split("\n\n")[0]  # the commands are in the usage lines, not only in the last ones
+    assert usage.startswith("usage: lovia [options]")
+    assert all(f"lovia {command}" in usage for command in ("export SESSION_ID", "doctor", "keys"))
 
 
 async def test_a_long_session_is_read_a_page_at_a_time(tmp_path):
