@@ -452,3 +452,28 @@ async def test_a_tool_output_hit_whose_call_is_on_another_page_opens_at_the_call
         # n goes on to the next match, the answer after the call (it stayed on the call)
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(transcript.selected_view, AssistantMessageView), give_up_after=3.0)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.4])
+async def test_n_pressed_as_a_hit_opens_brings_the_next_match_into_view(tmp_path, delay):
+    """``n`` within a second of opening a hit moved the cursor to the next match and left the view
+    on the hit: the page the jump kept hidden until drawn had no place yet to scroll to."""
+    path = tmp_path / "lovia.db"
+    async with SQLiteSession(path, wal=True) as session:
+        for r in range(8):
+            await session.append("s-atlas", [
+                UserMessage(text=f"question {r}" + (" about atlas" if r in (1, 6) else "")),
+                AssistantMessage(text="\n\n".join(f"line {i} of answer {r}" for i in range(4)), agent="a")])
+        await session.append("s-other", [UserMessage(text="hello"), AssistantMessage(text="hi", agent="a")])
+    app = make_app(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await search(pilot, "atlas")
+        await pilot.press("down", "down", "enter")  # the older hit, near the session's top
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await pilot.pause(delay)
+        await pilot.press("n")
+        await settle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        await wait_for(pilot, lambda: transcript.selected_position == 12, give_up_after=5.0)
+        await cursor_shown(pilot, transcript)

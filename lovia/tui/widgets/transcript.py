@@ -1025,13 +1025,17 @@ class Transcript(SteadyScroll, can_focus=True):
             self._selected_run = None
         self.refresh_bindings()  # the keys that apply to it (see hidden_in_footer)
 
-    def _selected_in_sight(self, view: MessageView) -> None:
+    def _selected_in_sight(self, view: MessageView, waits: int = 3) -> None:
         """Brought into view where it was placed as it was selected, ``view`` is still in sight once laid
         out, or brought in again. Keys that came together (a hundred ``up`` at once) each moved the
         cursor while pages were mounted above it and had no place yet: the view was left where the
         first of them went, the cursor far out of sight."""
-        if view is not self.selected_view or view is not self._placed_for or not view.virtual_region.height:
+        if view is not self.selected_view or view is not self._placed_for:
             return  # moved on, or the view was moved from it since (a page key, the wheel)
+        if not view.virtual_region.height:  # shown this frame: no place yet (see _scroll_to_selected)
+            if waits:
+                self.call_after_refresh(self._selected_in_sight, view, waits - 1)
+            return
         if not self._shows(view, self.scroll_y):
             self.scroll_to_widget(view, animate=False)
 
@@ -1229,8 +1233,13 @@ class Transcript(SteadyScroll, can_focus=True):
                  for part in before.runs for e in part.run.entries]
         return next((run.start + i for i in range(len(calls) - 1, -1, -1) if calls[i]), position)
 
-    def _scroll_to_selected(self, view: MessageView, match: SearchQuery | None = None) -> None:
+    def _scroll_to_selected(self, view: MessageView, match: SearchQuery | None = None, waits: int = 3) -> None:
         if view is not self.selected_view:
+            return
+        if not view.virtual_region.height and waits:
+            # Shown this frame (a page a jump kept hidden until drawn, when n came right after it):
+            # it has no place yet to scroll to, and scrolling to none does nothing.
+            self.call_after_refresh(self._scroll_to_selected, view, match, waits - 1)
             return
         row = view.match_row(match) if match is not None else None
         height = self.scrollable_content_region.height
