@@ -810,7 +810,9 @@ class ChatPanel(Vertical):
             return
         await self.open_session(session_id)
         self.post_message(self.Changed(session_id))
-        self.notify("Undone: the conversation is back as it was before.")
+        # Not "as it was before": a stopped answer the regenerate replaced was recorded in the
+        # session first (as sending a message records it), and comes back recorded, not resumable.
+        self.notify("Undone: what it dropped is back in the conversation, and the message resent then is gone.")
 
     @on(Transcript.ForkRequested)
     def _fork_requested(self, event: Transcript.ForkRequested) -> None:
