@@ -227,11 +227,20 @@ class TranscriptRun:
 
     @property
     def _resumed_after_a_pause(self) -> bool:
-        """Whether a step began after the run's start plus the time it ran: it was resumed after a
-        pause, and went on past that. A save without such a step may not be the run's own (a claim
-        to resume it that failed, or to decide a call, sets it too)."""
-        ran_until = self.started_at + (self.active_seconds or 0.0) if self.started_at is not None else None
-        return ran_until is not None and any(step.started_at > ran_until for step in self.steps)
+        """Whether a step began once an earlier one had been cut off with a known end (a resume ends
+        every step the execution before it left open), or after the run's start plus the time it
+        ran: it was resumed after a pause, and its last save is its own. A save without such a step
+        may not be (a claim to resume it that failed sets it too)."""
+        if self.started_at is None:
+            return False
+        ran_until = self.started_at + (self.active_seconds or 0.0)
+        cut_until: float | None = None  # the latest end of a step cut off so far
+        for step in sorted(self.steps, key=lambda step: step.started_at):
+            if step.started_at > ran_until or (cut_until is not None and step.started_at >= cut_until):
+                return True
+            if step.cut_off and step.finished_at is not None:
+                cut_until = max(cut_until or step.finished_at, step.finished_at)
+        return False
 
     @classmethod
     def of_segment(cls, segment: Segment) -> TranscriptRun:

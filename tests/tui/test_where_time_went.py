@@ -287,6 +287,18 @@ def test_a_run_stopped_resumed_then_crashed_lasts_until_its_last_save():
     assert again.startswith("  ⚙ wait") and again.count("╌") > 3, again
 
 
+def test_a_run_stopped_briefly_resumed_then_crashed_lasts_until_its_last_save():
+    # Stopped 3 s into a wait, resumed 2 s later, killed 6 s into the call run again (a new user's
+    # trial): the pause was shorter than the resumed part, so no step began after its start plus
+    # the 9 s it ran, the last save was not counted, and the call run again was drawn 2 s short.
+    steps = (ModelStep("assistant", "demo", T0 + 0.01, T0 + 0.05, T0 + 0.1, turn=1),
+             ToolStep("call-1", "wait", T0 + 0.1, T0 + 3.0, cut_off=True),
+             ToolStep("call-1", "wait", T0 + 5.0, None))
+    run = TranscriptRun("r", (), "crashed", T0, None, active_seconds=9.0, steps=steps, saved_at=T0 + 11.0)
+    assert run.known_until == pytest.approx(T0 + 11.0, abs=0.01)
+    assert StepSummary.of(steps, run.known_until).tool_seconds == pytest.approx(2.9 + 6.0)
+
+
 def test_a_save_after_the_run_stopped_executing_does_not_lengthen_it():
     # A claim to resume the run (which failed before it took a step) saved the head later: with no
     # step after the pause, that save is not the run's own, and its open call did not run on.
