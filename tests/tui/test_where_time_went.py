@@ -132,6 +132,10 @@ def test_a_header_folds_its_timing_to_fit_and_a_run_without_steps_reads_as_befor
     assert any("2 turns · ttft 400ms · 50 tok/s" in line for line in lines)  # shorter words first
     assert any(line.endswith("2 turns · ttft 400ms · tools 1.0s ──") for line in lines)  # then fewer figures
     assert any(line.endswith("4.1s · ttft 400ms · tools 1.0s ──") for line in lines)
+    assert any(line.endswith("4.1s · tools 1.0s ──") for line in lines)  # then the tools' time alone
+    untooled = [step for step in TIMED_STEPS if not isinstance(step, ToolStep)]
+    assert any(header_line(replace(run, steps=tuple(untooled)), StepSummary.of(untooled), width).endswith(
+        "4.1s · ttft 400ms ──") for width in widths)  # or, with no tool call, the time to first token
     assert lines[-1] == header_line(replace(run, steps=()), None)  # then none: the header as before
     assert header_line(replace(run, steps=()), None, 200) == f"── {format.when(T0)} · 4.1s ──"
 

@@ -110,7 +110,9 @@ def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0)
     base = header_parts(run)
     lines = [[*base, *timing_parts(summary, detail)] for detail in DETAILS]
     if reason := failure(run):
-        for parts in lines:  # less timing, to make room for why it failed
+        for detail, parts in zip(DETAILS, lines, strict=True):  # less timing, to make room for why it failed
+            if detail == "one":
+                continue  # a lone figure is not worth the words of the reason it would cut
             left = width - cell_len(f"── {' · '.join(parts)} ── · ") if width > 0 else len(reason)
             if left >= FAILURE_AT_LEAST:
                 return f"── {' · '.join([*parts, format.one_line(reason, left)])} ──"
@@ -121,7 +123,7 @@ def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0)
     return f"── {' · '.join(base)} ──"
 
 
-DETAILS = ("full", "short", "no rate", "least", "none")
+DETAILS = ("full", "short", "no rate", "least", "one", "none")
 """How much of the timing a header line says, most first: the header picks the first that fits."""
 
 
@@ -181,10 +183,16 @@ def timing_parts(summary: StepSummary | None, detail: str = "full") -> list[str]
 
     ``full``: ``3 turns · first token 420ms · 52 tok/s · tools 1.1s``; ``short``: ``3 turns ·
     ttft 420ms · 52 tok/s · tools 1.1s``; ``no rate``: ``3 turns · ttft 420ms · tools 1.1s``;
-    ``least``: ``ttft 420ms · tools 1.1s``; ``none``: nothing.
+    ``least``: ``ttft 420ms · tools 1.1s``; ``one``: the tools' time, or with no tool call the time
+    to first token (a partial run's longer header left room for one at 80 columns, and showed none);
+    ``none``: nothing.
     """
     if summary is None or detail == "none":
         return []
+    if detail == "one":
+        if summary.tool_seconds is not None:
+            return [f"tools {step_duration(summary.tool_seconds)}"]
+        return [f"ttft {step_duration(summary.first_token)}"] if summary.first_token is not None else []
     parts = []
     if detail != "least" and summary.turns:
         parts.append(format.count(summary.turns, "turn"))
