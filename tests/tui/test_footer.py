@@ -376,3 +376,18 @@ async def test_at_80_columns_the_timeline_key_shows_on_a_message_of_a_run_with_t
         assert transcript.applies("trim")
         assert {"copy", "edit", "fork", "timeline", "help"} <= set(shown)
         assert "trim" not in shown  # still on f1 and in the palette
+
+
+async def test_at_80_columns_the_runs_list_footer_has_room_for_its_timeline_key(tmp_path):
+    """The runs list's footer left out `w Timeline` at 80 columns, two cells short."""
+    from screenshots.demo_data import build
+
+    await build(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+o")  # the runs pane, over the conversation
+        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#run-list"))
+        await settle(pilot)
+        shown = [entry.action for entry in footer_of(app).entries]
+        assert "act('timeline')" in shown and "copy_run_id" in shown, shown

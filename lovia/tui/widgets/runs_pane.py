@@ -36,7 +36,9 @@ class RunList(StoppingOptionList):
         Binding("r,enter", "act('resume')", "Resume", id="runs.resume"),  # one action, so one [keys] entry
         Binding("x", "act('discard')", "Discard", id="runs.discard"),
         Binding("f", "act('finalize')", "Finalize", id="runs.finalize"),
-        Binding("c", "copy_run_id", "Copy run id", id="runs.copy_run_id"),
+        # "Copy id" in the footer (the run is what the list holds): with "Copy run id", Timeline
+        # did not fit an 80-column footer by two cells.
+        Binding("c", "copy_run_id", "Copy id", id="runs.copy_run_id", tooltip="Copy run id"),
         Binding("w", "act('timeline')", "Timeline", id="runs.timeline",
                 tooltip="Where the time went: the run as a waterfall of its steps"),
     ]
