@@ -89,3 +89,31 @@ async def test_a_message_is_sent_without_the_empty_lines_after_it(tmp_path):
         session_id = app.screen.chat.session_id
     async with SQLiteSession(db) as session:
         assert (await session.load(session_id))[0].text == "hello"
+
+
+async def test_the_message_cursor_stays_in_sight_when_the_terminal_shrinks(tmp_path):
+    """From 200x50 to 80x24 with the cursor on a message near the view's foot: the view kept its
+    top, and the cursor's message went below it."""
+    from lovia import SQLiteSession
+    from lovia.entries import AssistantMessage, UserMessage
+
+    async with SQLiteSession(tmp_path / "lovia.db", wal=True) as session:
+        for n in range(12):
+            await session.append("s-long", [UserMessage(text=f"question {n}"),
+                                            AssistantMessage(text=f"answer {n}", agent="assistant")])
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.press("home")
+        await settle(pilot)
+        for _ in range(10):  # down the view, to a message near its foot
+            await pilot.press("down")
+        await settle(pilot)
+        assert transcript._shows(transcript.selected_view, transcript.scroll_y)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        await pilot.pause(0.1)
+        view = transcript.selected_view
+        assert view is not None and transcript._shows(view, transcript.scroll_y)

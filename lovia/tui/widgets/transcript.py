@@ -755,6 +755,9 @@ class Transcript(SteadyScroll, can_focus=True):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._check_edges)
+        if (view := self.selected_view) is not None:
+            # A smaller terminal keeps the view's top: a cursor near its foot went out of sight.
+            self.call_after_refresh(self._selected_in_sight, view)
 
     def _widget(self, item: _Item) -> Widget:
         if item.run is not None:
