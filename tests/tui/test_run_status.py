@@ -254,3 +254,33 @@ async def test_the_new_below_line_says_so_while_the_answer_streams_and_goes_with
         await wait_for(pilot, lambda: not app.screen.chat.running)
         await settle(pilot)
         assert status_line(app) == ""
+
+
+async def test_the_new_below_line_goes_when_a_larger_terminal_shows_the_end(tmp_path):
+    """Grown to hold the whole conversation, the view scrolled no more, and the line stayed; so it
+    did after ``end``, which the line names, with the conversation shorter than the view."""
+    long_answer = "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(12))
+    model = HeldModel([long_answer, "The second answer."])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await send(pilot, "one")
+        await wait_for(pilot, model.asked.is_set)
+        model.asked.clear()
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        await send(pilot, "two")
+        await wait_for(pilot, model.asked.is_set)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.pause()
+        await pilot.press("home", "pageup", "pageup")  # the very top: a larger view scrolls no more
+        await wait_for(pilot, lambda: transcript.scroll_y == 0)
+        model.go.set()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app).startswith("↓ New below")
+        await pilot.resize_terminal(160, 70)  # the whole conversation fits now
+        await settle(pilot)
+        await wait_for(pilot, lambda: status_line(app) == "", give_up_after=3)

@@ -314,6 +314,16 @@ def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_mat
     assert label.plain.splitlines()[1] == "  2**10 = 1024 and print(3**2) then bold"
     lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
     assert lit == ["1024"]
+    # Cut inside a code block (its opening fence left out), the snippet cannot tell code from text
+    # by its fences: neither the code's ** nor the text's Markdown is taken the wrong way round.
+    inside = "…np x = np.arange(10)**2 print(x) ``` Then **note** that the"
+    at = inside.index("arange")
+    label = hit_label(SearchHit("s-1", "Sums", 3, "assistant", inside, ((at, at + 6),)), 100, now=0.0)
+    assert "**note**" not in label.plain and "note that" in label.plain
+    # A fence naming its language opens a block, so what follows it is code, cut or not.
+    opened = "…as follows: ```python x = 2**8 ``` then **bold** text"
+    label = hit_label(SearchHit("s-1", "Sums", 3, "assistant", opened, ((2, 4),)), 100, now=0.0)
+    assert label.plain.splitlines()[1] == "  …as follows: x = 2**8 then bold text"
 
 
 @pytest.mark.parametrize("width", [78, 158])

@@ -110,15 +110,28 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
         marked += (hit.snippet[done:start], MARK_OPEN, hit.snippet[start:end], MARK_CLOSE)
         done = end
     marked.append(hit.snippet[done:])
-    # The snippet is one line: a code block's fences are inline there, where Markdown keeps them,
-    # so the pieces between fences are taken in turn as text and as a code block's code (shown as
-    # written, as a code span's is: ``2**10`` is a power there, not emphasis). The text is cut from
-    # the stored text: emphasis or a code span whose other half is outside the cut is not Markdown
-    # there either, and its marks go.
-    pieces = _FENCE.split("".join(marked))
-    plain = " ".join(piece if in_code else format.plain_text(piece, text=_without_unpaired_marks)
-                     for in_code, piece in zip(itertools.cycle((False, True)), pieces))
+    # The snippet is one line: a code block's fences are inline there, where Markdown keeps them.
+    # The text is cut from the stored text: emphasis or a code span whose other half is outside
+    # the cut is not Markdown there either, and its marks go (from text, not from code: ``2**10``
+    # in a code span is a power, not emphasis).
+    joined = "".join(marked)
+    pieces = _FENCE.split(joined)
+    if len(pieces) > 1 and _starts_outside_code(hit.snippet):
+        # The pieces between fences are in turn text and a code block's code, shown as written.
+        plain = " ".join(piece if in_code else format.plain_text(piece, text=_without_unpaired_marks)
+                         for in_code, piece in zip(itertools.cycle((False, True)), pieces))
+    else:
+        # No fence, or the cut may have begun inside a block: which piece is code cannot be told,
+        # so all of it is read as text (a block's code then loses what reads as emphasis).
+        plain = format.plain_text(_FENCE.sub(" ", joined), text=_without_unpaired_marks)
     return unmark(_SPACES.sub(" ", plain.strip()))
+
+
+def _starts_outside_code(snippet: str) -> bool:
+    """Whether ``snippet`` begins outside a code block: at the start of its entry (not cut there), or
+    with its first fence naming a language (only an opening fence does)."""
+    first = _FENCE.search(snippet)
+    return not snippet.startswith(ELLIPSIS) or (first is not None and bool(first.group().lstrip("`~")))
 
 
 def _without_unpaired_marks(text: str) -> str:

@@ -810,8 +810,8 @@ class ChatPanel(Vertical):
             return
         await self.open_session(session_id)
         self.post_message(self.Changed(session_id))
-        # Not "as it was before": a stopped answer the regenerate replaced was recorded in the
-        # session first (as sending a message records it), and comes back recorded, not resumable.
+        # Not "as it was before": a run not in the session yet that the resend replaced (stopped,
+        # crashed or failed) was recorded in it first, and comes back as a partial answer, not resumable.
         self.notify("Undone: what it dropped is back in the conversation, and the message resent then is gone.")
 
     @on(Transcript.ForkRequested)

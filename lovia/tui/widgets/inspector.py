@@ -76,7 +76,8 @@ class DanglingCallList(StoppingOptionList):
 
 class CheckpointInspector(SteadyScroll, can_focus=True):
     """Shows a :class:`RunSnapshot`, or a stored run without one (:meth:`show_run`);
-    ``show(None)`` explains how to pick one. ``c`` copies the shown run's id.
+    ``show(None)`` explains how to pick one. ``c`` copies the shown run's id; ``r`` resumes it when
+    it is a run a user may resume (stopped, crashed or failed), from the dangling calls' list too.
 
     A run a user may resume that stopped inside tool calls lists them under its entries
     (:class:`DanglingCallList`), each marked "may have run", with what resuming does to it;

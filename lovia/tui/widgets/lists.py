@@ -15,8 +15,8 @@ folded away (80 columns) is left alone until shown: in Textual, a list laid out 
 same frame as a toast going left that toast painted on the terminal."""
 
 OPTION_MARGIN = 2
-"""Cells an option's text leaves free in the sessions and runs lists, one each side, so its text
-keeps off the list's edges (Textual's options themselves have no padding)."""
+"""Cells an option's text leaves free at its right in the sessions and runs lists, so its text keeps
+off the list's edge (Textual's options themselves have no padding)."""
 
 
 def replace_changed_prompts(options: OptionList, prompts: Iterable[Text]) -> None:
@@ -55,6 +55,6 @@ class StoppingOptionList(OptionList):
 
     @property
     def option_text_width(self) -> int:
-        """The cells an option's text is fitted to: the list's content width less a cell each side
-        (:data:`OPTION_MARGIN`), 0 before the list is laid out."""
+        """The cells an option's text is fitted to: the list's content width less
+        :data:`OPTION_MARGIN`, 0 before the list is laid out."""
         return max(0, self.scrollable_content_region.width - OPTION_MARGIN)

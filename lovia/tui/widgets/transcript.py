@@ -712,11 +712,16 @@ class Transcript(SteadyScroll, can_focus=True):
             self.call_later(self._anchor_at_end)
         if round(old) != round(new):
             self.call_after_refresh(self._check_edges)  # after the view is drawn where it moved
-        if self.new_below and self._end_in_sight():
-            self.new_below = False
+        self._forget_new_below_once_seen()
 
     def _end_in_sight(self) -> bool:
-        return self.at_end and self.scroll_y >= self.max_scroll_y
+        # A conversation shorter than the view is all in sight: the anchor then puts it at the view's
+        # foot with a negative offset, and a view grown to hold it all (a resize) scrolls no more.
+        return self.at_end and (self.max_scroll_y <= 0 or self.scroll_y >= self.max_scroll_y)
+
+    def _forget_new_below_once_seen(self) -> None:
+        if self.new_below and self._end_in_sight():
+            self.new_below = False
 
     def _live_part_grew(self) -> None:
         """A live run added to the transcript: below a reader who moved away from the end, that is news."""
@@ -755,6 +760,7 @@ class Transcript(SteadyScroll, can_focus=True):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._check_edges)
+        self.call_after_refresh(self._forget_new_below_once_seen)  # grown to show the end, it scrolls no more
         if (view := self.selected_view) is not None:
             # A smaller terminal keeps the view's top: a cursor near its foot went out of sight.
             self.call_after_refresh(self._selected_in_sight, view)
@@ -1271,6 +1277,7 @@ class Transcript(SteadyScroll, can_focus=True):
         await self._settled()
         await self._to_end()
         self.action_cursor_end()
+        self.call_after_refresh(self._forget_new_below_once_seen)  # a view already at the end does not scroll
 
     def action_cursor_end(self) -> None:
         """The cursor to the last message, and the view to the very end (following new content again).
