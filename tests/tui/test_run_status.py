@@ -191,30 +191,44 @@ async def test_a_long_model_name_is_cut_and_the_time_kept(tmp_path):
         await wait_for(pilot, lambda: not app.screen.chat.running)
 
 
+def long_answer(paragraphs: int) -> str:
+    return "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(paragraphs))
+
+
+async def answered(pilot, model: HeldModel, text: str) -> None:
+    """Send ``text`` and let the model answer it at once."""
+    await send(pilot, text)
+    await wait_for(pilot, model.asked.is_set)
+    model.asked.clear()
+    model.go.set()
+    await wait_for(pilot, lambda: not pilot.app.screen.chat.running)
+    await settle(pilot)
+
+
+async def asked_then_scrolled_up(pilot, model: HeldModel, *keys: str) -> None:
+    """Send a message whose answer waits; meanwhile the reader goes up the conversation with ``keys``."""
+    await send(pilot, "two")
+    await wait_for(pilot, model.asked.is_set)
+    transcript = pilot.app.screen.chat.transcript
+    transcript.focus()
+    await pilot.pause()
+    await pilot.press(*keys)
+    # (settle would wait for the run)
+    await wait_for(pilot, lambda: transcript.selected == 0 and transcript.scroll_y < 5)
+
+
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
 async def test_an_answer_that_ends_below_a_reader_scrolled_up_says_so_until_the_end_is_shown(tmp_path, size):
     """The view stays where the reader took it while an answer streams; when the answer ended below
     it, nothing said so: the line above the composer was gone with the run, and the new answer unseen."""
-    long_answer = "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(40))
-    model = HeldModel([long_answer, "The second answer, written below the view."])
+    model = HeldModel([long_answer(40), "The second answer, written below the view."])
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        await send(pilot, "one")
-        await wait_for(pilot, model.asked.is_set)
-        model.asked.clear()
-        model.go.set()
-        await wait_for(pilot, lambda: not app.screen.chat.running)
-        await settle(pilot)
+        await answered(pilot, model, "one")
         assert status_line(app) == ""
-
-        await send(pilot, "two")
-        await wait_for(pilot, model.asked.is_set)
+        await asked_then_scrolled_up(pilot, model, "home")  # up to the first message while the model thinks
         transcript = app.screen.chat.transcript
-        transcript.focus()
-        await pilot.pause()
-        await pilot.press("home")  # the reader goes up to the first message while the model thinks
-        await wait_for(pilot, lambda: transcript.selected == 0 and transcript.scroll_y < 5)  # (settle waits for the run)
         top = transcript.scroll_y
         model.go.set()
         await wait_for(pilot, lambda: not app.screen.chat.running)
@@ -228,18 +242,12 @@ async def test_an_answer_that_ends_below_a_reader_scrolled_up_says_so_until_the_
         await wait_for(pilot, lambda: status_line(app) == "")
 
 
-async def test_the_new_below_line_says_so_while_the_answer_streams_and_goes_with_another_session(tmp_path):
-    long_answer = "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(40))
-    model = HeldModel([long_answer, "The second answer."])
+async def test_the_new_below_line_does_not_follow_into_another_session(tmp_path):
+    model = HeldModel([long_answer(40), "The second answer."])
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await send(pilot, "one")
-        await wait_for(pilot, model.asked.is_set)
-        model.asked.clear()
-        model.go.set()
-        await wait_for(pilot, lambda: not app.screen.chat.running)
-        await settle(pilot)
+        await answered(pilot, model, "one")
         transcript = app.screen.chat.transcript
         transcript.focus()
         await settle(pilot)
@@ -248,34 +256,21 @@ async def test_the_new_below_line_says_so_while_the_answer_streams_and_goes_with
         # Another session's run, started from the composer, follows its own answer: nothing below.
         await pilot.press("ctrl+n")
         await settle(pilot)
-        await send(pilot, "two")
-        await wait_for(pilot, model.asked.is_set)
-        model.go.set()
-        await wait_for(pilot, lambda: not app.screen.chat.running)
-        await settle(pilot)
+        await answered(pilot, model, "two")
         assert status_line(app) == ""
 
 
 async def test_the_new_below_line_goes_when_a_larger_terminal_shows_the_end(tmp_path):
     """Grown to hold the whole conversation, the view scrolled no more, and the line stayed; so it
     did after ``end``, which the line names, with the conversation shorter than the view."""
-    long_answer = "\n\n".join(f"Paragraph {n} of a long first answer." for n in range(12))
-    model = HeldModel([long_answer, "The second answer."])
+    model = HeldModel([long_answer(12), "The second answer."])
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await send(pilot, "one")
-        await wait_for(pilot, model.asked.is_set)
-        model.asked.clear()
-        model.go.set()
-        await wait_for(pilot, lambda: not app.screen.chat.running)
-        await settle(pilot)
-        await send(pilot, "two")
-        await wait_for(pilot, model.asked.is_set)
+        await answered(pilot, model, "one")
+        # The very top: a larger view scrolls no more
+        await asked_then_scrolled_up(pilot, model, "home", "pageup", "pageup")
         transcript = app.screen.chat.transcript
-        transcript.focus()
-        await pilot.pause()
-        await pilot.press("home", "pageup", "pageup")  # the very top: a larger view scrolls no more
         await wait_for(pilot, lambda: transcript.scroll_y == 0)
         model.go.set()
         await wait_for(pilot, lambda: not app.screen.chat.running)
