@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
+from lovia.themes.light import readable_on_light
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, run_state
 from lovia.tui.collector import COLLECTOR
@@ -82,6 +83,8 @@ class LoviaApp(App[None]):
         applied with Textual's keymap; its clashes are shown once the main screen opens.
         """
         super().__init__()
+        # Set, not assigned: the watcher would parse the CSS again (the filter takes it up with the theme).
+        self.set_reactive(App.ansi_theme_light, readable_on_light(self.ansi_theme_light))
         self.lovia_keymap = Keymap(dict(keys or {}))
         """The keys in force (:func:`lovia.tui.keymap.keymap_of` reads it)."""
         if self.lovia_keymap.rebound:

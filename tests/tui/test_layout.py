@@ -325,3 +325,28 @@ async def test_opening_a_session_from_the_maximized_list_restores_the_layout(tmp
         await pilot.press("down", "enter")
         await settle(pilot)
         assert screen.maximized is None and app.focused.id == "composer" and app.focused.region.width > 0
+
+
+async def test_a_dangling_calls_yellow_reads_on_the_light_theme(tmp_path):
+    """Rich's yellow (a dangling call's row, its entry in the inspector) was drawn #CB9000 on
+    lovia-light's #FAFAF7 background: 2.7:1, below the 4.5:1 text needs."""
+    from rich.color import Color
+
+    def luminance(rgb) -> float:
+        def channel(value: int) -> float:
+            v = value / 255
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        red, green, blue = rgb
+        return 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
+
+    app = make_app(tmp_path / "lovia.db", theme="lovia-light")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        yellow = Color.parse("yellow").get_truecolor(app.ansi_theme)
+        background = Color.parse(app.current_theme.background).get_truecolor()
+        lighter, darker = sorted([luminance(yellow), luminance(background)], reverse=True)
+        assert (lighter + 0.05) / (darker + 0.05) >= 4.5
+        await pilot.press("ctrl+t")  # to the next theme and back: still so
+        app.theme = "lovia-light"
+        await settle(pilot)
+        assert Color.parse("yellow").get_truecolor(app.ansi_theme) == yellow
