@@ -487,3 +487,45 @@ async def test_n_pressed_as_a_hit_opens_brings_the_next_match_into_view(tmp_path
         transcript = app.screen.query_one(Transcript)
         await wait_for(pilot, lambda: transcript.selected_position == 12, give_up_after=5.0)
         await cursor_shown(pilot, transcript)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_n_pressed_before_a_hit_has_opened_steps_from_the_hit(tmp_path, size):
+    """``n`` while the hit picked was still opening (its page being read) stepped from where the
+    cursor was before the search: from the session's end it said "No later match", or skipped the
+    matches in between. The store here takes its time over a page, as a busy one does."""
+
+    class SlowPages(SQLiteSession):
+        slow = False
+
+        async def read_page(self, session_id, *, start=None, limit=200):
+            if self.slow:
+                await asyncio.sleep(0.3)
+            return await super().read_page(session_id, start=start, limit=limit)
+
+    path = tmp_path / "lovia.db"
+    async with SQLiteSession(path, wal=True) as session:
+        for r in range(200):
+            await session.append("s-atlas", [
+                UserMessage(text=f"question {r}" + (" about atlas" if r in (1, 3, 196) else "")),
+                AssistantMessage(text=f"answer {r}", agent="a")])
+    store = SlowPages(path, wal=True)
+    app = make_app(path, session=store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        transcript.focus()
+        await pilot.press("end")  # the cursor past every match
+        await settle(pilot)
+        screen = await search(pilot, "atlas")
+        await pilot.press("down", "down", "down")  # the oldest hit, far up the session
+        assert screen.results.highlighted == 2
+        store.slow = True
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await pilot.press("n")  # while the hit's page is read
+        store.slow = False
+        await settle(pilot)
+        await wait_for(pilot, lambda: transcript.selected_position == 6, give_up_after=5.0)  # r = 3's
+        await cursor_shown(pilot, transcript)
+        assert not any("No later match" in notice.message for notice in told(app))

@@ -176,6 +176,9 @@ class MainScreen(Screen):
         self._panes: dict[str, Widget | None] = {}  # the side panes by name (see SIDE_PANES), once composed
         self._chat_panel: ChatPanel | None = None
         self._matches: MatchNavigator | None = None  # the search whose matches n and N step through
+        # While a hit picked in the search opens: the n and N pressed meanwhile, taken from the hit once
+        # it is shown (taken at once, they stepped from where the cursor was before the search).
+        self._steps_while_a_hit_opens: list[int] | None = None
 
     def _welcome(self) -> str:
         keymap = keymap_of(self)
@@ -844,7 +847,14 @@ class MainScreen(Screen):
         transcript = self.chat.transcript
         transcript.search_active = True
         transcript.refresh_bindings()
-        await self.show_match(results.hit.session_id, results.hit.position)
+        steps: list[int] = []
+        self._steps_while_a_hit_opens = steps
+        try:
+            await self.show_match(results.hit.session_id, results.hit.position)
+            while steps:  # in order, each from where the one before left the cursor
+                await self._step_match(steps.pop(0))
+        finally:
+            self._steps_while_a_hit_opens = None
 
     async def show_match(self, session_id: str, position: int | None) -> None:
         """Open ``session_id`` (unless open) with the cursor on the entry at ``position`` (``None``: at its end)."""
@@ -868,6 +878,13 @@ class MainScreen(Screen):
 
     @on(Transcript.MatchRequested)
     async def _match_requested(self, event: Transcript.MatchRequested) -> None:
+        if self._steps_while_a_hit_opens is not None:
+            self._steps_while_a_hit_opens.append(event.step)
+            return
+        await self._step_match(event.step)
+
+    async def _step_match(self, step: int) -> None:
+        """The next (``step`` 1) or previous (-1) match of the search, from the message under the cursor."""
         matches = self._matches
         if matches is None:
             self.notify(f"No search to step through: {keymap_of(self).key_text('main.search')} searches every "
@@ -875,9 +892,9 @@ class MainScreen(Screen):
             return
         chat = self.chat
         with told_on(self, "search"):
-            found = await matches.step(chat.session_id, chat.transcript.selected_position, event.step)
+            found = await matches.step(chat.session_id, chat.transcript.selected_position, step)
             if found is None:
-                self.notify(f"No {'later' if event.step > 0 else 'earlier'} match of "
+                self.notify(f"No {'later' if step > 0 else 'earlier'} match of "
                             f"{format.one_line(matches.results.query, 40)!r}: "
                             f"{keymap_of(self).key_text('main.search')} searches again.")
                 return
