@@ -201,6 +201,14 @@ async def test_ctrl_f_works_from_the_composer_and_reopens_with_the_last_query(db
         screen = app.screen
         assert screen.query_one("#search-query").value == "gull"
         await wait_for(pilot, lambda: screen.searched == "gull")
+        await pilot.press(*"birds")  # the last query is selected: a new one replaces it (it was appended)
+        assert screen.query_one("#search-query").value == "birds"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press("end", *" look")  # a cursor key keeps it, to refine
+        assert app.screen.query_one("#search-query").value == "gull look"
 
 
 async def test_the_in_memory_store_searches_too(tmp_path):

@@ -183,7 +183,11 @@ class SearchScreen(ModalScreen[SearchResults | None]):
             yield StoppingOptionList(id="search-results")
 
     def on_mount(self) -> None:
-        self.set_focus(self.query_one("#search-query", Input))
+        query = self.query_one("#search-query", Input)
+        self.set_focus(query)
+        # The last query, selected: typing replaces it (a new word was appended to it), and a cursor
+        # key keeps it to refine. Once, not on every focus: back from the results, it is as left.
+        query.select_all()
         if self.query_text.strip():
             self.run_search(self.query_text)
 
