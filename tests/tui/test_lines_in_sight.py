@@ -117,3 +117,25 @@ async def test_the_message_cursor_stays_in_sight_when_the_terminal_shrinks(tmp_p
         await pilot.pause(0.1)
         view = transcript.selected_view
         assert view is not None and transcript._shows(view, transcript.scroll_y)
+
+
+@pytest.mark.parametrize("runs", [6, 300])
+async def test_home_shows_the_first_runs_header(tmp_path, runs):
+    """At 200x50, ``home`` from the end left the view two rows down: the first message, brought into
+    view as it was selected from the end, was scrolled to after the view went to the top."""
+    from lovia import SQLiteSession
+    from lovia.entries import AssistantMessage, UserMessage
+
+    async with SQLiteSession(tmp_path / "lovia.db", wal=True) as session:
+        for r in range(runs):
+            await session.append("s", [UserMessage(text=f"q {r}"), AssistantMessage(text=f"a {r}", agent="a")])
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await settle(pilot)
+        await pilot.press("home")
+        await settle(pilot)
+        await pilot.pause(0.2)
+        assert transcript.scroll_y == 0 and transcript.selected == 0

@@ -1117,7 +1117,9 @@ class Transcript(SteadyScroll, can_focus=True):
         await self._settled()
         if self.older_hidden:
             await self._jump(to_first=True)
-        self.selected = 0 if self.views else -1
+        # Selected where it is: the view is put at the top below. Brought into view as it was selected,
+        # from the view at the end, it was scrolled to afterwards, and the run's header above it hidden.
+        self._select_where_it_is(0 if self.views else -1)
         # At once: deferred, the first frame after the jump would show the first page where the view was.
         self.scroll_home(animate=False, immediate=True)
         self.call_after_refresh(self._check_edges)
