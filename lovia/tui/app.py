@@ -306,8 +306,8 @@ class LoviaApp(App[None]):
     # -- actions -----------------------------------------------------------------------------
 
     async def action_new_session(self) -> None:
-        await self.main.open_session(None)
-        self.main.query_one("#composer").focus()
+        if await self.main.open_session(None):
+            self.main.query_one("#composer").focus()
 
     def action_next_pane(self) -> None:
         self.main.focus_pane(1)

@@ -145,10 +145,17 @@ class ChatPanel(Vertical):
         """Show ``session_id`` (``None``: a fresh session that exists once it has a run).
 
         False, with a notice, when it could not be read (a damaged run, the file gone): what
-        was shown stays, and the app goes on.
+        was shown stays, and the app goes on. Refused (False, said) while a run goes here, and
+        for another session while a message is being sent.
         """
         if self.running:
             self.notify("A run is still going: stop it (escape) before switching sessions.", severity="warning")
+            return False
+        if self._starting and session_id != self.session_id:
+            # The message being sent runs in the session it was typed in: switched away now, its
+            # answer would stream there out of sight (a question about a crashed run may be open).
+            self.notify("Your message is being sent: switch sessions once its answer has started.",
+                        severity="warning")
             return False
         # Set before the read: a reload of the open session under way (an outside change) reads
         # the session it finds open when it starts, so this one, opened later, stays open.
