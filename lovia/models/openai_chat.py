@@ -101,6 +101,7 @@ class OpenAIChatModel:
         self._refused_fields: set[str] = set() if include_usage else {"stream_options"}
         self._retries = retries
         self._missing_key = not api_key and base_url is None
+        self._keyless = not api_key  # a local server's placeholder goes instead: none was set
         self._timeout = timeout
         # A local server needs no key, but the client insists on one. The client retries nothing:
         # it would send a timed-out request again (see stream).
@@ -237,6 +238,10 @@ class OpenAIChatModel:
         detail = self._detail(exc, conversation)
         retriable = status in RETRIED_STATUSES or status >= 500
         retry_after = _retry_after(exc.response) if retriable else None
+        if status in (401, 403) and self._keyless:
+            # The server read lovia's placeholder, and may quote it: not the user's key, none is set.
+            return self._error(f"{self.name} refused the request ({status}): it wants an API key and none is set "
+                               f"(lovia sent a placeholder); set {self._api_key_source}: {detail}")
         if status in (401, 403):
             return self._error(f"{self.name} refused the request ({status}); check {self._api_key_source}: {detail}")
         if status == 404:

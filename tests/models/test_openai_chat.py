@@ -200,8 +200,32 @@ async def test_openai_without_a_key_says_which_variable_to_set(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("LOVIA_API_KEY", raising=False)
     monkeypatch.delenv("LOVIA_BASE_URL", raising=False)
-    with pytest.raises(ModelError, match="set OPENAI_API_KEY"):
+    with pytest.raises(ModelError, match="set LOVIA_API_KEY or OPENAI_API_KEY in the environment"):
         await collect(resolve_model("openai:gpt-4.1-mini"))
+
+
+@pytest.mark.parametrize("spec", ["openai:auth", "ollama:auth"])
+async def test_a_server_that_wants_a_key_when_none_is_set_is_told_so(server, monkeypatch, spec):
+    """Without a key lovia sends a placeholder a server may quote: the error said "check
+    OPENAI_API_KEY: Incorrect API key provided: not-needed", as if the user had set that."""
+    for name in ("OPENAI_API_KEY", "LOVIA_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelError) as caught:
+        await collect(resolve_model(spec, base_url=server.base_url))
+    wanted = "LOVIA_API_KEY or OPENAI_API_KEY" if spec.startswith("openai") else "LOVIA_API_KEY"
+    assert str(caught.value).startswith(f"{spec} refused the request (401): it wants an API key and none is set "
+                                        f"(lovia sent a placeholder); set {wanted}: ")
+    assert server.headers[-1]["authorization"] == "Bearer not-needed"
+
+
+@pytest.mark.parametrize("variable", ["LOVIA_API_KEY", "OPENAI_API_KEY"])
+async def test_a_refused_key_names_the_variable_it_came_from(server, monkeypatch, variable):
+    for name in ("OPENAI_API_KEY", "LOVIA_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, SECRET)
+    with pytest.raises(ModelError) as caught:
+        await collect(resolve_model("openai:auth", base_url=server.base_url))
+    assert f"(401); check {variable}: " in str(caught.value) and SECRET not in str(caught.value)
 
 
 class Playlist(OpenAIChatModel):
