@@ -662,7 +662,7 @@ class _Run:
         self._streaming = text  # kept by the head if the run stops before the turn ends
         step = self._model_turn_started(agent, model)
         first_token_at: float | None = None
-        slots: dict[int, dict[str, Any]] = {}
+        slots: dict[tuple[int, int], dict[str, Any]] = {}
         usage = Usage()
         usage_reported = False
         finish: str | None = None
@@ -676,7 +676,7 @@ class _Run:
                         self._journal.streamed(text)  # returns at once: a write, when due, runs on its own
                         self._emit(TextDelta(chunk.text, agent.name))
                 elif isinstance(chunk, ToolCallChunk):
-                    slot = slots.setdefault(chunk.index, {"call_id": None, "name": "", "arguments": []})
+                    slot = _call_slot(slots, chunk)
                     slot["call_id"] = slot["call_id"] or chunk.call_id
                     slot["name"] = slot["name"] or chunk.name or ""
                     slot["arguments"].append(chunk.arguments)
@@ -693,11 +693,13 @@ class _Run:
             usage.requests = max(usage.requests, 1)
         else:  # the endpoint reported no usage: its tokens are unknown, not zero
             usage = Usage(requests=1, unreported_requests=1)
-        calls = [
-            ToolCall(call_id=slot["call_id"] or f"call_{new_run_id()[:16]}", name=slot["name"],
-                     arguments="".join(slot["arguments"]) or "{}", agent=agent.name)
-            for _, slot in sorted(slots.items())
-        ]
+        taken = self._call_ids() if slots else set()
+        calls = []
+        for _, slot in sorted(slots.items()):
+            call_id = _unique_call_id(slot["call_id"], taken)
+            taken.add(call_id)
+            calls.append(ToolCall(call_id=call_id, name=slot["name"], arguments="".join(slot["arguments"]) or "{}",
+                                  agent=agent.name))
         unusual_finish = None if finish in USUAL_FINISH_REASONS else finish
         if calls:
             calls[-1] = replace(calls[-1], finish_reason=unusual_finish)
@@ -708,6 +710,10 @@ class _Run:
             message = AssistantMessage(text="".join(text), agent=agent.name,
                                        finish_reason=None if calls else unusual_finish)
         return message, calls, usage, finish
+
+    def _call_ids(self) -> set[str]:
+        """The ids of every tool call the model sees: its history's and this run's."""
+        return {entry.call_id for entry in (*self.history, *self.entries) if isinstance(entry, ToolCall)}
 
     # -- tools and handoffs ------------------------------------------------------------------
 
@@ -1080,6 +1086,33 @@ def _answer(entries: Sequence[Entry]) -> str:
     """A run's answer: the text of its last entry if that is the assistant's, else nothing."""
     last = entries[-1] if entries else None
     return last.text if isinstance(last, AssistantMessage) else ""
+
+
+def _call_slot(slots: dict[tuple[int, int], dict[str, Any]], chunk: ToolCallChunk) -> dict[str, Any]:
+    """Where ``chunk``'s fragment of a tool call goes: slots by the call's place in the turn
+    (``index``), then by the calls seen at that place. A fragment naming another id than the
+    call at its index is a call of its own: some servers number every call 0, or none."""
+    index = chunk.index
+    last = max((n for i, n in slots if i == index), default=None)
+    if last is None:
+        return slots.setdefault((index, 0), {"call_id": None, "name": "", "arguments": []})
+    slot = slots[index, last]
+    if chunk.call_id and slot["call_id"] and chunk.call_id != slot["call_id"]:
+        return slots.setdefault((index, last + 1), {"call_id": None, "name": "", "arguments": []})
+    return slot
+
+
+def _unique_call_id(proposed: str | None, taken: set[str]) -> str:
+    """``proposed`` unless it is missing or taken, else a fresh id.
+
+    Results are paired with their calls by id (in the transcript, on resume, for the timing
+    of each call), and some servers give none, or the same one every turn ("call_1"). A call
+    whose id is taken gets a fresh one; the model sees it with its result, so each pair is
+    its own to the model too.
+    """
+    if proposed and proposed not in taken:
+        return proposed
+    return f"call_{new_run_id()[:16]}"
 
 
 def _unparseable(call: ToolCall, exc: ValueError) -> str:

@@ -4,7 +4,7 @@ The requested ``model`` picks the behaviour, so one server serves every test:
 ``text``, ``tools``, ``die`` (breaks the connection mid-stream), ``die-once`` (breaks before
 its first event once, then works), ``no-finish`` (ends cleanly but never says it finished),
 ``no-stream-options`` (a server that rejects ``stream_options``), ``auth`` (401), ``missing`` (404),
-``overloaded`` (500), ``cut`` (a tool call cut off by the token limit: half its JSON, finish
+``overloaded`` (500), ``same-index`` (two tool calls, both numbered 0, each with an id of its own), ``cut`` (a tool call cut off by the token limit: half its JSON, finish
 ``length``), ``ignores-usage`` (never reports usage, as a server that ignores ``stream_options``),
 ``usage-every-chunk`` (a running usage total on every chunk), ``no-tool-choice`` (rejects
 ``tool_choice``), ``detail-auth`` and ``detail-validation`` (FastAPI's ``{"detail": ...}``
@@ -59,6 +59,13 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 2,'}}]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b": 3}'}}]}),
         _chunk({"tool_calls": [{"index": 1, "id": "call_B", "type": "function",
+                                "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}]}),
+        _chunk({}, "tool_calls"), USAGE],
+    "same-index": [  # two calls, each whole in one chunk, both numbered 0 (as some servers send them)
+        _chunk({"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "call_X", "type": "function", "function": {"name": "add", "arguments": '{"a": 2,'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "b": 3}'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "id": "call_Y", "type": "function",
                                 "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}]}),
         _chunk({}, "tool_calls"), USAGE],
     "cut": [

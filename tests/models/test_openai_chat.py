@@ -90,6 +90,27 @@ async def test_a_full_run_with_parallel_tool_calls_against_the_server(server):
     assert {m["tool_call_id"] for m in second[2:4]} == {"call_A", "call_B"} and second[2]["role"] == "tool"
 
 
+async def test_calls_a_server_numbers_alike_are_told_apart_by_their_ids(server):
+    """Every call at index 0: the second's JSON was appended to the first's, one broken call."""
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    class TwoTurns(OpenAIChatModel):
+        async def stream(self, request):
+            self.model = "same-index" if not server.requests else "text"
+            async for chunk in super().stream(request):
+                yield chunk
+
+    agent = Agent(name="bot", model=TwoTurns("same-index", base_url=server.base_url, api_key=SECRET), tools=[add])
+    result = await Runner.run(agent, "add things")
+    calls = [(e.call_id, e.arguments) for e in result.new_entries if isinstance(e, ToolCall)]
+    assert calls == [("call_X", '{"a": 2, "b": 3}'), ("call_Y", '{"a": 1, "b": 1}')]
+    assert {(e.call_id, e.output) for e in result.new_entries if isinstance(e, ToolResult)} == {
+        ("call_X", "5"), ("call_Y", "2")}
+
+
 async def test_a_stream_that_dies_half_way_is_a_clear_error(server):
     chunks = []
     with pytest.raises(ModelError, match="stream broke off"):
