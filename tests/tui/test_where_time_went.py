@@ -94,6 +94,10 @@ def test_a_summary_counts_turns_first_token_rate_and_tool_time_once_for_parallel
     assert summary.tokens_per_second == pytest.approx(100 / 2.0)  # 50 + 50 tokens over 1.0 + 1.0 s of streaming
     assert summary.tool_seconds == pytest.approx(1.0)  # the two calls ran side by side: 1.6 to 2.6
     assert busy_seconds([(0, 1), (2, 3), (2.5, 4)]) == pytest.approx(3.0)
+    # An attempt stopped before its first token, then resumed: the figure is the resumed turn's.
+    retried = StepSummary.of([ModelStep("a", None, T0, None, T0 + 3, cut_off=True),
+                              ModelStep("a", None, T0 + 5, T0 + 15, T0 + 16, turn=1)])
+    assert retried.first_token == pytest.approx(10.0) and retried.turns == 1
     unknown = StepSummary.of([ModelStep("a", None, T0, None, None)])
     assert (unknown.first_token, unknown.tokens_per_second, unknown.tool_seconds, unknown.open_steps) == \
         (None, None, None, 1)
