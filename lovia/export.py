@@ -175,6 +175,11 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
         raise UserError(f"no session {session_id!r} in this store: nothing to export")
     writer = _Markdown(out) if fmt == "md" else _JsonLines(out)
     origin = ForkOrigin.from_meta(first[0].meta) if first is not None else None
+    began = Segment(first[0].run_id, (), first[0].meta).started_at if first is not None else None
+    if info is not None and began is not None and (info.created_at is None or began < info.created_at):
+        # A store dates a session from its first write: a first run finalized later (kept after
+        # a crash, resumed) began before that. The session began with it.
+        info = replace(info, created_at=began)
     writer.session(session_id, info, origin, time.time() if now is None else now)
     run_count = entries = 0
     current: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import os
@@ -9,6 +10,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -126,6 +128,20 @@ async def test_a_run_resumed_later_reads_as_in_the_app_from_start_to_end_then_ho
     text = await export_text(session, "md")
     assert "## Run 1 · 1970-01-01 00:16:39 UTC · 37s · ran 23s\n" in text
     assert "## Run 2 · 1970-01-01 00:33:20 UTC · 4.0s\n" in text  # ran as long as it took: said once
+
+
+async def test_a_session_whose_first_run_was_stored_after_it_began_is_dated_from_that_run(session):
+    """A crashed first run kept later: "Created" read later than "## Run 1" under it."""
+    began = time.time() - 3600
+    await session.append("s-export-1", [UserMessage(text="wait", created_at=began)], run_id="r-1",
+                         meta={"timing": {"started_at": began, "finished_at": began + 5}, "partial": True})
+    stored = (await session.session_info("s-export-1")).created_at
+    assert stored > began + 5  # what the store keeps: when the session was first written
+    text = await export_text(session, "md")
+    when = datetime.datetime.fromtimestamp(began, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert f"- Created: {when}; " in text and f"## Run 1 · {when} · 5.0s" in text
+    record = json.loads((await export_text(session, "jsonl")).splitlines()[0])
+    assert record["created_at"] == began
 
 
 async def test_a_message_that_leaves_a_code_block_open_has_it_closed_where_it_ends(session):
