@@ -16,6 +16,7 @@ by ``[conversation text]``.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -135,6 +136,8 @@ class OpenAIChatModel:
             except ModelError as exc:
                 wait = _retry_wait(exc, attempt)
                 if streamed_anything or wait is None or attempt >= self._retries:
+                    if attempt:  # the same answer each time: a retry from the user may need to wait
+                        exc.args = (_with_attempts(exc, attempt + 1),)
                     raise
                 await asyncio.sleep(wait)
                 attempt += 1
@@ -192,7 +195,8 @@ class OpenAIChatModel:
             if _timed_out(exc):  # waiting on the server
                 # The figure first: a list cuts the message to its first 30-odd characters
                 raise self._error(f"{self.name}: no reply for {self._timeout:g} s ({self._where()}); the "
-                                  "request was not sent again, since the server may still be working on it") from None
+                                  "request was not sent again, since the server may still be working on it. A "
+                                  "slow server needs a longer wait: model_timeout in lovia's config file") from None
             if connected:
                 raise self._error(f"{self.name}: the stream broke off ({_cause(exc)})", retriable=True) from None
             raise self._error(
@@ -240,18 +244,18 @@ class OpenAIChatModel:
         retry_after = _retry_after(exc.response) if retriable else None
         if status in (401, 403) and self._keyless:
             # The server read lovia's placeholder, and may quote it: not the user's key, none is set.
-            return self._error(f"{self.name} refused the request ({status}): it wants an API key and none is set "
-                               f"(lovia sent a placeholder); set {self._api_key_source}: {detail}")
-        if status in (401, 403):
-            return self._error(f"{self.name} refused the request ({status}); check {self._api_key_source}: {detail}")
-        if status == 404:
-            return self._error(
-                f"{self.name}: model or endpoint not found (404); check the model name and base URL: {detail}"
-            )
-        if status == 429:
-            return self._error(f"{self.name} is rate limiting requests (429); wait and retry: {detail}",
-                               retriable=True, retry_after=retry_after)
-        return self._error(f"{self.name} answered {status}: {detail}", retriable=retriable, retry_after=retry_after)
+            advice = (f"{self.name} refused the request ({status}): it wants an API key and none is set (lovia "
+                      f"sent a placeholder); set {self._api_key_source}")
+        elif status in (401, 403):
+            advice = f"{self.name} refused the request ({status}); check {self._api_key_source}"
+        elif status == 404:
+            advice = (f"{self.name}: model or endpoint not found (404) at {self._where()}; check the model name "
+                      f"({self.model}) and the base URL")
+        elif status == 429:
+            advice, retriable = f"{self.name} is rate limiting requests (429); wait and retry", True
+        else:
+            advice = f"{self.name} answered {status}"
+        return self._error(advice, detail=detail, retriable=retriable, retry_after=retry_after)
 
     def _detail(self, exc: openai.APIStatusError, conversation: _Conversation) -> str:
         """What the server said, safe to show and store: the key taken out before the text is
@@ -269,10 +273,14 @@ class OpenAIChatModel:
             text = _redact_cut_copies(text, form)
         return text
 
-    def _error(self, message: str, *, retriable: bool = False, retry_after: float | None = None) -> ModelError:
-        """A :class:`ModelError` whose message never holds the API key, whatever a server echoed;
-        ``retriable`` and ``retry_after`` (seconds the server asked for) are read by :func:`_retry_wait`."""
-        error = ModelError(self._redact(message))
+    def _error(self, message: str, *, detail: str | None = None, retriable: bool = False,
+               retry_after: float | None = None) -> ModelError:
+        """A :class:`ModelError` whose message never holds the API key, whatever a server echoed:
+        ``message``, then what the server said (``detail``) after a colon. ``retriable`` and
+        ``retry_after`` (seconds the server asked for) are read by :func:`_retry_wait`."""
+        advice = self._redact(message)
+        error = ModelError(advice if detail is None else f"{advice}: {self._redact(detail)}")
+        error.advice_chars = len(advice)  # type: ignore[attr-defined]
         error.retriable = retriable  # type: ignore[attr-defined]
         error.retry_after = retry_after  # type: ignore[attr-defined]
         return error
@@ -282,6 +290,16 @@ RETRIED_STATUSES = frozenset({408, 409, 429})
 """Answers asked for again (as are 5xx): a timeout on the server's side, a conflict, a rate limit."""
 MAX_RETRY_AFTER_SECONDS = 60.0
 """The longest ``Retry-After`` waited out; a server asking for more gets the error shown instead."""
+
+
+def _with_attempts(error: ModelError, attempts: int) -> str:
+    """``error``'s message saying how often the request was sent: after its advice, before the
+    server's own words (which may run to many lines), else at the end of its first line."""
+    message, note = str(error), f" (asked {attempts} times)"
+    at = getattr(error, "advice_chars", None)
+    if at is None or at > len(message):
+        at = len(message.partition("\n")[0])
+    return message[:at] + note + message[at:]
 
 
 def _retry_wait(error: ModelError, attempt: int) -> float | None:
@@ -536,7 +554,7 @@ def _body_text(body: object) -> str:
     a message is shown by its field names: its values may echo the request.
     """
     if isinstance(body, str):
-        return body.strip()
+        return _html_page_text(body.strip()) or body.strip()
     if isinstance(body, list):
         return "; ".join(filter(None, (_body_text(item) for item in body)))
     if not isinstance(body, dict):
@@ -553,6 +571,22 @@ def _body_text(body: object) -> str:
     names = [str(name)[:40] for name in list(body)[:12]]
     more = f" and {len(body) - len(names)} more" if len(body) > len(names) else ""
     return f"an error without a message (its fields: {', '.join(names)}{more})"
+
+
+_HTML_PAGE = re.compile(r"\A(?:<!doctype html[^>]*>\s*)?<(?:html|head|body)\b", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
+
+
+def _html_page_text(text: str) -> str | None:
+    """What an HTML error page says, when ``text`` is one (a proxy's or web server's: nginx's 502),
+    else ``None``: its title, or its text without the markup, and where it came from."""
+    if not _HTML_PAGE.match(text):
+        return None
+    title = _HTML_TITLE.search(text)
+    words = html.unescape(_HTML_TAG.sub(" ", title.group(1) if title else text)).split()
+    said = " ".join(words) or "an empty page"
+    return f"{said} (an HTML page: a web server or proxy in front of the model server answered)"
 
 
 def _names_field(body: object, field: str, conversation: _Conversation) -> bool:

@@ -9,7 +9,7 @@ its first event once, then works), ``no-finish`` (ends cleanly but never says it
 ``usage-every-chunk`` (a running usage total on every chunk), ``no-tool-choice`` (rejects
 ``tool_choice``), ``detail-auth`` and ``detail-validation`` (FastAPI's ``{"detail": ...}``
 bodies, as llama-cpp-python sends), ``traceback`` (a 500 whose plain-text body is a Python
-traceback) and ``echo-key`` (a 401 whose body echoes the Authorization header), with its variants
+traceback), ``html-502`` (nginx's HTML page for a 502) and ``echo-key`` (a 401 whose body echoes the Authorization header), with its variants
 ``echo-key-straddle`` (the key starts just before the 4000th character of the message),
 ``echo-key-quoted`` (URL-encoded), ``echo-key-cut`` (the server cut its echo off part way into the key)
 and ``echo-key-masked`` (OpenAI's way: the key's first 8 and last 4 characters, stars between).
@@ -78,6 +78,15 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {**_chunk({"content": "lo"}), "usage": {"prompt_tokens": 11, "completion_tokens": 2}},
         {**_chunk({}, "stop"), "usage": {"prompt_tokens": 11, "completion_tokens": 3}}],
 }
+
+NGINX_502 = """<html>
+<head><title>502 Bad Gateway</title></head>
+<body>
+<center><h1>502 Bad Gateway</h1></center>
+<hr><center>nginx/1.25.3</center>
+</body>
+</html>
+"""
 
 TRACEBACK = """Traceback (most recent call last):
   File "/srv/llama_cpp/server/app.py", line 491, in create_chat_completion
@@ -151,6 +160,8 @@ class SSEServer:
                  "msg": "Input should be a valid string", "input": "the user's private words"}]})
         if model == "traceback":
             return self._text(handler, 500, TRACEBACK)
+        if model == "html-502":
+            return self._text(handler, 502, NGINX_502, "text/html")
         if model.startswith("echo-key"):
             return self._json(handler, 401, {"error": {"message": _echoed_key(model, handler)}})
         if model == "echo-request-text":
@@ -225,10 +236,10 @@ class SSEServer:
         handler.wfile.write(data)
 
     @staticmethod
-    def _text(handler: BaseHTTPRequestHandler, status: int, text: str) -> None:
+    def _text(handler: BaseHTTPRequestHandler, status: int, text: str, kind: str = "text/plain") -> None:
         data = text.encode()
         handler.send_response(status)
-        handler.send_header("Content-Type", "text/plain; charset=utf-8")
+        handler.send_header("Content-Type", f"{kind}; charset=utf-8")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)

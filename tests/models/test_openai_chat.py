@@ -157,6 +157,22 @@ async def test_401_names_the_key_variable_but_never_the_key(server):
     assert SECRET not in message and SECRET not in repr(model(server, "auth"))
 
 
+async def test_a_proxy_s_html_page_is_shown_by_its_title_with_how_often_it_was_asked(server):
+    """It showed the page's markup: `answered 502: <html><head><title>502 Bad Gateway</title>...`."""
+    with pytest.raises(ModelError) as caught:
+        await collect(model(server, "html-502"))
+    assert str(caught.value) == ("openai:html-502 answered 502 (asked 2 times): 502 Bad Gateway (an HTML page: a web "
+                                 "server or proxy in front of the model server answered)")
+    assert len(server.requests) == 2
+
+
+async def test_a_missing_model_names_the_model_and_where_it_was_asked(server):
+    with pytest.raises(ModelError) as caught:
+        await collect(model(server, "missing"))
+    assert str(caught.value).startswith(f"openai:missing: model or endpoint not found (404) at "
+                                        f"{server.base_url}; check the model name (missing) and the base URL: ")
+
+
 @pytest.mark.parametrize("name, expected", [("missing", "not found"), ("overloaded", "500")])
 async def test_other_refusals_are_clear(server, name, expected):
     with pytest.raises(ModelError, match=expected):
@@ -332,7 +348,7 @@ async def test_a_traceback_body_keeps_the_advice_on_the_first_line(server):
     with pytest.raises(ModelError) as caught:
         await collect(model(server, "traceback"))
     first, _, rest = str(caught.value).partition("\n")
-    assert first == "openai:traceback answered 500: Traceback (most recent call last):"
+    assert first == "openai:traceback answered 500 (asked 2 times): Traceback (most recent call last):"
     assert rest.endswith('TypeError: can only concatenate str (not "NoneType") to str')
 
 
