@@ -108,7 +108,11 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     ([], "model_timeout = 0", "model_timeout in {config} must be the seconds a model server may send nothing"),
     ([], 'model_timeout = "long"', "model_timeout in {config} must be the seconds"),
     ([], "model = [1", "is not valid TOML"),
-    ([], 'colour = "red"', "unknown keys colour"),
+    ([], 'colour = "red"', "has an unknown key colour; lovia reads base_url, db"),
+    ([], 'colour = "red"\nsize = 2', "has unknown keys colour, size; lovia reads"),
+    # Refused, but not said where a key goes instead.
+    ([], 'api_key = "sk-in-the-file"', "An API key is not read from the file (api_key): set LOVIA_API_KEY or "
+                                       "OPENAI_API_KEY in the environment"),
     (["--agent", "no_such_module:agent"], "", "cannot import 'no_such_module'"),
     (["--agent", "json:dumps"], "", "is not a lovia Agent"),
     (["--agent", "nocolon"], "", "MODULE:ATTR"),
@@ -116,7 +120,7 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     ([], '[mcp.servers.files]\ncommand = "x"\nurl = "http://h/mcp"', "needs either command"),
     ([], '[mcp.servers.files]\ncommand = "x"\nargs = "--root ~"', "args in [mcp.servers.files]"),
     ([], '[mcp.servers.files]\ncommand = "x"\nenv = { TOKEN = 7 }', "env in [mcp.servers.files]"),
-    ([], '[mcp.servers.files]\ncommand = "x"\nautostart = true', "unknown keys autostart"),
+    ([], '[mcp.servers.files]\ncommand = "x"\nautostart = true', "has an unknown key autostart; it reads"),
     ([], '[mcp.servers.web]\nurl = "ws://h"', "must start with http:// or https://"),
     ([], '[mcp.servers.web]\nurl = "http://h/mcp"\nenabled = "no"', "enabled in [mcp.servers.web]"),
     ([], '[mcp.servers.web]\nurl = "http://h/mcp"\ntimeout = 0', "timeout in [mcp.servers.web]"),
@@ -132,6 +136,13 @@ def test_bad_options_and_config_are_clear_errors(tmp_path, args, config, message
     done = lovia(*args, tmp_path=tmp_path)
     assert done.returncode == 2, done.stderr
     assert message.format(config=tmp_path / "config.toml") in done.stderr
+
+
+def test_a_key_in_the_config_file_is_never_quoted(tmp_path):
+    (tmp_path / "config.toml").write_text('openai_api_key = "sk-in-the-file-0123456789"\n')
+    done = lovia(tmp_path=tmp_path)
+    assert done.returncode == 2 and "(openai_api_key): set LOVIA_API_KEY" in done.stderr
+    assert "sk-in-the-file" not in done.stderr + done.stdout
 
 
 def test_a_bad_model_in_the_environment_is_named_there(tmp_path):

@@ -85,8 +85,11 @@ class Config:
             return cls()
         unknown = sorted(set(data) - CONFIG_KEYS)
         if unknown:
-            raise UserError(f"the config file {path} has unknown keys {', '.join(unknown)}; "
-                            f"lovia reads {', '.join(sorted(CONFIG_KEYS))}")
+            secret = next((key for key in unknown if _names_a_secret(key)), None)
+            hint = (f". An API key is not read from the file ({secret}): set LOVIA_API_KEY or OPENAI_API_KEY in "
+                    "the environment" if secret else "")
+            raise UserError(f"the config file {path} has {_unknown_keys(unknown)}; lovia reads "
+                            f"{', '.join(sorted(CONFIG_KEYS))}{hint}")
         keys = parse_keys(data.pop("keys"), str(path)) if "keys" in data else {}
         mcp_servers = parse_mcp_servers(data.pop("mcp"), path) if "mcp" in data else ()
         trash_days = data.pop("trash_days", cls.trash_days)
@@ -183,8 +186,7 @@ def parse_mcp_servers(table: object, path: Path) -> tuple[MCPServerSettings, ...
             raise UserError(f"{where} must be a table with a command or a url, e.g.\n{example}")
         unknown = sorted(set(settings) - MCP_SERVER_KEYS)
         if unknown:
-            raise UserError(f"{where} has unknown keys {', '.join(unknown)}; "
-                            f"it reads {', '.join(sorted(MCP_SERVER_KEYS))}")
+            raise UserError(f"{where} has {_unknown_keys(unknown)}; it reads {', '.join(sorted(MCP_SERVER_KEYS))}")
         command, url = settings.get("command"), settings.get("url")
         if (command is None) == (url is None):
             raise UserError(f"{where} needs either command (a server lovia starts) or url (a streamable-HTTP "
@@ -259,3 +261,14 @@ class RememberedState:
             replace_file_privately(self.path, json.dumps(data, indent=2))
         except OSError:
             pass  # remembering is a convenience: never fail the app over it
+
+
+def _unknown_keys(unknown: list[str]) -> str:
+    """``an unknown key colour`` or ``unknown keys colour, size``."""
+    return f"an unknown key {unknown[0]}" if len(unknown) == 1 else f"unknown keys {', '.join(unknown)}"
+
+
+def _names_a_secret(key: str) -> bool:
+    """Whether a config key looks meant for an API key or token (``api_key``, ``openai_api_key``, ``token``)."""
+    words = set(key.lower().replace("-", "_").split("_"))
+    return bool(words & {"key", "apikey", "token", "secret", "password"})
