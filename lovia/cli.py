@@ -237,7 +237,7 @@ def build_app(args: argparse.Namespace):
         session, checkpointer, agent,
         # the archive makes its own directory (0700) when it first keeps an output
         context_policy=ContextPolicy(result_store=FileResultStore(archive_dir(db))),
-        trash_days=config.trash_days, mcp=servers,
+        trash_days=config.trash_days, mcp=servers, max_turns=config.max_turns,
     )
     # --theme wins, then the theme the user last picked in the app (ctrl+t), then the config file's
     return LoviaApp(backend, model_label=label, theme=args.theme, default_theme=config.theme, state=state,

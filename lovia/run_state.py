@@ -25,12 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from lovia import errors
 from lovia.checkpoint import RunHead
 from lovia.entries import Entry, UserMessage
 from lovia.timing import ModelStep
 from lovia.transcript import dangling_tool_calls
 
-__all__ = ["Moment", "RunState", "RunStop", "StopKind", "first_line", "how_run_stopped", "run_state"]
+__all__ = ["Moment", "RunState", "RunStop", "StopKind", "error_reason", "first_line", "how_run_stopped", "run_state"]
 
 RunState = Literal["completed", "running", "elsewhere", "interrupted", "crashed", "failed"]
 
@@ -39,6 +40,10 @@ Moment = Literal["streaming", "tools", "waiting", "answered", "between_turns"]
 
 MODEL_ERROR_PREFIX = "ModelError: "
 """How the runner records a failure raised by the model endpoint (``"{type}: {message}"``)."""
+
+_LOVIA_ERRORS = frozenset(name for name, value in vars(errors).items()
+                          if isinstance(value, type) and issubclass(value, errors.LoviaError))
+"""The names of lovia's own errors: their messages say what went wrong without their class."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,15 @@ def _asked_and_no_chunk_came(head: RunHead, entries: Sequence[Entry]) -> bool:
     return isinstance(step, ModelStep) and step.first_token_at is None and (step.cut_off or step.finished_at is None)
 
 
+def error_reason(error: str) -> str:
+    """A failed run's error as the runner stores it (``"{type}: {message}"``), as a user reads it:
+    one of lovia's own (``ModelError``, ``MaxTurnsExceeded``) without its class, whose name only
+    took the room of the reason; another (a hook's ``KeyError: 'x'``) with it, as ``'x'`` alone
+    would say nothing."""
+    name, colon, rest = error.partition(": ")
+    return rest if colon and name in _LOVIA_ERRORS else error
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``, stripped; ``""`` when there is none."""
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -143,9 +157,7 @@ def how_run_stopped(head: RunHead, entries: Sequence[Entry], now: float) -> RunS
     state = run_state(head, now)
     if state == "failed":
         error = first_line(head.error or "")
-        model_error = error.startswith(MODEL_ERROR_PREFIX)
-        return RunStop("failed", moment, error.removeprefix(MODEL_ERROR_PREFIX) if model_error else error, calls,
-                       model_error)
+        return RunStop("failed", moment, error_reason(error), calls, error.startswith(MODEL_ERROR_PREFIX))
     if state in ("interrupted", "crashed"):
         return RunStop("stopped" if state == "interrupted" else "crashed", moment, streamed, calls)
     if state == "elsewhere":

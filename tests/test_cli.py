@@ -107,6 +107,8 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     ([], "trash_days = 1e9", "must be a number of days from 0 to 999,999"),
     ([], "model_timeout = 0", "model_timeout in {config} must be the seconds a model server may send nothing"),
     ([], 'model_timeout = "long"', "model_timeout in {config} must be the seconds"),
+    ([], "max_turns = 0", "max_turns in {config} must be how many model turns a run may take, from 1 to 10,000"),
+    ([], "max_turns = 2.5", "max_turns in {config} must be how many model turns"),
     ([], "model = [1", "is not valid TOML"),
     ([], 'colour = "red"', "has an unknown key colour; lovia reads base_url, db"),
     ([], 'colour = "red"\nsize = 2', "has unknown keys colour, size; lovia reads"),
@@ -288,6 +290,30 @@ def test_the_model_timeout_of_the_config_file_is_the_models(tmp_path, monkeypatc
         with pytest.raises(ModelError, match=r"no reply for 1 s"):
             asyncio.run(ask())
         assert time.monotonic() - started < 2.5 and len(server.requests) == 1
+
+
+def test_max_turns_of_the_config_file_bounds_the_app_s_runs(tmp_path, monkeypatch):
+    """The error of a model that called tools every turn said "raise max_turns", and nothing in the
+    app could: the 25 turns were fixed."""
+    from lovia.errors import MaxTurnsExceeded
+    from lovia.models import ScriptedModel, ScriptedTurn, call
+
+    monkeypatch.setenv("LOVIA_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("LOVIA_DATA_DIR", str(tmp_path / "data"))
+    for name in ("LOVIA_MODEL", "LOVIA_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "config.toml").write_text("max_turns = 3\n")
+    backend = build_app(_args(tmp_path)).backend
+    assert backend.max_turns == 3
+    backend.agent.model = ScriptedModel([ScriptedTurn(tool_calls=[call("current_time")])] * 5)
+
+    async def run() -> None:
+        started = await backend.send("s", "loop")
+        async for _ in started.stream:
+            pass
+
+    with pytest.raises(MaxTurnsExceeded, match=r"^reached max_turns=3 without a final answer"):
+        asyncio.run(run())
 
 
 def test_the_model_timeout_reaches_the_models_your_own_agents_name(tmp_path, monkeypatch):

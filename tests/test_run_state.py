@@ -76,11 +76,15 @@ def test_a_model_error_reads_its_first_line_without_the_type():
     assert stop.headline == "failed on a model error"
 
 
-def test_another_error_keeps_its_type():
-    stop = how_run_stopped(head(status="failed", error="MaxTurnsExceeded: run 'r' reached max_turns=2"), CALLS, NOW)
-    assert (stop.kind, stop.detail, stop.model_error) == ("failed", "MaxTurnsExceeded: run 'r' reached max_turns=2",
+def test_lovia_s_other_errors_read_without_their_type_and_others_keep_it():
+    """The runs list read "MaxTurnsExceeded: run 'lovia-ru…": the class and the run id, not the reason."""
+    stop = how_run_stopped(head(status="failed", error="MaxTurnsExceeded: reached max_turns=2 without a final answer"),
+                           CALLS, NOW)
+    assert (stop.kind, stop.detail, stop.model_error) == ("failed", "reached max_turns=2 without a final answer",
                                                           False)
     assert stop.headline == "failed"
+    hooked = how_run_stopped(head(status="failed", error="KeyError: 'user'"), CALLS, NOW)
+    assert hooked.detail == "KeyError: 'user'"  # 'user' alone would say nothing
 
 
 def test_held_elsewhere_under_a_live_lease_names_the_process():

@@ -623,8 +623,9 @@ class _Run:
         assert head is not None
         while True:
             if head.turn >= self.max_turns:
-                raise MaxTurnsExceeded(f"run {self.run_id!r} reached max_turns={self.max_turns} without a final "
-                                       "answer; raise max_turns or check the agent's tools")
+                raise MaxTurnsExceeded(f"reached max_turns={self.max_turns} without a final answer: the model "
+                                       "called tools every turn. Raise max_turns (lovia's config file, or the "
+                                       "Runner's argument), or check the agent's tools")
             message, calls, usage, finish = await self._model_turn()
             head.turn += 1
             head.usage += usage

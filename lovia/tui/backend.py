@@ -51,6 +51,7 @@ from lovia.models import resolve_model
 from lovia.rewind import rewind_with_checkpoints
 from lovia.run_state import RunState, first_line, run_state
 from lovia.runtime import Runner, RunStream
+from lovia.runtime.runner import DEFAULT_MAX_TURNS
 from lovia.session import (
     ChangeReportingSession,
     ChangeTrackingSession,
@@ -448,7 +449,7 @@ class ChatBackend:
     """Sessions, runs and the agent the UI drives."""
 
     def __init__(self, session: Session, checkpointer: Checkpointer, agent: Agent[Any], *,
-                 context_policy: ContextPolicy | None = None, max_turns: int = 25,
+                 context_policy: ContextPolicy | None = None, max_turns: int = DEFAULT_MAX_TURNS,
                  trash_days: float = DEFAULT_TRASH_DAYS, mcp: SessionServers | None = None) -> None:
         self.session = session
         self.mcp = mcp or SessionServers()

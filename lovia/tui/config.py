@@ -7,6 +7,7 @@
   ``trash_days = 30`` is how long a deleted session stays in the trash (f8) before it is purged;
   ``model_timeout = 120`` is how many seconds a model server may send nothing before the
   request fails (a local model reading a long prompt on a CPU may need more);
+  ``max_turns = 25`` is how many model turns a run may take (each but the last calls tools);
   ``db = "~/team.db"`` or ``db = "postgresql://bob@db.internal/lovia"`` is where sessions and
   checkpoints live instead of ``lovia.db`` (``--db`` wins; a relative path is taken from the
   config file's directory; see :mod:`lovia.db_location`);
@@ -35,13 +36,14 @@ from lovia._files import make_private_dirs, replace_file_privately, safe_file_na
 from lovia.db_location import DbLocation, parse_db_location
 from lovia.errors import UserError
 from lovia.models.base import DEFAULT_MODEL_TIMEOUT
+from lovia.runtime.runner import DEFAULT_MAX_TURNS
 from lovia.tui.keymap import parse_keys
 
 if TYPE_CHECKING:
     from lovia.mcp import MCPServer
 
 APP_NAME = "lovia"
-CONFIG_KEYS = {"trash_days", "model", "base_url", "model_timeout", "theme", "keys", "db", "mcp"}
+CONFIG_KEYS = {"trash_days", "model", "base_url", "model_timeout", "max_turns", "theme", "keys", "db", "mcp"}
 MCP_SERVER_KEYS = {"command", "args", "env", "url", "headers", "enabled", "timeout"}
 ENVIRONMENT_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${NAME}`` in an MCP server's ``env`` or ``headers`` value: taken from lovia's environment at start."""
@@ -70,6 +72,8 @@ class Config:
     """How long a deleted session stays in the trash before it is purged (0: at the next listing)."""
     model_timeout: float = DEFAULT_MODEL_TIMEOUT
     """Seconds a model server may send nothing (before its first chunk, or between two) before the request fails."""
+    max_turns: int = DEFAULT_MAX_TURNS
+    """How many model turns a run may take before it fails (a model calling tools in a loop)."""
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The ``[keys]`` table, validated by :func:`lovia.tui.keymap.parse_keys`: action name -> keys."""
     db: DbLocation | None = None
@@ -101,12 +105,16 @@ class Config:
                 or not 1 <= model_timeout <= 86400:
             raise UserError(f"model_timeout in {path} must be the seconds a model server may send nothing, from 1 "
                             f"to 86,400 (e.g. model_timeout = 600), got {model_timeout!r}")
+        max_turns = data.pop("max_turns", cls.max_turns)
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or not 1 <= max_turns <= 10_000:
+            raise UserError(f"max_turns in {path} must be how many model turns a run may take, from 1 to 10,000 "
+                            f"(e.g. max_turns = 50), got {max_turns!r}")
         for key, value in data.items():
             if not isinstance(value, str):
                 raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
         location = _db_in(data.pop("db", None), path)
-        return cls(trash_days=float(trash_days), model_timeout=float(model_timeout), **data, keys=keys, db=location,
-                   mcp_servers=mcp_servers)
+        return cls(trash_days=float(trash_days), model_timeout=float(model_timeout), max_turns=max_turns, **data,
+                   keys=keys, db=location, mcp_servers=mcp_servers)
 
     @classmethod
     def load_db(cls, path: Path | None = None) -> DbLocation | None:

@@ -17,6 +17,7 @@ from rich.cells import cell_len, set_cell_size
 
 # Durations and a turn's ending read the same in the export (lovia.export), which loads no UI.
 from lovia._wording import count as count, duration as duration, finish_note as finish_note
+from lovia.run_state import error_reason
 from lovia.usage import Usage
 
 clock: Callable[[], float] = time.time
@@ -121,9 +122,9 @@ def padded(text: str, width: int, *, right: bool = False) -> str:
 
 def stored_failure(error: str) -> str:
     """A failed run's error as its checkpoint holds it (``ModelError: openai:x answered 500 …``, the
-    runner writes the exception's class first) as the UI showed it live: ``openai:x answered 500 …``."""
-    name, colon, rest = error.partition(": ")
-    return sentence(rest if colon and name.isidentifier() else error)
+    runner writes the exception's class first) as the UI showed it live: ``openai:x answered 500 …``
+    (see :func:`~lovia.run_state.error_reason`)."""
+    return sentence(error_reason(error))
 
 
 def sentence(text: str) -> str:

@@ -97,7 +97,7 @@ FAILURE_AT_LEAST = 16
 def failure(run: TranscriptRun) -> str:
     """Why a failed run failed (its error's first line): ``""`` when it did not, or it is not known."""
     failed = run.state == "failed" or (run.partial and run.ended == "failed")
-    return first_line(run.error) if failed and run.error else ""
+    return format.stored_failure(first_line(run.error)) if failed and run.error else ""
 
 
 def header_line(run: TranscriptRun, summary: StepSummary | None, width: int = 0) -> str:
