@@ -17,6 +17,7 @@ from lovia.timing import steps_from_meta
 from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.notice import NoticeView
 from tests.runtime.drip_server import PARTIAL, DripServer
 from tests.runtime.test_partial_journal import RUN, stream_then_kill
 from tests.tui.conftest import make_app, settle, wait_for
@@ -89,8 +90,14 @@ async def test_sending_after_a_crashed_run_keeps_its_streamed_text_as_a_partial_
         chat.composer.focus()
         await pilot.pause()
         await pilot.press(*"and then?", "enter")
+        # "Notice" under the run and the question said it "goes on where it stopped": the answer is asked anew.
+        notices = [str(n.text) for n in chat.transcript.query(NoticeView)]
+        assert any("resumes it from its last saved step (the answer it was writing when cut off is asked for again)"
+                   in n for n in notices), notices
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         assert "crashed" in str(app.screen.question) and "Keep as partial" in str(app.screen.question)
+        assert "from its last saved step (the answer it was writing when cut off is asked for again)" in str(
+            app.screen.question)
         await pilot.press("k")
         await settle(pilot)
         await wait_for(pilot, lambda: not chat.running)

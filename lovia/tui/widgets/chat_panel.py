@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from lovia.entries import UserMessage
+from lovia.entries import AssistantMessage, UserMessage
 from lovia.errors import LoviaError, RunClaimedError
 from lovia.runtime import (
     HandoffOccurred,
@@ -36,6 +36,7 @@ from lovia.runtime import (
 )
 from lovia.tui import format
 from lovia.tui.backend import (
+    CUT_OFF,
     FORK_MARK,
     RESUMABLE_STATES,
     STATE_LABELS,
@@ -278,11 +279,12 @@ class ChatPanel(Vertical):
         # The oldest goes first: resumed, its answer lands before the later runs are settled, in order.
         oldest = need.runs[0]
         state = run_state(oldest.head)
+        anew = ANSWER_ASKED_AGAIN if oldest.head.cut_off_text else ""
         what = (f"{len(need.runs)} runs that did not finish" if len(need.runs) > 1
                 else f"a run that {STATE_LABELS.get(state, state)}")
         question = (f"This session has {what} (started {format.when(oldest.head.started_at)}); it is not in the "
                     "conversation yet. Before your message is sent:\n"
-                    "• Resume it: it goes on where it stopped; your message waits in the composer.\n"
+                    f"• Resume it: it goes on from its last saved step{anew}; your message waits in the composer.\n"
                     "• Keep as partial: what it did so far joins the conversation, marked as "
                     f"{state}, before your message.\n"
                     "• Discard it: its checkpoint is deleted; nothing of it reaches the conversation.")
@@ -310,18 +312,21 @@ class ChatPanel(Vertical):
         if newest is not None and newest.state == "failed" and newest.error:
             # Its error whole, as shown live: the header holds the start of it, cut to a line.
             await self.transcript.add_notice(f"✗ {format.stored_failure(newest.error)}", "error",
-                                             hint=self._how_to_go_on("failed"))
+                                             hint=self._how_to_go_on("failed", newest))
         elif newest is not None and newest.state in RESUMABLE_STATES:
-            await self.transcript.add_notice(self._how_to_go_on(newest.state), "warning")
+            await self.transcript.add_notice(self._how_to_go_on(newest.state, newest), "warning")
 
-    def _how_to_go_on(self, state: RunState) -> str:
-        """What the user can do with this session's newest run, left ``state`` (interrupted, crashed or failed)."""
+    def _how_to_go_on(self, state: RunState, run: TranscriptRun | None) -> str:
+        """What the user can do with this session's newest run ``run``, left ``state`` (interrupted,
+        crashed or failed). A resume goes on from the run's last saved step: an answer cut off as
+        it streamed is asked for again, not continued, and the user is told so."""
         resume = keymap_of(self).key_text("chat.resume")
+        anew = ANSWER_ASKED_AGAIN if run is not None and _cut_mid_answer(run) else ""
         if state == "interrupted":
-            return (f"Stopped. {resume} resumes it; sending your next message keeps what it did so far in the "
+            return (f"Stopped. {resume} resumes it{anew}; sending your next message keeps what it did so far in the "
                     "conversation, marked as stopped.")
-        goes_on = "retries it from its checkpoint" if state == "failed" else "resumes it where it stopped"
-        return (f"This run {state} and is not in the conversation yet: {resume} {goes_on}; sending a message "
+        goes_on = "retries it from its checkpoint" if state == "failed" else "resumes it from its last saved step"
+        return (f"This run {state} and is not in the conversation yet: {resume} {goes_on}{anew}; sending a message "
                 "first asks whether to resume, keep or discard it.")
 
     async def _tell_servers_down(self) -> None:
@@ -412,8 +417,9 @@ class ChatPanel(Vertical):
                     await transcript.end_run("completed", await self._stored_run(stream.run_id))
                 elif isinstance(event, RunInterrupted):
                     interrupted = True
-                    await transcript.end_run("interrupted", await self._stored_run(stream.run_id))
-                    await transcript.add_notice(self._how_to_go_on("interrupted"), "warning")
+                    stopped = await self._stored_run(stream.run_id)
+                    await transcript.end_run("interrupted", stopped)
+                    await transcript.add_notice(self._how_to_go_on("interrupted", stopped), "warning")
                 elif isinstance(event, RunFailed) and message is not None and not_started is not None:
                     reported = event.error  # before it started: told, not shown as a run
                     message = None
@@ -888,3 +894,13 @@ class ChatPanel(Vertical):
 def _title_line(title: str | None) -> str:
     """The chat's title line for a session's title (``None`` or empty: a new session's)."""
     return format.one_line(title, 80) if title else "New session"
+
+
+ANSWER_ASKED_AGAIN = " (the answer it was writing when cut off is asked for again)"
+"""Said of a resume of a run cut off while an answer streamed: the model answers that turn anew."""
+
+
+def _cut_mid_answer(run: TranscriptRun) -> bool:
+    """Whether ``run`` was cut off while an answer streamed (its last entry the partial answer)."""
+    last = run.entries[-1] if run.entries else None
+    return isinstance(last, AssistantMessage) and last.finish_reason == CUT_OFF
