@@ -128,3 +128,20 @@ async def test_an_endpoint_nobody_listens_on_is_said_in_sentences(tmp_path):
     assert format.sentence("openai:local refused the request") == "openai:local refused the request"
     assert format.sentence("gpt-4o-mini cannot use tools") == "gpt-4o-mini cannot use tools"
     assert format.sentence("nothing to undo") == "Nothing to undo"
+
+
+async def test_a_retry_that_fails_again_says_so(tmp_path):
+    """ctrl+r on a run the server refused, refused again: the screen was as before, as if the key did nothing."""
+    with SSEServer() as server:
+        model = OpenAIChatModel("auth", base_url=server.base_url, api_key=SECRET, retries=0, timeout=10)
+        app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+        async with app.run_test(size=(80, 24)) as pilot:
+            chat = app.screen.chat
+            await type_and_send(pilot, "hello")
+            [first] = [n.text for n in chat.transcript.query(NoticeView)]
+            assert first.startswith("✗ openai:auth refused the request (401)")
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert len(server.requests) == 2
+            [again] = [n.text for n in chat.transcript.query(NoticeView)]  # in place of the first
+            assert again == f"✗ Failed again: {first.removeprefix('✗ ')}"

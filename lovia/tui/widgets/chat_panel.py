@@ -443,7 +443,9 @@ class ChatPanel(Vertical):
                         keys = keymap_of(self).key_text
                         hint = f"What was stored is kept: {keys('chat.resume')} retries the run from its checkpoint; " \
                                f"{keys('chat.edit_last')} edits the message."
-                    await transcript.add_notice(f"✗ {format.sentence(str(event.error))}", "error", hint=hint)
+                    # A resume that fails as the run did looked as if the key did nothing: it says so.
+                    failed = f"Failed again: {event.error}" if resumed else format.sentence(str(event.error))
+                    await transcript.add_notice(f"✗ {failed}", "error", hint=hint)
             if message is not None and not_started is not None and stream.stopped and not interrupted:
                 # Stopped (escape) before it started, while its start changed the session (a
                 # resend's rewind): no event came. What the stop left is shown, and the resend told.
