@@ -42,6 +42,7 @@ from lovia.rewind import rewind_with_checkpoints
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
+    ModelRetrying,
     RunCompleted,
     RunEvent,
     RunFailed,
@@ -135,6 +136,7 @@ __all__ = [
     "MessageCompleted",
     "Model",
     "ModelError",
+    "ModelRetrying",
     "OpenAIChatModel",
     "PagedSession",
     "RenamableSession",

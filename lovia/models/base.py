@@ -76,7 +76,18 @@ class FinishChunk:
     reason: str | None = None
 
 
-ModelChunk = TextChunk | ToolCallChunk | UsageChunk | FinishChunk
+@dataclass(frozen=True, slots=True)
+class RetryChunk:
+    """The request failed before anything of the answer came, in a way worth asking again
+    (``reason``: the error's message, safe to show), and the model asks again ``wait``
+    seconds from now. A model that retries on its own says so with this chunk, so the wait
+    is shown for what it is and not counted as the model's time to its first token."""
+
+    reason: str
+    wait: float
+
+
+ModelChunk = TextChunk | ToolCallChunk | UsageChunk | FinishChunk | RetryChunk
 
 
 @runtime_checkable

@@ -34,6 +34,7 @@ from lovia.models.base import (
     FinishChunk,
     ModelChunk,
     ModelRequest,
+    RetryChunk,
     TextChunk,
     ToolCallChunk,
     UsageChunk,
@@ -139,6 +140,7 @@ class OpenAIChatModel:
                     if attempt:  # the same answer each time: a retry from the user may need to wait
                         exc.args = (_with_attempts(exc, attempt + 1),)
                     raise
+                yield RetryChunk(str(exc), wait)  # the wait is not the model's: the runner times it apart
                 await asyncio.sleep(wait)
                 attempt += 1
 

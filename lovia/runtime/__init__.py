@@ -3,6 +3,7 @@
 from lovia.runtime.events import (
     HandoffOccurred,
     MessageCompleted,
+    ModelRetrying,
     RunCompleted,
     RunEvent,
     RunFailed,
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_TURNS",
     "HandoffOccurred",
     "MessageCompleted",
+    "ModelRetrying",
     "RunCompleted",
     "RunEvent",
     "RunFailed",

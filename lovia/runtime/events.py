@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HandoffOccurred",
     "MessageCompleted",
+    "ModelRetrying",
     "RunCompleted",
     "RunEvent",
     "RunFailed",
@@ -43,6 +44,17 @@ class TextDelta:
 
     text: str
     agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRetrying:
+    """The model's request failed before anything of its answer came (``reason``, the error's
+    message) and is asked again in ``wait`` seconds: a rate limit, a server busy or restarting."""
+
+    agent: str
+    model: str
+    reason: str
+    wait: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +119,6 @@ class RunInterrupted:
 
 
 RunEvent = (
-    RunStarted | TextDelta | MessageCompleted | ToolCallStarted | ToolResultReceived | HandoffOccurred
+    RunStarted | TextDelta | ModelRetrying | MessageCompleted | ToolCallStarted | ToolResultReceived | HandoffOccurred
     | TurnFinished | RunCompleted | RunFailed | RunInterrupted
 )

@@ -64,10 +64,12 @@ from lovia.errors import (
 )
 from lovia.mcp import MCPServer, MCPTool
 from lovia.models import ModelRequest, resolve_model
-from lovia.models.base import FinishChunk, Model, TextChunk, ToolCallChunk, UsageChunk
+from lovia.models.base import FinishChunk, Model, RetryChunk, TextChunk, ToolCallChunk, UsageChunk
+from lovia.run_state import first_line
 from lovia.runtime.events import (
     HandoffOccurred,
     MessageCompleted,
+    ModelRetrying,
     RunCompleted,
     RunEvent,
     RunFailed,
@@ -686,6 +688,8 @@ class _Run:
                     usage_reported = True
                 elif isinstance(chunk, FinishChunk):
                     finish = chunk.reason
+                elif isinstance(chunk, RetryChunk) and first_token_at is None:
+                    step = self._model_asks_again(step, agent, model, chunk)
         except Exception:
             self._step_finished(step, error=True, cut_off=True)  # the endpoint's error ended the turn
             raise
@@ -996,6 +1000,17 @@ class _Run:
                                                        turn=self.head.turn + 1))
         self._journal.turn_started()
         return self._turn_step
+
+    def _model_asks_again(self, index: int, agent: Agent[Any], model: Model, retry: RetryChunk) -> int:
+        """The model's request at step ``index`` failed and is sent again after ``retry.wait``: that
+        attempt ends with its error, and the next one is timed from when it is sent, so the wait
+        counts as neither's time to first token (the timeline shows the gap). The new step's index."""
+        self._step_finished(index, error=True, cut_off=True)
+        self._emit(ModelRetrying(agent.name, model.name, first_line(retry.reason), retry.wait))
+        step = self._model_turn_started(agent, model)
+        assert self.head is not None
+        self.head.steps[step] = replace(self.head.steps[step], started_at=time.time() + max(0.0, retry.wait))
+        return step
 
     def _first_token(self, index: int) -> float:
         """The turn's first text or tool call arrived now: its step says so (the journal writes it with the text)."""

@@ -23,7 +23,7 @@ model the key may not use. Refusals by name:
 ``tool-choice-then-down`` (a 400 naming ``tool_choice`` only in ``param``; without it, 503).
 Slow and busy servers: ``busy`` (answers nothing for 3 s, as a local model reading a long prompt),
 ``stall`` (sends its headers, then nothing for 3 s) and ``rate-limited-once`` (a 429 asking, in
-``Retry-After``, for 0.2 s once, then works).
+``Retry-After``, for 0.2 s once, then works; ``rate-limited-once-2s`` asks for 2 s).
 
 Like llama-cpp-python and llama-server, it refuses (500) any request whose history holds an
 assistant message with ``"content": null`` or tool-call arguments that are not a JSON object.
@@ -194,12 +194,12 @@ class SSEServer:
             # The client gave up long ago: whatever is sent now meets a closed connection.
             handler.close_connection = True
             return None
-        if model == "rate-limited-once":
+        if model in ("rate-limited-once", "rate-limited-once-2s"):
             with self._lock:
                 first, self._rate_limited = not self._rate_limited, True
             if first:
                 return self._json(handler, 429, {"error": {"message": "Rate limit reached."}},
-                                  headers={"Retry-After": "0.2"})
+                                  headers={"Retry-After": "2" if model.endswith("2s") else "0.2"})
             model = "text"
         if model == "die-once":
             with self._lock:

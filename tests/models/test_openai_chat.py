@@ -19,7 +19,17 @@ from lovia import (
     UserMessage,
     tool,
 )
-from lovia.models import ModelRequest, OpenAIChatModel, TextChunk, ToolCallChunk, UsageChunk, resolve_model
+from lovia.models import (
+    ModelRequest,
+    OpenAIChatModel,
+    RetryChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+    resolve_model,
+)
+from lovia.runtime import ModelRetrying
+from lovia.timing import steps_from_meta
 from lovia.tools import ToolSpec
 from tests.models.sse_server import SSEServer
 
@@ -142,6 +152,27 @@ async def test_a_rate_limit_is_waited_out_as_the_server_asks_and_tried_again(ser
     chunks = await collect(model(server, "rate-limited-once"))
     assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Hello, world"
     assert len(server.requests) == 2 and time.monotonic() - started >= 0.2
+    # Said before the wait, so it is shown for what it is and not taken for the model's slowness.
+    assert chunks[0] == RetryChunk("openai:rate-limited-once is rate limiting requests (429); wait and retry: "
+                                   "Rate limit reached.", 0.2)
+
+
+async def test_a_rate_limited_turn_is_timed_from_the_request_sent_again(server, tmp_path):
+    """The wait a 429 asked for was counted as the model's time to first token ("first token 16s")."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db) as session, SQLiteCheckpointer(db) as checkpointer:
+        agent = Agent(name="bot", model=model(server, "rate-limited-once"))
+        stream = Runner.stream(agent, "hi", session=session, session_id="s",
+                               checkpoint=CheckpointOptions(checkpointer, "r1"))
+        events = [event async for event in stream]
+        [segment] = await session.segments("s")
+    [retrying] = [e for e in events if isinstance(e, ModelRetrying)]
+    assert (retrying.agent, retrying.model, retrying.wait) == ("bot", "openai:rate-limited-once", 0.2)
+    assert retrying.reason.startswith("openai:rate-limited-once is rate limiting requests (429)")
+    refused, answered = steps_from_meta(segment.meta)
+    assert refused.cut_off and refused.error and refused.first_token_at is None
+    assert answered.started_at >= refused.finished_at + 0.19 and not answered.cut_off
+    assert answered.time_to_first_token < 0.15 and answered.turn == refused.turn == 1
 
 
 async def test_a_stream_without_a_finish_is_an_error(server):

@@ -279,3 +279,25 @@ async def test_the_new_below_line_goes_when_a_larger_terminal_shows_the_end(tmp_
         await pilot.resize_terminal(160, 70)  # the whole conversation fits now
         await settle(pilot)
         await wait_for(pilot, lambda: status_line(app) == "", give_up_after=3)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_rate_limited_request_counts_down_to_being_sent_again(tmp_path, size):
+    """A 429 whose Retry-After the model waited out read "Waiting for openai:x · 9s", as a slow model does."""
+    from lovia.models import OpenAIChatModel
+    from lovia.tui.widgets.run_header import StepSummary
+    from tests.models.sse_server import SSEServer
+
+    with SSEServer() as server:
+        model = OpenAIChatModel("rate-limited-once-2s", base_url=server.base_url, api_key="sk-test", timeout=10)
+        app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+        async with app.run_test(size=size) as pilot:
+            await send(pilot, "hello")
+            await wait_for(pilot, lambda: "asking again in" in status_line(app))
+            line = status_line(app)
+            assert line.startswith("openai:rate-limited-once-2s is rate limiting") and re.search(
+                r" · asking again in [12]s$", line), line
+            await wait_for(pilot, lambda: not app.screen.chat.running)
+            data = await app.backend.transcript(app.screen.chat.session_id)
+            [run] = data.runs
+            assert StepSummary.of(run.steps).first_token < 1.0  # the 2 s wait is not the model's

@@ -24,6 +24,7 @@ from lovia.errors import LoviaError, RunClaimedError
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
+    ModelRetrying,
     RunCompleted,
     RunFailed,
     RunInterrupted,
@@ -350,6 +351,9 @@ class ChatPanel(Vertical):
             model = None
         elif isinstance(event, TextDelta):
             status.answering(model)
+        elif isinstance(event, ModelRetrying):
+            model = event.model
+            status.asking_again(model, event.reason, event.wait)
         elif isinstance(event, ToolCallStarted):
             status.running_tools(event.call.call_id, event.call.name)
         elif isinstance(event, ToolResultReceived):

@@ -11,6 +11,7 @@ not pulled away), so the line says it is there and which key shows it.
 
 from __future__ import annotations
 
+import math
 import time
 
 from textual.reactive import reactive
@@ -26,8 +27,8 @@ TICK_SECONDS = 1.0
 
 class RunStatus(Widget):
     """Hidden while no run goes and nothing new is below the view. The chat panel tells it each step
-    as the run's events come (:meth:`waiting_for_model`, :meth:`answering`, :meth:`running_tools`,
-    :meth:`clear`), and sets :attr:`new_below` as the transcript tells it."""
+    as the run's events come (:meth:`waiting_for_model`, :meth:`asking_again`, :meth:`answering`,
+    :meth:`running_tools`, :meth:`clear`), and sets :attr:`new_below` as the transcript tells it."""
 
     DEFAULT_CSS = """
     RunStatus {
@@ -46,12 +47,27 @@ class RunStatus(Widget):
         super().__init__(**kwargs)
         self._since = time.monotonic()
         self._tools: dict[str, str] = {}  # the calls running now: call id -> tool name
+        self._again_at: float | None = None  # while a failed request waits to be sent again: when it is
+        self._model_asked_again = ""
         self._ticker: Timer | None = None
 
     def waiting_for_model(self, model: str | None) -> None:
         """A model was asked, and nothing of its answer has come yet."""
         self._tools.clear()
         self._set(f"Waiting for {model or 'the model'}")
+
+    def asking_again(self, model: str, reason: str, wait: float) -> None:
+        """The model's request failed (``reason``) and is sent again in ``wait`` seconds: the line
+        counts down to it, then waits for the model again. A rate limit looked like a slow model."""
+        self._tools.clear()
+        self._set(reason)
+        self._again_at, self._model_asked_again = time.monotonic() + wait, model
+        self.set_timer(wait, self._asked_again, name="asked again")
+
+    def _asked_again(self) -> None:
+        if self._again_at is not None and time.monotonic() >= self._again_at:
+            self._again_at = None
+            self.waiting_for_model(self._model_asked_again)
 
     def answering(self, model: str | None) -> None:
         """The model's answer streams in (said once, at its first piece: the time counts from there)."""
@@ -75,6 +91,7 @@ class RunStatus(Widget):
     def clear(self) -> None:
         """No run goes any more: the line goes."""
         self._tools.clear()
+        self._again_at = None
         self.step = ""
 
     def _tools_text(self) -> str:
@@ -83,6 +100,7 @@ class RunStatus(Widget):
         return f"Running {names[0]}" + (f" and {format.count(more, 'more call', 'more calls')}" if more else "")
 
     def _set(self, step: str, *, restart: bool = True) -> None:
+        self._again_at = None  # the run moved on
         if restart:
             self._since = time.monotonic()
         self.step = step
@@ -106,10 +124,13 @@ class RunStatus(Widget):
             key = keymap_of(self).first_key_text("transcript.last")
             return f"↓ New below: {key} in the conversation shows it"  # cut by the CSS at the line's end
         below = " · ↓ below" if self.new_below else ""
-        waited = int(time.monotonic() - self._since)
-        # Whole seconds, from the first: a quick step is not a flicker of "0s".
-        shown = f"{waited}s" if waited < 60 else format.duration(waited)
-        tail = (f" · {shown}" if waited >= 1 else "…") + below
+        if self._again_at is not None:  # a countdown to the request sent again
+            tail = f" · asking again in {max(1, math.ceil(self._again_at - time.monotonic()))}s" + below
+        else:
+            waited = int(time.monotonic() - self._since)
+            # Whole seconds, from the first: a quick step is not a flicker of "0s".
+            shown = f"{waited}s" if waited < 60 else format.duration(waited)
+            tail = (f" · {shown}" if waited >= 1 else "…") + below
         # The time is what the line is for: a long model name is cut, never the time
         room = self.content_region.width - len(tail)
         return (self.step if room <= 0 else format.one_line(self.step, room)) + tail
