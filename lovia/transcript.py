@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from lovia.entries import Entry, Handoff, ToolCall, ToolResult
 
 __all__ = [
+    "CallPair",
+    "call_pairs",
     "dangling_tool_calls",
     "drop_dangling_tool_calls",
     "locate_cut",
@@ -23,20 +25,45 @@ __all__ = [
 ]
 
 
-def pair_tool_calls(entries: Sequence[Entry]) -> dict[str, tuple[ToolCall, ToolResult | None]]:
-    """Each tool call by ``call_id``, with its result or ``None`` if it has none yet."""
-    pairs: dict[str, tuple[ToolCall, ToolResult | None]] = {}
-    for entry in entries:
+@dataclasses.dataclass(frozen=True, slots=True)
+class CallPair:
+    """A tool call at ``call_at`` in a list of entries, with its result at ``result_at`` (``None``: none yet)."""
+
+    call_at: int
+    call: ToolCall
+    result_at: int | None = None
+    result: ToolResult | None = None
+
+
+def call_pairs(entries: Sequence[Entry]) -> list[CallPair]:
+    """Each tool call in ``entries`` with its result, in the calls' order.
+
+    A result answers the earliest call before it with its id that has no result yet. Ids are
+    unique in what lovia stores now (the runner gives a repeated one a fresh id), but a model
+    that repeated one ("call_1" every turn) left runs stored before that with several calls
+    of one id, each followed by its own result.
+    """
+    pairs: list[CallPair] = []
+    waiting: dict[str, list[int]] = {}  # call id -> places in ``pairs`` of its calls with no result yet
+    for position, entry in enumerate(entries):
         if isinstance(entry, ToolCall):
-            pairs[entry.call_id] = (entry, None)
-        elif isinstance(entry, ToolResult) and entry.call_id in pairs:
-            pairs[entry.call_id] = (pairs[entry.call_id][0], entry)
+            waiting.setdefault(entry.call_id, []).append(len(pairs))
+            pairs.append(CallPair(position, entry))
+        elif isinstance(entry, ToolResult) and waiting.get(entry.call_id):
+            at = waiting[entry.call_id].pop(0)
+            pairs[at] = dataclasses.replace(pairs[at], result_at=position, result=entry)
     return pairs
+
+
+def pair_tool_calls(entries: Sequence[Entry]) -> dict[str, tuple[ToolCall, ToolResult | None]]:
+    """Each tool call by ``call_id``, with its result or ``None`` if it has none yet (of calls
+    sharing an id, the last; see :func:`call_pairs`)."""
+    return {pair.call.call_id: (pair.call, pair.result) for pair in call_pairs(entries)}
 
 
 def dangling_tool_calls(entries: Sequence[Entry]) -> list[ToolCall]:
     """Tool calls that have no result: the ones a resume would execute (again)."""
-    return [call for call, result in pair_tool_calls(entries).values() if result is None]
+    return [pair.call for pair in call_pairs(entries) if pair.result is None]
 
 
 def drop_dangling_tool_calls(entries: Sequence[Entry]) -> list[Entry]:
@@ -46,14 +73,15 @@ def drop_dangling_tool_calls(entries: Sequence[Entry]) -> list[Entry]:
     handoffs that a dropped call triggered. Everything else keeps its order. Use it before
     recording an abandoned partial run as a finished segment.
     """
-    calls = {e.call_id for e in entries if isinstance(e, ToolCall)}
-    results = {e.call_id for e in entries if isinstance(e, ToolResult)}
-    paired = calls & results
+    pairs = call_pairs(entries)
+    paired = {at for pair in pairs if pair.result_at is not None for at in (pair.call_at, pair.result_at)}
+    answered = {pair.call.call_id for pair in pairs if pair.result is not None}
+    dropped = {pair.call.call_id for pair in pairs if pair.result is None} - answered
     kept: list[Entry] = []
-    for entry in entries:
-        if isinstance(entry, (ToolCall, ToolResult)) and entry.call_id not in paired:
+    for position, entry in enumerate(entries):
+        if isinstance(entry, (ToolCall, ToolResult)) and position not in paired:
             continue
-        if isinstance(entry, Handoff) and entry.call_id is not None and entry.call_id in calls - paired:
+        if isinstance(entry, Handoff) and entry.call_id is not None and entry.call_id in dropped:
             continue
         kept.append(entry)
     return kept

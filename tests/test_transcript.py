@@ -7,6 +7,7 @@ from hypothesis import given, strategies as st
 
 from lovia.entries import AssistantMessage, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.transcript import (
+    call_pairs,
     dangling_tool_calls,
     drop_dangling_tool_calls,
     locate_cut,
@@ -35,6 +36,17 @@ def test_drop_dangling_keeps_order_and_drops_orphans_both_ways():
     entries = [UserMessage(text="q"), call("a"), call("b"), result("a"), result("ghost"),
                Handoff(from_agent="x", to_agent="y", call_id="b"), AssistantMessage(text="done")]
     assert drop_dangling_tool_calls(entries) == [entries[0], entries[1], entries[3], entries[6]]
+
+
+def test_calls_that_share_an_id_each_pair_with_the_next_result_of_it():
+    """Runs stored before the runner made ids unique: a model gave "call_1" every turn. A dangling
+    last call counted as answered (its id had a result), and a partial kept it without one."""
+    entries = [UserMessage(text="q"), call("call_1"), result("call_1", "one"), call("call_1"),
+               result("call_1", "two"), call("call_1")]
+    assert dangling_tool_calls(entries) == [entries[5]]
+    assert drop_dangling_tool_calls(entries) == entries[:5]
+    assert [(p.call_at, p.result_at) for p in call_pairs(entries)] == [(1, 2), (3, 4), (5, None)]
+    assert pair_tool_calls(entries)["call_1"] == (entries[5], None)  # the last of them
 
 
 @given(st.lists(st.sampled_from(["u", "call", "result"]), max_size=30), st.data())

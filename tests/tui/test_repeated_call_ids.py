@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lovia import Agent, tool
+from lovia import Agent, AssistantMessage, SQLiteSession, ToolCall, ToolResult, UserMessage, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.widgets.tool_call_view import ToolCallView
 from tests.tui.conftest import make_app, settle, type_and_send
@@ -36,3 +36,21 @@ async def test_each_call_shows_with_its_own_result_live_and_reopened(tmp_path, s
         reopened = [(v.call.arguments, v.result.output if v.result else None)
                     for v in chat.transcript.query(ToolCallView)]
         assert reopened == live
+
+
+async def test_a_run_stored_with_one_id_for_every_call_shows_each_call_with_its_own_result(tmp_path):
+    """Stored before the runner made ids unique: each call showed the last result of its id."""
+    db = tmp_path / "lovia.db"
+    entries = [UserMessage(text="go")]
+    for word in ("one", "two", "three"):
+        entries += [ToolCall(call_id="call_1", name="echo", arguments=f'{{"word": "{word}"}}'),
+                    ToolResult(call_id="call_1", name="echo", output=word.upper())]
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-old", [*entries, AssistantMessage(text="done")], run_id="r-old")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.screen.open_session("s-old")
+        await settle(pilot)
+        shown = [(v.call.arguments, v.result.output if v.result else None)
+                 for v in app.screen.chat.transcript.query(ToolCallView)]
+        assert shown == [('{"word": "one"}', "ONE"), ('{"word": "two"}', "TWO"), ('{"word": "three"}', "THREE")]

@@ -34,6 +34,7 @@ from textual.worker import Worker
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import LoviaError
 from lovia.stores._search import SearchQuery
+from lovia.transcript import call_pairs
 from lovia.tui.backend import (
     CUT_OFF,
     RunState,
@@ -1522,10 +1523,11 @@ def _entry_items(run: TranscriptRun, first: int | None, later_results: Mapping[s
     A result is shown inside its call; one whose call is on an earlier page (``continued``:
     the run began there) was shown with it, as the page it was read with looked ahead for it.
     """
-    results = {e.call_id: e for e in run.entries if isinstance(e, ToolResult)} | dict(later_results)
-    called = {e.call_id for e in run.entries if isinstance(e, ToolCall)}
+    pairs = call_pairs(run.entries)  # in order: calls a model gave one id (stored before ids were made unique)
+    result_of = {pair.call_at: pair.result for pair in pairs}
+    inside = {pair.result_at for pair in pairs if pair.result_at is not None}
     for offset, entry in enumerate(run.entries):
-        if isinstance(entry, ToolResult) and (entry.call_id in called or continued):
+        if isinstance(entry, ToolResult) and (offset in inside or continued):
             continue  # shown inside its call
-        yield _Item(entry=entry, result=results.get(entry.call_id) if isinstance(entry, ToolCall) else None,
-                    of_run=run, position=None if first is None else first + offset)
+        result = (result_of.get(offset) or later_results.get(entry.call_id)) if isinstance(entry, ToolCall) else None
+        yield _Item(entry=entry, result=result, of_run=run, position=None if first is None else first + offset)
