@@ -48,8 +48,9 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ModelRetrying:
-    """The model's request failed before anything of its answer came (``reason``, the error's
-    message) and is asked again in ``wait`` seconds: a rate limit, a server busy or restarting."""
+    """The model's request failed before anything of its answer came (``reason``, the first line
+    of the error's message) and is asked again in ``wait`` seconds: a rate limit, a server busy
+    or restarting."""
 
     agent: str
     model: str

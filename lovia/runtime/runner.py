@@ -663,7 +663,8 @@ class _Run:
         model = self._model(agent)
         text: list[str] = []
         self._streaming = text  # kept by the head if the run stops before the turn ends
-        step = self._model_turn_started(agent, model)
+        step: int | None = self._model_turn_started(agent, model)
+        sent_again_at = 0.0  # while ``step`` is None: when the model said it sends its request again
         first_token_at: float | None = None
         slots: dict[tuple[int, int], dict[str, Any]] = {}
         usage = Usage()
@@ -671,6 +672,11 @@ class _Run:
         finish: str | None = None
         try:
             async for chunk in model.stream(request):
+                if step is None:  # something of the request sent again: that attempt is timed from its sending
+                    step = self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
+                if isinstance(chunk, RetryChunk) and first_token_at is None:
+                    sent_again_at, step = self._model_asks_again(step, agent, model, chunk), None
+                    continue
                 if first_token_at is None and isinstance(chunk, (TextChunk, ToolCallChunk)):
                     first_token_at = self._first_token(step)
                 if isinstance(chunk, TextChunk):
@@ -688,11 +694,13 @@ class _Run:
                     usage_reported = True
                 elif isinstance(chunk, FinishChunk):
                     finish = chunk.reason
-                elif isinstance(chunk, RetryChunk) and first_token_at is None:
-                    step = self._model_asks_again(step, agent, model, chunk)
         except Exception:
+            if step is None:  # the request sent again failed too
+                step = self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
             self._step_finished(step, error=True, cut_off=True)  # the endpoint's error ended the turn
             raise
+        if step is None:  # a model that said it asks again, then ended its stream
+            step = self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
         await self._model_turn_ended(step, usage if usage_reported else None)
         if usage_reported:
             usage.requests = max(usage.requests, 1)
@@ -992,25 +1000,25 @@ class _Run:
         self.head.steps[index] = replace(self.head.steps[index], finished_at=time.time(), **ended)
         self._open_steps.discard(index)
 
-    def _model_turn_started(self, agent: Agent[Any], model: Model) -> int:
-        """A model turn begins: the head names its model, records it as a step, and the journal starts pacing."""
+    def _model_turn_started(self, agent: Agent[Any], model: Model, *, started_at: float | None = None) -> int:
+        """A model turn begins (its request sent ``started_at``, else now): the head names its model,
+        records it as a step, and the journal starts pacing."""
         assert self.head is not None
         self.head.model = model.name
-        self._turn_step = self._step_started(ModelStep(agent=agent.name, model=model.name, started_at=time.time(),
-                                                       turn=self.head.turn + 1))
+        self._turn_step = self._step_started(ModelStep(
+            agent=agent.name, model=model.name, started_at=time.time() if started_at is None else started_at,
+            turn=self.head.turn + 1))
         self._journal.turn_started()
         return self._turn_step
 
-    def _model_asks_again(self, index: int, agent: Agent[Any], model: Model, retry: RetryChunk) -> int:
+    def _model_asks_again(self, index: int, agent: Agent[Any], model: Model, retry: RetryChunk) -> float:
         """The model's request at step ``index`` failed and is sent again after ``retry.wait``: that
-        attempt ends with its error, and the next one is timed from when it is sent, so the wait
-        counts as neither's time to first token (the timeline shows the gap). The new step's index."""
+        attempt ends with its error, and returns when the next is sent. The next attempt's step
+        starts when something of it comes, timed from then, so the wait counts as neither's time
+        to first token (the timeline shows the gap), and a stop during the wait leaves no step open."""
         self._step_finished(index, error=True, cut_off=True)
         self._emit(ModelRetrying(agent.name, model.name, first_line(retry.reason), retry.wait))
-        step = self._model_turn_started(agent, model)
-        assert self.head is not None
-        self.head.steps[step] = replace(self.head.steps[step], started_at=time.time() + max(0.0, retry.wait))
-        return step
+        return time.time() + max(0.0, retry.wait)
 
     def _first_token(self, index: int) -> float:
         """The turn's first text or tool call arrived now: its step says so (the journal writes it with the text)."""
