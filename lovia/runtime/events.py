@@ -29,13 +29,17 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
-    """A run began, or resumed from its checkpoint (``resumed``). Not emitted by a replay."""
+    """A run began, or resumed from its checkpoint (``resumed``). Not emitted by a replay.
+
+    ``resumed_from`` is the status a resumed run was taken up in: ``interrupted``, ``failed``, or
+    ``running`` for one whose process died (``None`` for a fresh run, or when not known)."""
 
     run_id: str
     agent: str
     resumed: bool
     session_id: str | None
     model: str
+    resumed_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

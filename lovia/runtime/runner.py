@@ -290,9 +290,8 @@ class _Run:
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
             async with self._renewing_lease():  # renewed while once_claimed runs too
                 await self._prepare_once_claimed(fresh=snapshot is None)
-                return await self._drive(resumed=snapshot is not None,
-                                         last_alive=snapshot.taken_from.updated_at
-                                         if snapshot is not None and snapshot.taken_from is not None else None)
+                taken_from = snapshot.taken_from if snapshot is not None else None
+                return await self._drive(resumed=snapshot is not None, taken_from=taken_from)
         except asyncio.CancelledError:
             failure = self._renewal_error
             if self._not_started is not None:
@@ -573,7 +572,9 @@ class _Run:
 
     # -- fresh runs and resumes ------------------------------------------------------------
 
-    async def _drive(self, *, resumed: bool, last_alive: float | None = None) -> RunResult:
+    async def _drive(self, *, resumed: bool, taken_from: RunHead | None = None) -> RunResult:
+        """Execute the run claimed; ``taken_from`` is its head as stored before the claim took it up."""
+        last_alive = taken_from.updated_at if taken_from is not None else None
         head = self.head
         assert head is not None
         if resumed:
@@ -594,7 +595,8 @@ class _Run:
         if self.policy is not None:
             self.conversation_state = self.policy.carried_state(segments, self.run_state)
 
-        self._emit(RunStarted(self.run_id, self.agent.name, resumed, self.session_id, self._model(self.agent).name))
+        self._emit(RunStarted(self.run_id, self.agent.name, resumed, self.session_id, self._model(self.agent).name,
+                              taken_from.status if resumed and taken_from is not None else None))
         if resumed:
             head.model = self._model(self.agent).name
             await self._save()  # the head as this execution goes on with it (its session, say)

@@ -79,3 +79,19 @@ async def test_an_attempt_sent_again_that_fails_is_its_own_step(tmp_path):
         first, second = model_steps((await checkpointer.load("r1")).head)
     assert first.error and second.error and second.started_at >= first.finished_at + 0.15
     assert second.finished_at >= second.started_at
+
+
+async def test_run_started_says_what_a_resumed_run_was_taken_up_from(tmp_path):
+    from lovia import CheckpointOptions, RunStarted
+    from lovia.models import ScriptedModel, ScriptedTurn
+
+    model = ScriptedModel([ScriptedTurn(error=ModelError("down")), "ok"])
+    async with SQLiteCheckpointer(tmp_path / "c.db") as checkpointer:
+        options = CheckpointOptions(checkpointer, "r1")
+        first = Runner.stream(Agent(name="a", model=model), "hi", checkpoint=options)
+        with pytest.raises(ModelError):
+            [event async for event in first]
+        again = Runner.stream(Agent(name="a", model=model), [],
+                              checkpoint=CheckpointOptions(checkpointer, "r1", if_run_exists="resume_only"))
+        started = [event async for event in again if isinstance(event, RunStarted)]
+    assert [(e.resumed, e.resumed_from) for e in started] == [(True, "failed")]

@@ -145,3 +145,25 @@ async def test_a_retry_that_fails_again_says_so(tmp_path):
             assert len(server.requests) == 2
             [again] = [n.text for n in chat.transcript.query(NoticeView)]  # in place of the first
             assert again == f"✗ Failed again: {first.removeprefix('✗ ')}"
+
+
+async def test_a_stopped_run_that_fails_on_its_resume_did_not_fail_again(tmp_path):
+    """ "Failed again" was said of every resume that failed: a stopped or crashed run had never failed."""
+    from lovia import ModelError
+    from tests.tui.test_run_status import HeldModel
+
+    model = HeldModel([ScriptedTurn(error=ModelError("the endpoint answered 500: down"))])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = app.screen.chat
+        chat.composer.focus()
+        await pilot.pause()
+        await pilot.press(*"hello", "enter")
+        await wait_for(pilot, lambda: model.asked.is_set())
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not chat.running)
+        model.go.set()
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        [notice] = [n.text for n in chat.transcript.query(NoticeView) if n.text.startswith("✗")]
+        assert notice == "✗ The endpoint answered 500: down"

@@ -272,7 +272,7 @@ class ChatPanel(Vertical):
         elif composer == "clear":
             self.composer.clear()
         # settled runs moved, or an edit rewinds (see ChatBackend.resend_edited)
-        self._drive(started.stream, resumed=False, message=started.message,
+        self._drive(started.stream, message=started.message,
                     show_stored_first=bool(started.settled) or composer != "clear", not_started=not_started)
 
     async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | None:
@@ -362,15 +362,15 @@ class ChatPanel(Vertical):
             status.clear()
         return model
 
-    def _drive(self, stream: RunStream, *, resumed: bool, message: UserMessage | None = None,
+    def _drive(self, stream: RunStream, *, message: UserMessage | None = None,
                show_stored_first: bool = False,
                not_started: Callable[[BaseException | None], None] | None = None) -> None:
         self.stream = stream
         self.running = True
-        self._consume(stream, resumed, message, show_stored_first, not_started)
+        self._consume(stream, message, show_stored_first, not_started)
 
     @work(exclusive=True, group="run")
-    async def _consume(self, stream: RunStream, resumed: bool, message: UserMessage | None,
+    async def _consume(self, stream: RunStream, message: UserMessage | None,
                        show_stored_first: bool = False,
                        not_started: Callable[[BaseException | None], None] | None = None) -> None:
         """Show the run's events as they come; ``message`` goes under the run's header, as stored.
@@ -383,6 +383,7 @@ class ChatPanel(Vertical):
         model: str | None = None  # the model the run's agent asks (after a handoff: not known here)
         reported: BaseException | None = None
         interrupted = False
+        retried = False  # a failed run taken up again
         try:
             async for event in stream:
                 model = self._tell_status(status, event, model)
@@ -390,6 +391,7 @@ class ChatPanel(Vertical):
                     show_stored_first = False
                     await self._show_session()
                 if isinstance(event, RunStarted):
+                    retried = event.resumed_from == "failed"
                     stored = await self._stored_run(event.run_id)
                     await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
                     first = message or (stored.entries[0] if stored and stored.entries else None)
@@ -447,9 +449,9 @@ class ChatPanel(Vertical):
                         keys = keymap_of(self).key_text
                         hint = f"What was stored is kept: {keys('chat.resume')} retries the run from its checkpoint; " \
                                f"{keys('chat.edit_last')} edits the message."
-                    # A resume that fails as the run did looked as if the key did nothing: it says so.
-                    failed = f"Failed again: {event.error}" if resumed else format.sentence(str(event.error))
-                    await transcript.add_notice(f"✗ {failed}", "error", hint=hint)
+                    # A retry that fails as the run did looked as if the key did nothing: it says so.
+                    failed = format.stored_failure(f"{type(event.error).__name__}: {event.error}")
+                    await transcript.add_notice(f"✗ {'Failed again: ' if retried else ''}{failed}", "error", hint=hint)
             if message is not None and not_started is not None and stream.stopped and not interrupted:
                 # Stopped (escape) before it started, while its start changed the session (a
                 # resend's rewind): no event came. What the stop left is shown, and the resend told.
@@ -538,7 +540,7 @@ class ChatPanel(Vertical):
             self.session_id = self._shown_session = session_id
             await self.transcript.show(None)
             await self.refresh_title()
-        self._drive(stream, resumed=True)
+        self._drive(stream)
         return True
 
     def action_regenerate(self) -> None:
