@@ -263,10 +263,13 @@ class OpenAIChatModel:
         """What the server said, safe to show and store: the key taken out before the text is
         cut (a cut through the key would hide it from the search), then cut to a sane length,
         then any conversation text it quotes taken out (before the note on what was cut, so a
-        quote the cut broke off still counts as one)."""
+        quote the cut broke off still counts as one). An HTML page (a proxy's) is then read for
+        its words: after the quotes were taken out, as the markup gone would join words the
+        search looks for across lines."""
         # Not exc.message: some client versions put the whole body into it.
         text, note = _clip(self._redact(_body_text(exc.body) or "the server sent no error message"))
-        return conversation.withhold(text) + note
+        withheld = conversation.withhold(text)
+        return _html_page_text(withheld) or withheld + note
 
     def _redact(self, text: str) -> str:
         for form in self._hidden:  # whole copies first, however short: a key is never an ordinary word
@@ -556,7 +559,7 @@ def _body_text(body: object) -> str:
     a message is shown by its field names: its values may echo the request.
     """
     if isinstance(body, str):
-        return _html_page_text(body.strip()) or body.strip()
+        return body.strip()
     if isinstance(body, list):
         return "; ".join(filter(None, (_body_text(item) for item in body)))
     if not isinstance(body, dict):

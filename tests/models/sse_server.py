@@ -9,7 +9,8 @@ its first event once, then works), ``no-finish`` (ends cleanly but never says it
 ``usage-every-chunk`` (a running usage total on every chunk), ``no-tool-choice`` (rejects
 ``tool_choice``), ``detail-auth`` and ``detail-validation`` (FastAPI's ``{"detail": ...}``
 bodies, as llama-cpp-python sends), ``traceback`` (a 500 whose plain-text body is a Python
-traceback), ``html-502`` (nginx's HTML page for a 502) and ``echo-key`` (a 401 whose body echoes the Authorization header), with its variants
+traceback), ``html-502`` (nginx's HTML page for a 502), ``echo-request-html`` (an HTML page quoting the last
+message, its lines as sent) and ``echo-key`` (a 401 whose body echoes the Authorization header), with its variants
 ``echo-key-straddle`` (the key starts just before the 4000th character of the message),
 ``echo-key-quoted`` (URL-encoded), ``echo-key-cut`` (the server cut its echo off part way into the key)
 and ``echo-key-masked`` (OpenAI's way: the key's first 8 and last 4 characters, stars between).
@@ -32,6 +33,7 @@ Every request body is recorded.
 
 from __future__ import annotations
 
+import html
 import json
 import threading
 import time
@@ -162,6 +164,10 @@ class SSEServer:
             return self._text(handler, 500, TRACEBACK)
         if model == "html-502":
             return self._text(handler, 502, NGINX_502, "text/html")
+        if model == "echo-request-html":  # a page without a title quoting the last message in <pre>
+            quoted = html.escape(str(body["messages"][-1]["content"]))
+            return self._text(handler, 400, f"<html><body><h1>Request rejected</h1><pre>{quoted}</pre></body></html>",
+                              "text/html")
         if model.startswith("echo-key"):
             return self._json(handler, 401, {"error": {"message": _echoed_key(model, handler)}})
         if model == "echo-request-text":

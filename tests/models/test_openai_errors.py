@@ -97,6 +97,15 @@ async def test_an_error_that_echoes_the_request_does_not_quote_the_conversation(
     await checkpointer.close()
 
 
+async def test_an_html_page_quoting_the_message_does_not_show_it_once_its_markup_is_taken_out(server):
+    """The page's words were joined across the message's short lines before the quotes were looked
+    for, and lines under 20 characters were then not found: "Request rejected my card number is ..."."""
+    text = "my card number is\n4111 1111 1111 1111\nexpiry 12/29\nplease pay"
+    message = await error_of(model(server, "echo-request-html"), ModelRequest("", [UserMessage(text=text)], []))
+    assert message.startswith("openai:echo-request-html answered 400: Request rejected [conversation text] (an HTML")
+    assert not [word for word in ("card", "4111", "12/29", "please") if word in message]
+
+
 async def test_an_excerpt_from_the_middle_of_a_message_is_withheld(server):
     request = ModelRequest("", [UserMessage(text="What's the weather in Paris tomorrow at noon?")], [])
     message = await error_of(model(server, "echo-excerpt"), request)
