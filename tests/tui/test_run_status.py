@@ -298,6 +298,10 @@ async def test_a_rate_limited_request_counts_down_to_being_sent_again(tmp_path, 
             assert line.startswith("openai:rate-limited-once-2s is rate limiting") and re.search(
                 r" · asking again in [12]s$", line), line
             await wait_for(pilot, lambda: not app.screen.chat.running)
+            status = app.screen.query_one(RunStatus)
+            status.asking_again("openai:x", "openai:x is rate limiting requests (429)", 0.3)  # then nothing comes
+            await wait_for(pilot, lambda: status_line(app).startswith("Waiting for openai:x"))
+            status.clear()
             data = await app.backend.transcript(app.screen.chat.session_id)
             [run] = data.runs
             assert StepSummary.of(run.steps).first_token < 1.0  # the 2 s wait is not the model's

@@ -48,7 +48,7 @@ class RunStatus(Widget):
         self._since = time.monotonic()
         self._tools: dict[str, str] = {}  # the calls running now: call id -> tool name
         self._again_at: float | None = None  # while a failed request waits to be sent again: when it is
-        self._model_asked_again = ""
+        self._again_timer: Timer | None = None  # what says the model is waited for once it is
         self._ticker: Timer | None = None
 
     def waiting_for_model(self, model: str | None) -> None:
@@ -61,13 +61,12 @@ class RunStatus(Widget):
         counts down to it, then waits for the model again. A rate limit looked like a slow model."""
         self._tools.clear()
         self._set(reason)
-        self._again_at, self._model_asked_again = time.monotonic() + wait, model
-        self.set_timer(wait, self._asked_again, name="asked again")
+        self._again_at = time.monotonic() + wait
+        self._again_timer = self.set_timer(wait, lambda: self._countdown_over(model), name="asked again")
 
-    def _asked_again(self) -> None:
-        if self._again_at is not None and time.monotonic() >= self._again_at:
-            self._again_at = None
-            self.waiting_for_model(self._model_asked_again)
+    def _countdown_over(self, model: str) -> None:
+        self._again_timer = None  # done: nothing to stop
+        self.waiting_for_model(model)
 
     def answering(self, model: str | None) -> None:
         """The model's answer streams in (said once, at its first piece: the time counts from there)."""
@@ -91,8 +90,14 @@ class RunStatus(Widget):
     def clear(self) -> None:
         """No run goes any more: the line goes."""
         self._tools.clear()
-        self._again_at = None
+        self._stop_countdown()
         self.step = ""
+
+    def _stop_countdown(self) -> None:
+        self._again_at = None
+        if self._again_timer is not None:
+            self._again_timer.stop()
+            self._again_timer = None
 
     def _tools_text(self) -> str:
         names = list(dict.fromkeys(self._tools.values()))
@@ -100,7 +105,7 @@ class RunStatus(Widget):
         return f"Running {names[0]}" + (f" and {format.count(more, 'more call', 'more calls')}" if more else "")
 
     def _set(self, step: str, *, restart: bool = True) -> None:
-        self._again_at = None  # the run moved on
+        self._stop_countdown()  # the run moved on
         if restart:
             self._since = time.monotonic()
         self.step = step
