@@ -56,6 +56,9 @@ async def test_no_switch_while_a_message_waits_on_the_question_about_a_crashed_r
             assert chat.session_id == "s-timed"
         assert "Your message is being sent: switch sessions once its answer has started." in [
             t.message for t in told(app)]
+        # Nor is another run resumed meanwhile (from the runs list): its stream would take the transcript.
+        assert chat.sending and await chat.resume("run-crashed") is False
+        assert "Your message is being sent: resume once its answer has started." in [t.message for t in told(app)]
         await pilot.press("escape")  # the question goes unanswered: nothing is sent
         await settle(pilot)
         assert chat.session_id == "s-timed" and chat.composer.text == "and now?"

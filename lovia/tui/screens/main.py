@@ -348,10 +348,11 @@ class MainScreen(Screen):
                 # Nothing of it is left to read: say so at once, whatever the reader was doing.
                 self.notify("This session was deleted in another window.", severity="warning")
                 self._reload_waiting = False
-                reading = self.chat.transcript.has_focus
-                await self.open_session(None)
-                if reading:  # nothing left to read there: on to writing a new message
-                    self.query_one("#composer").focus()
+                if not self.chat.sending:  # else the message being sent goes on, into the session made anew
+                    reading = self.chat.transcript.has_focus
+                    await self.open_session(None)
+                    if reading:  # nothing left to read there: on to writing a new message
+                        self.query_one("#composer").focus()
                 mark = None
             elif mark is not None and (self._open_session_mark is None or self._open_session_mark[0] != mark[0]):
                 # A session this window opened itself without a mark (a fork, a new session): what it

@@ -180,6 +180,12 @@ class ChatPanel(Vertical):
         self.refresh_bindings()  # what the footer offers depends on what the session holds
         return True
 
+    @property
+    def sending(self) -> bool:
+        """Whether a message is being sent: its run is being started (a question about the session's
+        unfinished runs may be open). Another session is not opened meanwhile."""
+        return self._starting
+
     async def refresh_title(self) -> None:
         """Show the session's current title (a new session gets one with its first run).
 
@@ -293,7 +299,7 @@ class ChatPanel(Vertical):
                    Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
         if choice == "resume":
-            if await self.resume(oldest.run_id):
+            if await self.resume(oldest.run_id, asked_while_sending=True):
                 self.notify("Your message stays in the composer: send it when the run is done.")
             return None
         return "keep" if choice == "keep" else "discard" if choice == "discard" else None
@@ -506,15 +512,19 @@ class ChatPanel(Vertical):
             return
         await self.resume(runs[0].run_id)
 
-    async def resume(self, run_id: str) -> bool:
+    async def resume(self, run_id: str, *, asked_while_sending: bool = False) -> bool:
         """Resume ``run_id``: its session opens and its stream joins the transcript. False when it
         was not resumed (refused, said; or the user said no).
 
         A run that ran on another model than the one lovia uses now is resumed only if the user
         agrees (it asks from a worker): a run begun on a hosted model went on with the offline
-        demo, or the other way round, without a word."""
+        demo, or the other way round, without a word. While a message is being sent, only the
+        question asked before it resumes (``asked_while_sending``)."""
         if self.running:
             self.notify("A run is still going: stop it (escape) first.", severity="warning")
+            return False
+        if self._starting and not asked_while_sending:  # (the question before a message: its own resume)
+            self.notify("Your message is being sent: resume once its answer has started.", severity="warning")
             return False
         try:
             change = await self.backend.model_change(run_id)
@@ -850,7 +860,7 @@ class ChatPanel(Vertical):
         What was typed right after ``f`` goes into the new session's composer (see :meth:`Transcript.on_key`).
         """
         transcript = self.transcript
-        if self.running:
+        if self.running or self._starting:  # forked meanwhile, the new session could not be opened
             transcript.take_typed_ahead(end=True)
             self.notify("Wait for the answer, or stop it with escape, before forking.", severity="warning")
             return
