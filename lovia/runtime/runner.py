@@ -1117,15 +1117,29 @@ def _answer(entries: Sequence[Entry]) -> str:
 def _call_slot(slots: dict[tuple[int, int], dict[str, Any]], chunk: ToolCallChunk) -> dict[str, Any]:
     """Where ``chunk``'s fragment of a tool call goes: slots by the call's place in the turn
     (``index``), then by the calls seen at that place. A fragment naming another id than the
-    call at its index is a call of its own: some servers number every call 0, or none."""
+    call at its index is a call of its own: some servers number every call 0, or none. Without
+    ids, so is one naming a tool after the call at its index has whole arguments (a server that
+    repeats the name in each fragment of one call keeps it one: its arguments are not whole yet)."""
     index = chunk.index
     last = max((n for i, n in slots if i == index), default=None)
     if last is None:
         return slots.setdefault((index, 0), {"call_id": None, "name": "", "arguments": []})
     slot = slots[index, last]
-    if chunk.call_id and slot["call_id"] and chunk.call_id != slot["call_id"]:
+    another_id = chunk.call_id and slot["call_id"] and chunk.call_id != slot["call_id"]
+    another_name = (chunk.name and not chunk.call_id and not slot["call_id"] and slot["name"]
+                    and _whole_json("".join(slot["arguments"])))
+    if another_id or another_name:
         return slots.setdefault((index, last + 1), {"call_id": None, "name": "", "arguments": []})
     return slot
+
+
+def _whole_json(text: str) -> bool:
+    """Whether ``text`` is a whole JSON value (a call's arguments complete)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _unique_call_id(proposed: str | None, taken: set[str]) -> str:

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from lovia import Agent, CheckpointOptions, Runner, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, tool
-from lovia.models import ScriptedModel, ScriptedTurn, ToolCallChunk, call
+from lovia.models import FinishChunk, ScriptedModel, ScriptedTurn, ToolCallChunk, call
 from lovia.timing import ToolStep, steps_from_meta
 
 
@@ -63,7 +63,8 @@ async def test_an_id_used_in_an_earlier_run_of_the_session_is_not_taken_again(tm
         entries = await session.load("s")
     ids = [e.call_id for e in entries if isinstance(e, ToolCall)]
     assert ids[0] == "call_0" and len(set(ids)) == 2
-    assert {e.call_id: e.output for e in entries if isinstance(e, ToolResult)} == dict(zip(ids, ["FIRST", "SECOND"]))
+    outputs = {e.call_id: e.output for e in entries if isinstance(e, ToolResult)}
+    assert outputs == dict(zip(ids, ["FIRST", "SECOND"], strict=True))
 
 
 class IdlessModel(ScriptedModel):
@@ -86,3 +87,30 @@ async def test_calls_without_an_id_get_one_each(given):
     ids = [e.call_id for e in result.new_entries if isinstance(e, ToolCall)]
     assert all(ids) and len(set(ids)) == 2
     assert sorted(e.output for e in result.new_entries if isinstance(e, ToolResult)) == ["A", "B"]
+
+
+class ChunkedModel(ScriptedModel):
+    """A model streaming the tool-call fragments given, then answering "ok" on the next turn."""
+
+    def __init__(self, fragments) -> None:
+        super().__init__([ScriptedTurn(tool_calls=[call("echo", {"word": "x"})]), "ok"])
+        self.fragments = fragments
+
+    def _chunks(self, turn):
+        if turn.tool_calls:
+            return [*self.fragments, FinishChunk("tool_calls")]
+        return ScriptedModel._chunks(turn)
+
+
+async def test_calls_without_ids_all_numbered_0_are_told_apart_by_their_names():
+    """Each whole in one fragment, all at index 0, no id: they were one call of joined arguments."""
+    model = ChunkedModel([ToolCallChunk(0, None, "echo", '{"word": "a"}'),
+                          ToolCallChunk(0, None, "echo", '{"word": "b"}')])
+    result = await Runner.run(Agent(name="bot", model=model, tools=[echo]), "go")
+    assert sorted(e.output for e in result.new_entries if isinstance(e, ToolResult)) == ["A", "B"]
+
+
+async def test_a_name_repeated_in_each_fragment_of_one_call_keeps_it_one():
+    model = ChunkedModel([ToolCallChunk(0, None, "echo", '{"word":'), ToolCallChunk(0, None, "echo", ' "c"}')])
+    result = await Runner.run(Agent(name="bot", model=model, tools=[echo]), "go")
+    assert [e.output for e in result.new_entries if isinstance(e, ToolResult)] == ["C"]
