@@ -113,9 +113,9 @@ def resolve_model(spec: str | Model | None = None, *, base_url: str | None = Non
     if base_url is not None and provider in URL_PROVIDERS:
         check_base_url(base_url)
     if provider == "openai":
-        # The variable the key came from, or, with none set, those that can give one.
-        source = "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") else "OPENAI_API_KEY" \
-            if os.environ.get("OPENAI_API_KEY") else "LOVIA_API_KEY or OPENAI_API_KEY"
+        # Where the key came from, or, with none set, the variables that can give one.
+        source = "the api_key given" if api_key else "LOVIA_API_KEY" if os.environ.get("LOVIA_API_KEY") \
+            else "OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else "LOVIA_API_KEY or OPENAI_API_KEY"
         key = api_key or os.environ.get("LOVIA_API_KEY") or os.environ.get("OPENAI_API_KEY")
         return OpenAIChatModel(name, base_url=base_url, api_key=key, api_key_source=source, label=text,
                                timeout=timeout)

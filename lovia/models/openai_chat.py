@@ -137,7 +137,8 @@ class OpenAIChatModel:
             except ModelError as exc:
                 wait = _retry_wait(exc, attempt)
                 if streamed_anything or wait is None or attempt >= self._retries:
-                    if attempt:  # the same answer each time: a retry from the user may need to wait
+                    if attempt and wait is not None and not streamed_anything:
+                        # Asked as often as it may be, to no avail: a retry from the user may need to wait.
                         exc.args = (_with_attempts(exc, attempt + 1),)
                     raise
                 yield RetryChunk(str(exc), wait)  # the wait is not the model's: the runner times it apart
@@ -254,7 +255,7 @@ class OpenAIChatModel:
             advice = (f"{self.name}: model or endpoint not found (404) at {self._where()}; check the model name "
                       f"({self.model}) and the base URL")
         elif status == 429:
-            advice, retriable = f"{self.name} is rate limiting requests (429); wait and retry", True
+            advice, retriable = f"{self.name} is rate limiting requests (429)", True
         else:
             advice = f"{self.name} answered {status}"
         return self._error(advice, detail=detail, retriable=retriable, retry_after=retry_after)

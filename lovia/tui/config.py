@@ -279,4 +279,5 @@ def _unknown_keys(unknown: list[str]) -> str:
 def _names_a_secret(key: str) -> bool:
     """Whether a config key looks meant for an API key or token (``api_key``, ``openai_api_key``, ``token``)."""
     words = set(key.lower().replace("-", "_").split("_"))
-    return bool(words & {"key", "apikey", "token", "secret", "password"})
+    # ``key`` alone is more likely ``keys`` mistyped than a secret.
+    return bool(words & {"apikey", "token", "secret", "password"}) or ("key" in words and len(words) > 1)

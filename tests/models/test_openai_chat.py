@@ -153,8 +153,8 @@ async def test_a_rate_limit_is_waited_out_as_the_server_asks_and_tried_again(ser
     assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Hello, world"
     assert len(server.requests) == 2 and time.monotonic() - started >= 0.2
     # Said before the wait, so it is shown for what it is and not taken for the model's slowness.
-    assert chunks[0] == RetryChunk("openai:rate-limited-once is rate limiting requests (429); wait and retry: "
-                                   "Rate limit reached.", 0.2)
+    assert chunks[0] == RetryChunk("openai:rate-limited-once is rate limiting requests (429): Rate limit reached.",
+                                   0.2)
 
 
 async def test_a_rate_limited_turn_is_timed_from_the_request_sent_again(server, tmp_path):
@@ -173,6 +173,20 @@ async def test_a_rate_limited_turn_is_timed_from_the_request_sent_again(server, 
     assert refused.cut_off and refused.error and refused.first_token_at is None
     assert answered.started_at >= refused.finished_at + 0.19 and not answered.cut_off
     assert answered.time_to_first_token < 0.15 and answered.turn == refused.turn == 1
+
+
+async def test_an_error_after_a_retry_that_is_not_retried_does_not_say_how_often(server):
+    """A 500, then a timeout: "… not sent again … (asked 2 times)" said both."""
+    class ThenBusy(OpenAIChatModel):
+        async def _stream_once(self, request):
+            self.model = "overloaded" if not server.requests else "busy"
+            async for chunk in super()._stream_once(request):
+                yield chunk
+
+    with pytest.raises(ModelError) as caught:
+        await collect(ThenBusy("overloaded", base_url=server.base_url, api_key=SECRET, retries=2, timeout=0.5))
+    assert "no reply for 0.5 s" in str(caught.value) and "asked" not in str(caught.value)
+    assert len(server.requests) == 2
 
 
 async def test_a_stream_without_a_finish_is_an_error(server):
