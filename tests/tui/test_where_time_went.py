@@ -98,6 +98,13 @@ def test_a_summary_counts_turns_first_token_rate_and_tool_time_once_for_parallel
     retried = StepSummary.of([ModelStep("a", None, T0, None, T0 + 3, cut_off=True),
                               ModelStep("a", None, T0 + 5, T0 + 15, T0 + 16, turn=1)])
     assert retried.first_token == pytest.approx(10.0) and retried.turns == 1
+    # Cut off by a crash after its first token, then resumed: the resumed turn's, as it is the one shown.
+    crashed = StepSummary.of([ModelStep("a", None, T0, T0 + 0.142, T0 + 5.6, cut_off=True),
+                              ModelStep("a", None, T0 + 40, T0 + 40.099, T0 + 120, turn=1)])
+    assert crashed.first_token == pytest.approx(0.099)
+    live = StepSummary.of([ModelStep("a", None, T0, T0 + 0.142, T0 + 5.6, cut_off=True),
+                           ModelStep("a", None, T0 + 40, None, None, turn=1)])
+    assert live.first_token == pytest.approx(0.142)  # nothing finished yet: what came first
     unknown = StepSummary.of([ModelStep("a", None, T0, None, None)])
     assert (unknown.first_token, unknown.tokens_per_second, unknown.tool_seconds, unknown.open_steps) == \
         (None, None, None, 1)

@@ -133,9 +133,9 @@ class StepSummary:
 
     ``turns`` counts the model turns that finished, as the inspector does: one a stop, an error
     or a crash cut off was an attempt the timeline draws, not a turn. ``first_token`` is the
-    time to first token of the first turn anything arrived in (a turn cut short before any, then
-    retried or resumed, is passed over): how long the model took to start answering (``None``
-    when nothing arrived).
+    time to first token of the first turn that finished (an attempt cut short, then retried or
+    resumed, is passed over), else of the first attempt anything arrived in: how long the model
+    took to start the answer shown (``None`` when nothing arrived).
     ``tokens_per_second`` is the output tokens of the turns whose usage is known over the
     time they streamed (first token to end), leaving out a turn that came at once, as the
     timeline gives it no rate (:func:`~lovia.timing.streaming_seconds`); ``None`` when no turn
@@ -157,9 +157,12 @@ class StepSummary:
     def of(cls, steps: Sequence[Step], until: float | None = None) -> StepSummary:
         models = [s for s in steps if isinstance(s, ModelStep)]
         tools = [s for s in steps if isinstance(s, ToolStep)]
-        # The first attempt that got a token: one stopped, failed or cut short before any (then
-        # retried or resumed) tells nothing of how long the model takes to answer.
-        first = next((m.time_to_first_token for m in models if m.time_to_first_token is not None), None)
+        # The first turn that finished, as ``turns`` counts them; else the first attempt anything came
+        # in. One cut short (stopped, failed, crashed; then asked again) is not the answer shown.
+        first = next((m.time_to_first_token for m in models if m.time_to_first_token is not None
+                      and m.finished_at is not None and not m.cut_off), None)
+        if first is None:
+            first = next((m.time_to_first_token for m in models if m.time_to_first_token is not None), None)
         timed = ((m.output_tokens, streaming_seconds(m)) for m in models)
         streamed = [(n, t) for n, t in timed if n is not None and t is not None]
         seconds = sum(t for _, t in streamed)
