@@ -113,8 +113,12 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     ([], 'colour = "red"', "has an unknown key colour; lovia reads base_url, db"),
     ([], 'colour = "red"\nsize = 2', "has unknown keys colour, size; lovia reads"),
     # Refused, but not said where a key goes instead.
-    ([], 'api_key = "sk-in-the-file"', "An API key is not read from the file (api_key): set LOVIA_API_KEY or "
-                                       "OPENAI_API_KEY in the environment"),
+    ([], 'api_key = "sk-in-the-file"', "has an unknown key api_key; lovia reads base_url, db, keys, max_turns, mcp, "
+                                       "model, model_timeout, theme, trash_days. An API key is not read from the "
+                                       "file: set LOVIA_API_KEY or OPENAI_API_KEY in the environment"),
+    ([], '[openai]\napi_key = "sk-in-the-file"', "has an unknown key openai; lovia reads base_url, db, keys, "
+                                                 "max_turns, mcp, model, model_timeout, theme, trash_days. An API key "
+                                                 "is not read from the file"),
     (["--agent", "no_such_module:agent"], "", "cannot import 'no_such_module'"),
     (["--agent", "json:dumps"], "", "is not a lovia Agent"),
     (["--agent", "nocolon"], "", "MODULE:ATTR"),
@@ -143,7 +147,8 @@ def test_bad_options_and_config_are_clear_errors(tmp_path, args, config, message
 def test_a_key_in_the_config_file_is_never_quoted(tmp_path):
     (tmp_path / "config.toml").write_text('openai_api_key = "sk-in-the-file-0123456789"\n')
     done = lovia(tmp_path=tmp_path)
-    assert done.returncode == 2 and "(openai_api_key): set LOVIA_API_KEY" in done.stderr
+    assert done.returncode == 2 and "has an unknown key openai_api_key;" in done.stderr
+    assert "An API key is not read from the file: set LOVIA_API_KEY" in done.stderr
     assert "sk-in-the-file" not in done.stderr + done.stdout
 
 

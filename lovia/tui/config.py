@@ -89,9 +89,11 @@ class Config:
             return cls()
         unknown = sorted(set(data) - CONFIG_KEYS)
         if unknown:
-            secret = next((key for key in unknown if _names_a_secret(key)), None)
-            hint = (f". An API key is not read from the file ({secret}): set LOVIA_API_KEY or OPENAI_API_KEY in "
-                    "the environment" if secret else "")
+            # Under an unknown table too ([openai] api_key = ...): the value is never quoted.
+            secret = any(_names_a_secret(key) or (isinstance(data[key], dict) and any(map(_names_a_secret, data[key])))
+                         for key in unknown)
+            hint = ". An API key is not read from the file: set LOVIA_API_KEY or OPENAI_API_KEY in the environment" \
+                if secret else ""
             raise UserError(f"the config file {path} has {_unknown_keys(unknown)}; lovia reads "
                             f"{', '.join(sorted(CONFIG_KEYS))}{hint}")
         keys = parse_keys(data.pop("keys"), str(path)) if "keys" in data else {}
