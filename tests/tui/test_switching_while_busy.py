@@ -63,3 +63,35 @@ async def test_no_switch_while_a_message_waits_on_the_question_about_a_crashed_r
         await settle(pilot)
         assert chat.session_id == "s-timed" and chat.composer.text == "and now?"
         assert await app.main.open_session("s-old") is True  # and now it switches
+
+
+async def test_the_empty_filter_hint_names_a_key_that_clears_it_while_an_answer_runs(tmp_path):
+    """It said "escape clears it", and escape stopped the answer (a priority key) and left the filter."""
+    from textual.widgets import Input
+
+    from lovia.tui.widgets.sessions_pane import SessionsPane
+
+    model = HeldModel(["the answer"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=(160, 45)) as pilot:
+        chat = app.screen.chat
+        chat.composer.focus()
+        await pilot.pause()
+        await pilot.press(*"hello", "enter")
+        await asyncio.wait_for(model.asked.wait(), 10)
+        pane = app.screen.query_one(SessionsPane)
+        pane.query_one(Input).focus()
+        await pilot.press(*"zzz")
+
+        def hint() -> str:
+            return " ".join(str(pane.query_one("#session-list").get_option_at_index(0).prompt).split())
+
+        await wait_for(pilot, lambda: "matches" in hint())
+        assert hint() == "No session matches the filter: ctrl+u clears it (escape stops the answer)."
+        await pilot.press("ctrl+u")
+        await pilot.pause()
+        assert pane.query_one(Input).value == "" and chat.running
+        await pilot.press(*"zzz")
+        model.go.set()
+        await wait_for(pilot, lambda: not chat.running)
+        await wait_for(pilot, lambda: hint() == "No session matches the filter: escape clears it.")

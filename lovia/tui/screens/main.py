@@ -289,6 +289,8 @@ class MainScreen(Screen):
     def _chat_running_changed(self, running: bool) -> None:
         if not running:
             self._own_run_ended = True
+        for pane in self.query(SessionsPane):
+            pane.answering = running
 
     def _start_change_check(self) -> None:
         # is_mounted: on_mount's first load is over (the timer starts before it, which must not race it).

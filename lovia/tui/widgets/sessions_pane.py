@@ -25,6 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -215,8 +216,15 @@ class SessionsPane(Vertical):
         self._since: float | None = None  # where the time view's window begins, as the last filter computed it
         self._labelled_width = EMPTY_HINT_WIDTH  # the width the options' texts were last fitted to
 
+    answering: reactive[bool] = reactive(False, init=False)
+    """Whether an answer runs in the chat: escape stops it then, and the empty list's hint says another key."""
+
     def on_mount(self) -> None:
         self.set_interval(lists.AGES_REFRESH_SECONDS, self.refresh_ages, name="session ages")
+
+    def watch_answering(self) -> None:
+        if self.query_text and not self.sessions:  # the hint names the key that clears the filter now
+            self._draw(0, keep_highlight=False)
 
     def compose(self) -> ComposeResult:
         yield Static(self.time_view.title, classes="pane-title", id="sessions-title")
@@ -354,6 +362,8 @@ class SessionsPane(Vertical):
         def key(name: str, default: str) -> str:
             return keymap.key_text(name) if keymap.rebound else default
 
+        if self.query_text and self.answering:  # escape stops the answer first (a priority key)
+            return "No session matches the filter: ctrl+u clears it (escape stops the answer)."
         if self.query_text:
             return f"No session matches the filter: {key('sessions-filter.clear', 'escape')} clears it."
         if self.time_view.window is not None and self.listed:
