@@ -22,7 +22,7 @@ import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
 
 import openai
 
@@ -107,8 +107,11 @@ class OpenAIChatModel:
         self._timeout = timeout
         # A local server needs no key, but the client insists on one. The client retries nothing:
         # it would send a timed-out request again (see stream).
+        # A query in the base URL (a proxy's ``?api-version=...``) goes with every request: the
+        # client would put the endpoint's path after it ("/v1?token=xchat/completions").
+        address, query = _split_query(base_url)
         self._client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed", base_url=base_url, max_retries=0, timeout=timeout
+            api_key=api_key or "not-needed", base_url=address, max_retries=0, timeout=timeout, default_query=query
         )
 
     @property
@@ -331,6 +334,16 @@ def _retry_after(response: Any) -> float | None:
         return max(0.0, float(response.headers.get("retry-after", "")))
     except ValueError:
         return None
+
+
+def _split_query(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """``base_url`` without its query, and the query's fields (``None`` when it has none)."""
+    if base_url is None:
+        return None, None
+    parts = urlsplit(base_url)
+    if not parts.query:
+        return base_url, None
+    return urlunsplit(parts._replace(query="")), dict(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def _secret_forms(api_key: str | None, base_url: str | None) -> list[str]:

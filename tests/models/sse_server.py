@@ -102,6 +102,7 @@ class SSEServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []  # each request's path, with its query
         self._die_once_served = False
         self._rate_limited = False
         self._lock = threading.Lock()
@@ -119,6 +120,7 @@ class SSEServer:
                 with outer._lock:
                     outer.requests.append(body)
                     outer.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    outer.paths.append(self.path)
                 outer._respond(self, body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

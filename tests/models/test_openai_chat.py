@@ -189,6 +189,14 @@ async def test_an_error_after_a_retry_that_is_not_retried_does_not_say_how_often
     assert len(server.requests) == 2
 
 
+async def test_a_query_in_the_base_url_goes_with_every_request(server):
+    """The client put the endpoint's path after it: "POST /v1/?token=sk-xchat/completions"."""
+    m = OpenAIChatModel("text", base_url=f"{server.base_url}?api-version=2024-06-01&token=sk-x", api_key=SECRET)
+    chunks = await collect(m)
+    assert "".join(c.text for c in chunks if isinstance(c, TextChunk)) == "Hello, world"
+    assert server.paths == ["/v1/chat/completions?api-version=2024-06-01&token=sk-x"]
+
+
 async def test_a_stream_without_a_finish_is_an_error(server):
     with pytest.raises(ModelError, match="ended before the model finished"):
         await collect(model(server, "no-finish"))
