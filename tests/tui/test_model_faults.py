@@ -167,3 +167,23 @@ async def test_a_stopped_run_that_fails_on_its_resume_did_not_fail_again(tmp_pat
         await settle(pilot)
         [notice] = [n.text for n in chat.transcript.query(NoticeView) if n.text.startswith("✗")]
         assert notice == "✗ The endpoint answered 500: down"
+
+
+async def test_a_run_out_of_turns_says_a_retry_needs_more_of_them(tmp_path):
+    """It offered "ctrl+r retries the run from its checkpoint", and the retry failed at once, sending nothing."""
+    from lovia.models import call
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=[call("add", {"a": 1, "b": 1})])] * 4)
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[add]))
+    app.backend.max_turns = 2
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = app.screen.chat
+        await type_and_send(pilot, "loop")
+        [live] = [n for n in chat.transcript.query(NoticeView) if n.text.startswith("✗")]
+        assert live.text.startswith("✗ Reached max_turns=2 without a final answer")
+        assert live.hint.startswith("What was stored is kept: ctrl+r goes on with it once max_turns is raised in "
+                                    "the config file and lovia started again; ")
+        await chat.open_session(chat.session_id)
+        await settle(pilot)
+        [reopened] = [n for n in chat.transcript.query(NoticeView) if n.text.startswith("✗")]
+        assert "ctrl+r goes on with it once max_turns is raised" in reopened.hint

@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from lovia.entries import AssistantMessage, UserMessage
-from lovia.errors import LoviaError, RunClaimedError
+from lovia.errors import LoviaError, MaxTurnsExceeded, RunClaimedError
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
@@ -333,6 +333,8 @@ class ChatPanel(Vertical):
             return (f"Stopped. {resume} resumes it{anew}; sending your next message keeps what it did so far in the "
                     "conversation, marked as stopped.")
         goes_on = "retries it from its checkpoint" if state == "failed" else "resumes it from its last saved step"
+        if state == "failed" and run is not None and (run.error or "").startswith(MAX_TURNS_PREFIX):
+            goes_on = _AFTER_MAX_TURNS
         return (f"This run {state} and is not in the conversation yet: {resume} {goes_on}{anew}; sending a message "
                 "first asks whether to resume, keep or discard it.")
 
@@ -453,7 +455,10 @@ class ChatPanel(Vertical):
                         hint = "Nothing of this run was stored: your message is back in the composer to send again."
                     else:
                         keys = keymap_of(self).key_text
-                        hint = f"What was stored is kept: {keys('chat.resume')} retries the run from its checkpoint; " \
+                        # Out of turns, a retry fails at once: it needs more of them first.
+                        goes_on = _AFTER_MAX_TURNS if isinstance(event.error, MaxTurnsExceeded) else \
+                            "retries the run from its checkpoint"
+                        hint = f"What was stored is kept: {keys('chat.resume')} {goes_on}; " \
                                f"{keys('chat.edit_last')} edits the message."
                     # A retry that fails as the run did looked as if the key did nothing: it says so.
                     failed = format.stored_failure(f"{type(event.error).__name__}: {event.error}")
@@ -913,6 +918,12 @@ def _title_line(title: str | None) -> str:
     """The chat's title line for a session's title (``None`` or empty: a new session's)."""
     return format.one_line(title, 80) if title else "New session"
 
+
+MAX_TURNS_PREFIX = f"{MaxTurnsExceeded.__name__}: "
+"""How the runner stores the error of a run that ran out of turns (``"{type}: {message}"``)."""
+
+_AFTER_MAX_TURNS = "goes on with it once max_turns is raised in the config file and lovia started again"
+"""What the resume key does for a run out of turns: with the same max_turns it fails at once."""
 
 ANSWER_ASKED_AGAIN = " (the answer it was writing when cut off is asked for again)"
 """Said of a resume of a run cut off while an answer streamed: the model answers that turn anew."""
