@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from lovia import InMemoryCheckpointer, InMemorySession, RunHead, RunSnapshot, tool
@@ -87,3 +88,12 @@ async def step(name: str) -> str:
     """Record that a step ran."""
     executions.append(name)
     return f"did {name}"
+
+
+def consume_in_background(stream) -> asyncio.Task:
+    """Read every event of a run's ``stream`` in a task of its own (a test stops the run meanwhile)."""
+    async def consume() -> None:
+        async for _ in stream:
+            pass
+
+    return asyncio.ensure_future(consume())

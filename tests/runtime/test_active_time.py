@@ -10,6 +10,7 @@ import pytest
 
 from lovia import Agent, CheckpointOptions, RunHead, Runner, RunSnapshot, SQLiteCheckpointer, SQLiteSession, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
+from tests.runtime.helpers import consume_in_background
 from tests.runtime.test_crash_recovery import crash_at, run_to_end
 
 
@@ -57,11 +58,7 @@ async def test_a_stopped_and_resumed_run_sums_its_executions_into_the_segment(tm
         stream = Runner.stream(agent, "go", session=session, session_id="s",
                                checkpoint=CheckpointOptions(checkpointer, "r1"))
 
-        async def consume() -> None:
-            async for _ in stream:
-                pass
-
-        task = asyncio.ensure_future(consume())
+        task = consume_in_background(stream)
         await started.wait()
         stream.stop()
         await task

@@ -18,6 +18,7 @@ from lovia import (
 )
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.run_state import how_run_stopped
+from tests.runtime.helpers import consume_in_background
 
 
 async def stop_after_text(stream, pieces: int) -> str:
@@ -81,11 +82,7 @@ async def test_a_run_stopped_between_turns_has_no_cut_off_text(tmp_path):
         stream = Runner.stream(Agent(name="a", model=model, tools=[tool(slow)]), "go",
                                checkpoint=CheckpointOptions(checkpointer, "r1"))
 
-        async def consume() -> None:
-            async for _ in stream:
-                pass
-
-        task = asyncio.ensure_future(consume())
+        task = consume_in_background(stream)
         await started.wait()
         stream.stop()
         await task
@@ -98,11 +95,7 @@ async def test_a_run_stopped_before_the_first_chunk_reads_as_waiting_for_the_mod
     async with SQLiteCheckpointer(tmp_path / "lovia.db") as checkpointer:
         stream = Runner.stream(Agent(name="a", model=model), "go", checkpoint=CheckpointOptions(checkpointer, "r1"))
 
-        async def consume() -> None:
-            async for _ in stream:
-                pass
-
-        task = asyncio.ensure_future(consume())
+        task = consume_in_background(stream)
         while not model.requests:
             await asyncio.sleep(0.01)
         stream.stop()

@@ -13,6 +13,7 @@ import pytest
 from lovia import Agent, CheckpointOptions, ModelError, ModelRetrying, Runner, SQLiteCheckpointer
 from lovia.models import FinishChunk, RetryChunk, TextChunk
 from lovia.timing import ModelStep
+from tests.runtime.helpers import consume_in_background
 
 
 class RefusedThenAnswers:
@@ -57,11 +58,7 @@ async def test_a_stop_during_the_wait_leaves_no_step_that_ends_before_it_begins(
     async with SQLiteCheckpointer(tmp_path / "c.db") as checkpointer:
         stream = Runner.stream(Agent(name="a", model=model), "hi", checkpoint=CheckpointOptions(checkpointer, "r1"))
 
-        async def consume() -> None:
-            async for _ in stream:
-                pass
-
-        task = asyncio.ensure_future(consume())
+        task = consume_in_background(stream)
         await model.waiting.wait()
         stream.stop()
         await task

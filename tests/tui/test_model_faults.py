@@ -150,16 +150,13 @@ async def test_a_retry_that_fails_again_says_so(tmp_path):
 async def test_a_stopped_run_that_fails_on_its_resume_did_not_fail_again(tmp_path):
     """ "Failed again" was said of every resume that failed: a stopped or crashed run had never failed."""
     from lovia import ModelError
-    from tests.tui.test_run_status import HeldModel
+    from tests.tui.test_run_status import HeldModel, send_and_hold
 
     model = HeldModel([ScriptedTurn(error=ModelError("the endpoint answered 500: down"))])
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=(80, 24)) as pilot:
         chat = app.screen.chat
-        chat.composer.focus()
-        await pilot.pause()
-        await pilot.press(*"hello", "enter")
-        await wait_for(pilot, lambda: model.asked.is_set())
+        await send_and_hold(pilot, model)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not chat.running)
         model.go.set()

@@ -43,6 +43,12 @@ async def send(pilot, text: str) -> None:
     await pilot.press(*text, "enter")
 
 
+async def send_and_hold(pilot, model: HeldModel, text: str = "hello") -> None:
+    """Send ``text`` and wait until ``model`` is asked (it holds its answer until ``model.go`` is set)."""
+    await send(pilot, text)
+    await asyncio.wait_for(model.asked.wait(), 10)
+
+
 def status_line(app) -> str:
     status = app.screen.query_one(RunStatus)
     return str(status.render()) if status.display else ""

@@ -8,13 +8,11 @@ question was answered, ran into the session it was typed in, out of sight.
 
 from __future__ import annotations
 
-import asyncio
-
 from lovia import Agent
 from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.widgets.transcript import Transcript
 from tests.tui.conftest import make_app, settle, told, wait_for
-from tests.tui.test_run_status import HeldModel
+from tests.tui.test_run_status import HeldModel, send_and_hold
 from tests.tui.test_where_time_went import timed_db
 
 
@@ -23,10 +21,7 @@ async def test_a_refused_new_session_leaves_focus_where_it_was(tmp_path):
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=(80, 24)) as pilot:
         chat = app.screen.chat
-        chat.composer.focus()
-        await pilot.pause()
-        await pilot.press(*"hello", "enter")
-        await asyncio.wait_for(model.asked.wait(), 10)
+        await send_and_hold(pilot, model)
         session = chat.session_id
         chat.transcript.focus()
         await pilot.pause()
@@ -75,10 +70,7 @@ async def test_the_empty_filter_hint_names_a_key_that_clears_it_while_an_answer_
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=(160, 45)) as pilot:
         chat = app.screen.chat
-        chat.composer.focus()
-        await pilot.pause()
-        await pilot.press(*"hello", "enter")
-        await asyncio.wait_for(model.asked.wait(), 10)
+        await send_and_hold(pilot, model)
         pane = app.screen.query_one(SessionsPane)
         pane.query_one(Input).focus()
         await pilot.press(*"zzz")
