@@ -667,6 +667,13 @@ class _Run:
         self._streaming = text  # kept by the head if the run stops before the turn ends
         step: int | None = self._model_turn_started(agent, model)
         sent_again_at = 0.0  # while ``step`` is None: when the model said it sends its request again
+
+        def attempt_step() -> int:
+            """The step of the request's attempt under way: one sent again is timed from its sending."""
+            if step is not None:
+                return step
+            return self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
+
         first_token_at: float | None = None
         slots: dict[tuple[int, int], dict[str, Any]] = {}
         usage = Usage()
@@ -674,8 +681,7 @@ class _Run:
         finish: str | None = None
         try:
             async for chunk in model.stream(request):
-                if step is None:  # something of the request sent again: that attempt is timed from its sending
-                    step = self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
+                step = attempt_step()  # something of the request sent again starts its attempt
                 if isinstance(chunk, RetryChunk) and first_token_at is None:
                     sent_again_at, step = self._model_asks_again(step, agent, model, chunk), None
                     continue
@@ -697,12 +703,10 @@ class _Run:
                 elif isinstance(chunk, FinishChunk):
                     finish = chunk.reason
         except Exception:
-            if step is None:  # the request sent again failed too
-                step = self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
-            self._step_finished(step, error=True, cut_off=True)  # the endpoint's error ended the turn
+            # The endpoint's error ended the turn (or the request sent again failed too).
+            self._step_finished(attempt_step(), error=True, cut_off=True)
             raise
-        if step is None:  # a model that said it asks again, then ended its stream
-            step = self._model_turn_started(agent, model, started_at=min(sent_again_at, time.time()))
+        step = attempt_step()  # a model may say it asks again, then end its stream
         await self._model_turn_ended(step, usage if usage_reported else None)
         if usage_reported:
             usage.requests = max(usage.requests, 1)
@@ -1122,15 +1126,14 @@ def _call_slot(slots: dict[tuple[int, int], dict[str, Any]], chunk: ToolCallChun
     repeats the name in each fragment of one call keeps it one: its arguments are not whole yet)."""
     index = chunk.index
     last = max((n for i, n in slots if i == index), default=None)
-    if last is None:
-        return slots.setdefault((index, 0), {"call_id": None, "name": "", "arguments": []})
-    slot = slots[index, last]
-    another_id = chunk.call_id and slot["call_id"] and chunk.call_id != slot["call_id"]
-    another_name = (chunk.name and not chunk.call_id and not slot["call_id"] and slot["name"]
-                    and _whole_json("".join(slot["arguments"])))
-    if another_id or another_name:
-        return slots.setdefault((index, last + 1), {"call_id": None, "name": "", "arguments": []})
-    return slot
+    if last is not None:
+        slot = slots[index, last]
+        another_id = chunk.call_id and slot["call_id"] and chunk.call_id != slot["call_id"]
+        another_name = (chunk.name and not chunk.call_id and not slot["call_id"] and slot["name"]
+                        and _whole_json("".join(slot["arguments"])))
+        if not (another_id or another_name):
+            return slot
+    return slots.setdefault((index, 0 if last is None else last + 1), {"call_id": None, "name": "", "arguments": []})
 
 
 def _whole_json(text: str) -> bool:
