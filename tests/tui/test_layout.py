@@ -350,3 +350,20 @@ async def test_a_dangling_calls_yellow_reads_on_the_light_theme(tmp_path):
         app.theme = "lovia-light"
         await settle(pilot)
         assert Color.parse("yellow").get_truecolor(app.ansi_theme) == yellow
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_a_notice_leaves_the_message_box_and_what_is_typed_in_sight(tmp_path, size):
+    # At the bottom right, Textual's place for notices, one covered the message box's right half at
+    # 80x24: what was typed there was hidden for the notice's five seconds.
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        composer = app.screen.chat.composer
+        await pilot.press(*"a message typed while a notice shows, long enough to reach the right")
+        await pilot.press("ctrl+r")  # nothing to resume here: a notice says so
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
+        toast = app.screen.query_one("Toast")
+        assert not toast.region.overlaps(composer.region)
+        assert toast.region.y > 0  # under the header: the app's title stays in sight
