@@ -57,7 +57,9 @@ class ModelStep:
     partial-answer journal last wrote its text, the last moment it was known to be streaming,
     so a crashed run's timeline can draw the turn that far. ``error`` is set on a turn the model
     endpoint ended with an error (it refused, or died mid-stream); such a turn is also
-    ``cut_off``, ended when the error came.
+    ``cut_off``, ended when the error came. ``asked_again`` is set on such a turn whose request
+    the model sent again after a wait (its own retry, on a rate limit or a server's failure):
+    the next step is that attempt of the same turn.
     """
 
     agent: str
@@ -71,6 +73,7 @@ class ModelStep:
     cut_off: bool = False
     streamed_until: float | None = None
     error: bool = False
+    asked_again: bool = False
     kind: Literal["model"] = "model"
 
     @property
@@ -154,6 +157,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step | None:
                 input_tokens=_int(data.get("input_tokens")), output_tokens=_int(data.get("output_tokens")),
                 turn=_int(data.get("turn")), cut_off=bool(data.get("cut_off", False)),
                 streamed_until=_float(data.get("streamed_until")), error=bool(data.get("error", False)),
+                asked_again=bool(data.get("asked_again", False)),
             )
         if data.get("kind") == "tool":
             return ToolStep(
@@ -210,7 +214,7 @@ def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
-              "turn", "cut_off", "streamed_until", "error"),
+              "turn", "cut_off", "streamed_until", "error", "asked_again"),
     "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server"),
 }
 

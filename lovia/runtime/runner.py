@@ -1022,7 +1022,7 @@ class _Run:
         attempt ends with its error, and returns when the next is sent. The next attempt's step
         starts when something of it comes, timed from then, so the wait counts as neither's time
         to first token (the timeline shows the gap), and a stop during the wait leaves no step open."""
-        self._step_finished(index, error=True, cut_off=True)
+        self._step_finished(index, error=True, cut_off=True, asked_again=True)
         self._emit(ModelRetrying(agent.name, model.name, first_line(retry.reason), retry.wait))
         return time.time() + max(0.0, retry.wait)
 

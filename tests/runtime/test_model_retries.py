@@ -49,6 +49,8 @@ async def test_the_attempt_sent_again_is_timed_from_its_sending(tmp_path):
     [retrying] = [e for e in events if isinstance(e, ModelRetrying)]
     assert retrying == ModelRetrying("a", "refusing-model", "refusing-model is rate limiting requests (429)", 0.3)
     assert refused.error and refused.cut_off and refused.finished_at <= answered.started_at
+    # Stored as asked again, which the timeline says (it read "no token · error", as of a failed run)
+    assert refused.asked_again and not answered.asked_again
     assert answered.started_at - refused.finished_at == pytest.approx(0.3, abs=0.1)
     assert answered.time_to_first_token < 0.1 and not answered.cut_off
 
@@ -75,6 +77,7 @@ async def test_an_attempt_sent_again_that_fails_is_its_own_step(tmp_path):
             await Runner.run(Agent(name="a", model=model), "hi", checkpoint=CheckpointOptions(checkpointer, "r1"))
         first, second = model_steps((await checkpointer.load("r1")).head)
     assert first.error and second.error and second.started_at >= first.finished_at + 0.15
+    assert first.asked_again and not second.asked_again  # the second failed the run: not asked again
     assert second.finished_at >= second.started_at
 
 

@@ -24,7 +24,7 @@ from lovia import Agent, AssistantMessage, SQLiteCheckpointer, SQLiteSession, To
 from lovia.checkpoint import RunHead, RunOwner, RunSnapshot
 from lovia.models import DemoModel
 from lovia.session import SessionInfo
-from lovia.timing import ModelStep, ToolStep, steps_to_meta
+from lovia.timing import ModelStep, ToolStep, step_from_dict, step_to_dict, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
 from lovia.tui.screens.timeline import Columns, TimelineScreen, axis_of, draw_rows, joined_to_fit, step_figures, summary_parts
@@ -222,6 +222,20 @@ def test_a_turn_a_model_error_ended_is_drawn_as_an_error_not_as_waiting():
     assert narrow.startswith("turn 1 · error") and "▓" * 10 in narrow and "░" not in narrow
     wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()[1]
     assert "no token · error" in wide and "cut off" not in wide
+
+
+def test_an_attempt_the_model_sent_again_says_so_not_that_the_run_failed():
+    # A 429, then the same turn asked again after the wait: its row read "no token · error", as a
+    # turn that failed the run does, with nothing saying the next row is the same turn's request again.
+    refused = ModelStep("assistant", "openai:m", T0, None, T0 + 0.1, cut_off=True, error=True, asked_again=True, turn=1)
+    answered = ModelStep("assistant", "openai:m", T0 + 2.1, T0 + 2.4, T0 + 3.0, turn=1)
+    run = TranscriptRun("r", (), "completed", T0, 3.0, steps=(refused, answered))
+    narrow = plain(draw_rows(run, 80, T0 + 100)).splitlines()
+    assert narrow[1].startswith("turn 1 · asked again ") and "▓" in narrow[1]  # red still: it failed
+    assert narrow[2].startswith("turn 1 · openai:m ")
+    wide = plain(draw_rows(run, 160, T0 + 100)).splitlines()
+    assert "no token · failed, asked again" in wide[1] and "error" not in wide[1]
+    assert step_from_dict(step_to_dict(refused)) == refused  # stored and read back
 
 
 def test_a_long_model_name_never_hides_that_a_turn_was_cut_off():

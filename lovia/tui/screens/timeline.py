@@ -172,7 +172,9 @@ def step_figures(step: Step, state: str) -> str:
             parts.append(f"{rate:.0f} tok/s")
         if step.input_tokens is not None or step.output_tokens is not None:
             parts.append(f"{_tokens(step.input_tokens)}→{_tokens(step.output_tokens)} tok")
-    if step.error:
+    if isinstance(step, ModelStep) and step.asked_again:
+        parts.append("failed, asked again")  # a rate limit or a server's failure, then the wait (the gap)
+    elif step.error:
         parts.append("error")  # says more than "cut off", which an error's end also is
     elif step.cut_off:
         parts.append("cut off")
@@ -261,7 +263,8 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     start = f"+{format.duration(step.started_at - axis.start)}"
     name = step_name(step)
     if step.cut_off and not columns.figures:  # said among the figures when they are shown
-        mark = " · error" if step.error else " · cut off"
+        mark = " · asked again" if isinstance(step, ModelStep) and step.asked_again else \
+            " · error" if step.error else " · cut off"
         if isinstance(step, ModelStep) and cell_len(name + mark) > columns.name:
             # The mark over the model's name: cut to the column, the name hid that the turn ended there.
             name = step_name(step, model=False)
