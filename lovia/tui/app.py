@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
@@ -41,6 +43,11 @@ collection walks every object start-up made (~25 ms here), and the lists read af
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
 """What quits the app as "Stop and quit" does (see LoviaApp._quit_on_termination)."""
+HANGUP = getattr(signal, "SIGHUP", None)
+"""The signal of a terminal that closed (see LoviaApp._terminal_gone)."""
+OUTLIVES_TERMINAL = 30.0
+"""Seconds a process whose terminal closed may take to stop its answer and close, before it ends as a
+crash would (its run then reads as crashed, and resumes as one)."""
 
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
@@ -100,6 +107,9 @@ class LoviaApp(App[None]):
         # See _quit_on_termination: each signal taken, with the handling found for it.
         self._signals_taken: dict[int, Callable[[int, FrameType | None], object] | int | None] = {}
         self._terminating = False
+        # Standard output and error where they are the terminal, as when the app started (a closed
+        # terminal is no tty any more): they are sent to the null device when it closes.
+        self._terminal_fds: tuple[int, ...] | None = tuple(fd for fd in (1, 2) if os.isatty(fd))
         self._tune_collector = tune_collector_for_startup
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
@@ -191,10 +201,20 @@ class LoviaApp(App[None]):
         for number in TERMINATING_SIGNALS:
             found = signal.getsignal(number)
             try:
-                loop.add_signal_handler(number, self._terminated)
+                if number == HANGUP:
+                    # Taken at once, between two bytecodes, not when the loop next turns: the
+                    # terminal's output must go nowhere before anything else is drawn to it (Textual
+                    # answers the SIGCONT that comes with a hangup by drawing the whole screen again).
+                    signal.signal(number, lambda _number, _frame: self._hung_up(loop))
+                else:
+                    loop.add_signal_handler(number, self._terminated)
             except (NotImplementedError, RuntimeError, ValueError):
                 return
             self._signals_taken[number] = found
+
+    def _hung_up(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._terminal_gone()
+        loop.call_soon_threadsafe(self._terminated)
 
     def _terminated(self) -> None:
         if self._terminating:  # asked again while the answer is being stopped: now, whatever is left
@@ -202,6 +222,25 @@ class LoviaApp(App[None]):
             return
         self._terminating = True
         self.run_worker(self._stop_and_exit(), group="quit")
+
+    def _terminal_gone(self) -> None:
+        """The terminal closed (a tmux window, an SSH connection): what the app still draws, and
+        Textual's shutdown, go to the null device. Written to the closed terminal, they failed and
+        ended Textual's writer thread, whose queue then filled and blocked the app for good: a
+        process left running, holding its database, after its answer was stopped and saved. Should
+        the process still not end, a watchdog ends it after :data:`OUTLIVES_TERMINAL` seconds."""
+        if self.is_headless or self._terminal_fds is None:
+            return
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            for fd in self._terminal_fds:
+                os.dup2(null, fd)
+        finally:
+            os.close(null)
+        self._terminal_fds = None
+        watchdog = threading.Timer(OUTLIVES_TERMINAL, os._exit, args=(1,))
+        watchdog.daemon = True
+        watchdog.start()
 
     async def _stop_and_exit(self) -> None:
         main = self.main_screen
@@ -226,7 +265,10 @@ class LoviaApp(App[None]):
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()
         for number, found in self._signals_taken.items():
-            loop.remove_signal_handler(number)  # which leaves Python's default: the handling found comes back
+            if number == HANGUP:
+                signal.signal(number, signal.SIG_DFL)  # as the loop's removal leaves one
+            else:
+                loop.remove_signal_handler(number)  # which leaves Python's default: the handling found comes back
             # Not None (set outside Python: nothing to put back from here), nor an event loop's own
             # handler: that one only wakes its loop for the callback the app's took the place of, and
             # put back without it, the signal would be ignored; the default ends the process instead.

@@ -109,3 +109,70 @@ async def test_a_loops_own_signal_handler_found_is_not_put_back_to_ignore_the_si
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+IN_A_TERMINAL = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from tests.tui.conftest import make_app
+
+    app = make_app(Path(sys.argv[1]))
+
+    async def start_a_long_answer(pilot):
+        app.main.query_one("#composer").focus()
+        await pilot.press(*"wait 60", "enter")
+        while not app.main.chat.running:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # into the tool call, the line above the message box counting
+        Path(sys.argv[2]).write_text("READY")
+
+    app.run(size=(80, 24), auto_pilot=start_a_long_answer)
+    Path(sys.argv[2]).write_text("EXITED")
+    """
+)
+
+
+def test_a_terminal_closed_while_an_answer_runs_ends_the_process(tmp_path):
+    # The terminal (a tmux window, an SSH connection) closed mid-answer: the run was saved as stopped,
+    # then the process hung for good in Textual's shutdown, writing to a terminal that was gone
+    # through a queue that no longer emptied; it kept the database open until killed.
+    import pty
+    import time
+
+    db, said = tmp_path / "lovia.db", tmp_path / "said"
+    pid, terminal = pty.fork()  # the child's controlling terminal: closing it hangs the child up
+    if pid == 0:  # pragma: no cover - the child
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.execv(sys.executable, [sys.executable, "-c", IN_A_TERMINAL, str(db), str(said)])
+    try:
+        deadline = time.monotonic() + 30
+        os.set_blocking(terminal, False)
+        while (said.read_text() if said.exists() else "") != "READY":
+            assert time.monotonic() < deadline, "the app never started its answer"
+            try:  # read what the app draws, as a terminal would
+                os.read(terminal, 65536)
+            except OSError:
+                pass
+            time.sleep(0.01)
+        for _ in range(20):  # a terminal that stops reading first, as a closing one does
+            time.sleep(0.05)
+        os.close(terminal)
+        deadline = time.monotonic() + 30
+        while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0:
+            assert time.monotonic() < deadline, "the process did not end once its terminal closed"
+            time.sleep(0.05)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+    async def stored_runs():
+        async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+            return await checkpointer.list_runs()
+
+    assert os.waitstatus_to_exitcode(ended[1]) == 0 and said.read_text() == "EXITED", "quit, not ended by force"
+    [run] = asyncio.run(stored_runs())
+    assert run_state(run.head) == "interrupted", "stopped, not crashed"
