@@ -2,7 +2,8 @@
 
 ``lovia export SESSION_ID [--format md|jsonl] [--db PATH|URL] [-o FILE]`` writes one session of
 the data file, or of a PostgreSQL database (``--db postgresql://...``), to standard output (or
-``FILE``); the terminal UI's ``ctrl+s`` writes the open session to a file with the same code
+``FILE``, replaced if it is there, as ``>`` would; the app's ``ctrl+s`` asks first); the terminal
+UI's ``ctrl+s`` writes the open session to a file with the same code
 (:func:`write_export`), whatever the store: it reads through the Session protocols only. A session id may be given by a
 prefix of 4 characters or more when exactly one session starts with it.
 
@@ -17,6 +18,13 @@ answers, each tool call and its result as fenced blocks, handoffs as quotes. Dur
 an answer ended early, read as the app's run headers and transcript say them (``4.0s``, ``250ms``;
 ``cut off: the model hit its token limit``).
 
+**Trimmed tool outputs** (``trim_tool_results``, ``t`` in the app) are written whole when the
+tool-output archive (``archive``, a :class:`~lovia.context.FileResultStore`) still holds them, as
+the app shows them: found through the archive index the runs carry in ``meta["context"]`` up to the
+run holding the result, and taken only when the archived text begins with the part the session
+kept. The Markdown's result heading then says ``whole, from the tool-output archive``; an output the
+archive lacks is written as stored, its trim marker included.
+
 **JSON lines** (``jsonl``): one JSON object a line, told apart by ``"record"``:
 
 * ``session``, first: ``version`` (:data:`JSONL_VERSION`), ``session_id``, ``title``,
@@ -28,7 +36,9 @@ an answer ended early, read as the app's run headers and transcript say them (``
   call, as :mod:`lovia.timing` stores them; ``[]`` when none were recorded) and ``meta`` (the
   run's meta as stored);
 * ``entry``: ``position`` (from 0 over the session, as rewind and fork count), ``run_id``,
-  ``created_at`` and ``entry`` (the entry as :func:`lovia.entries.entry_to_dict` writes it).
+  ``created_at`` and ``entry`` (the entry as :func:`lovia.entries.entry_to_dict` writes it); a
+  trimmed tool output written whole from the archive has ``"output_from_archive": true`` beside
+  them, and its ``entry`` holds the whole output with ``trimmed_chars`` 0.
 
 Times are epoch seconds; durations seconds. Fields are only ever added, never renamed: a
 reader should ignore what it does not know.
@@ -48,7 +58,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -69,6 +79,10 @@ from lovia.session import (
     TrashingSession,
 )
 from lovia.timing import ModelStep, steps_from_meta, steps_to_meta, tokens_per_second
+from lovia.transcript import untrimmed_body
+
+if TYPE_CHECKING:
+    from lovia.context import FileResultStore
 
 __all__ = ["EXPORT_PAGE", "FORMATS", "JSONL_VERSION", "ExportFormat", "ExportSummary", "export_session",
            "main", "resolve_session_id", "write_export"]
@@ -161,10 +175,12 @@ async def resolve_session_id(session: Session, wanted: str) -> str:
 
 
 async def export_session(session: Session, session_id: str, out: TextIO, *, fmt: ExportFormat = "md",
-                         page: int = EXPORT_PAGE, now: float | None = None) -> ExportSummary:
+                         page: int = EXPORT_PAGE, now: float | None = None,
+                         archive: FileResultStore | None = None) -> ExportSummary:
     """Write ``session_id`` to ``out`` as ``fmt`` (see the module docstring); return what was written.
 
-    A :class:`~lovia.errors.UserError` for an unknown session (nothing is written) or format.
+    ``archive``: where the context policy archived long tool outputs; a trimmed output it holds is
+    written whole. A :class:`~lovia.errors.UserError` for an unknown session (nothing is written) or format.
     """
     if fmt not in FORMATS:
         raise UserError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
@@ -183,6 +199,7 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
     writer.session(session_id, info, origin, time.time() if now is None else now)
     run_count = entries = 0
     current: str | None = None
+    archived: dict[str, str] = {}  # the archive index up to this run: call id -> key (see lovia.context)
     part = first
     while part is not None:
         span, start, run_entries = part
@@ -190,8 +207,16 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
             current = span.run_id
             run_count += 1
             writer.run(span, run_count)
+            if archive is not None:
+                archived.update(_archive_index(span.meta))
         for offset, entry in enumerate(run_entries):
-            writer.entry(start + offset, span.run_id, entry)
+            whole = None
+            if archive is not None and isinstance(entry, ToolResult) and entry.trimmed_chars:
+                whole = await _archived_whole(entry, archived, archive)
+            if whole is not None:
+                writer.entry(start + offset, span.run_id, whole, from_archive=True)
+            else:
+                writer.entry(start + offset, span.run_id, entry)
         entries += len(run_entries)
         part = await anext(runs, None)
     writer.end()
@@ -199,8 +224,33 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
     return ExportSummary(session_id, title, run_count, entries)
 
 
+def _archive_index(meta: dict[str, Any]) -> dict[str, str]:
+    """A run's part of the archive index (its ``meta["context"]["archived"]``), what of it is well formed."""
+    context = meta.get("context")
+    index = context.get("archived") if isinstance(context, dict) else None
+    if not isinstance(index, dict):
+        return {}
+    return {call_id: key for call_id, key in index.items() if isinstance(call_id, str) and isinstance(key, str)}
+
+
+async def _archived_whole(result: ToolResult, archived: dict[str, str], archive: FileResultStore) -> ToolResult | None:
+    """``result`` with its whole output from ``archive``; ``None`` when the archive lacks it (gone, never
+    archived, unreadable) or holds an output that does not begin with the part the session kept."""
+    key = archived.get(result.call_id)
+    if key is None:
+        return None
+    try:
+        text = await archive.get(key)
+    except (OSError, ValueError):  # unreadable, not UTF-8, a damaged key: the trimmed output is written
+        return None
+    if text is None or not text.startswith(untrimmed_body(result)):
+        return None
+    return replace(result, output=text, trimmed_chars=0)
+
+
 async def write_export(session: Session, session_id: str, path: str | os.PathLike[str], *,
-                       fmt: ExportFormat | None = None, page: int = EXPORT_PAGE) -> ExportSummary:
+                       fmt: ExportFormat | None = None, page: int = EXPORT_PAGE,
+                       archive: FileResultStore | None = None) -> ExportSummary:
     """Export ``session_id`` to the file ``path``; ``fmt`` ``None``: from its suffix (``.jsonl``, else Markdown).
 
     The file is written beside its final name and renamed into place once complete (a failed
@@ -211,7 +261,8 @@ async def write_export(session: Session, session_id: str, path: str | os.PathLik
     target, fd, temp = _temp_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
-            summary = await export_session(session, session_id, file, fmt=fmt or format_for(target), page=page)
+            summary = await export_session(session, session_id, file, fmt=fmt or format_for(target), page=page,
+                                           archive=archive)
         os.replace(temp, target)
     except BaseException:
         _remove(temp)
@@ -219,9 +270,14 @@ async def write_export(session: Session, session_id: str, path: str | os.PathLik
     return replace(summary, path=str(target))
 
 
+def export_target(path: str | os.PathLike[str]) -> Path:
+    """The file an export to ``path`` writes: ``~`` expanded, made absolute (not resolved)."""
+    return Path(path).expanduser().absolute()
+
+
 def _temp_beside(path: str | os.PathLike[str]) -> tuple[Path, int, str]:
     """The export's final path, and an open temporary file beside it (mode 0600) with its name."""
-    target = Path(path).expanduser().absolute()
+    target = export_target(path)
     if target.is_dir():  # the rename into place would fail after the whole export was written
         raise UserError(f"cannot export to {target}: it is a directory; give the name of a file in it")
     if not target.parent.is_dir():
@@ -327,7 +383,7 @@ class _Markdown:
             notes.append("steps: " + ", ".join(_step(step) for step in steps))
         self.write(f"_{'; '.join(notes)}_\n")
 
-    def entry(self, position: int, run_id: str, entry: Entry) -> None:
+    def entry(self, position: int, run_id: str, entry: Entry, *, from_archive: bool = False) -> None:
         if isinstance(entry, UserMessage):
             self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{_fences_closed(entry.text)}\n")
         elif isinstance(entry, AssistantMessage):
@@ -340,7 +396,9 @@ class _Markdown:
                                                                                           "json"))
         elif isinstance(entry, ToolResult):
             error = " (error)" if entry.is_error else ""
-            self.write(f"\n**Result** of `{entry.name or entry.call_id}`{error}\n\n" + _fence(entry.output, "text"))
+            whole = " · whole, from the tool-output archive" if from_archive else ""
+            self.write(f"\n**Result** of `{entry.name or entry.call_id}`{error}{whole}\n\n"
+                       + _fence(entry.output, "text"))
         elif isinstance(entry, Handoff):
             self.write(f"\n> ⇢ handed from **{entry.from_agent}** to **{entry.to_agent}**\n")
 
@@ -399,9 +457,12 @@ class _JsonLines:
             "steps": steps_to_meta(steps_from_meta(span.meta)), "meta": span.meta,
         })
 
-    def entry(self, position: int, run_id: str, entry: Entry) -> None:
-        self._line({"record": "entry", "position": position, "run_id": run_id, "created_at": entry.created_at,
-                    "entry": entry_to_dict(entry)})
+    def entry(self, position: int, run_id: str, entry: Entry, *, from_archive: bool = False) -> None:
+        record = {"record": "entry", "position": position, "run_id": run_id, "created_at": entry.created_at,
+                  "entry": entry_to_dict(entry)}
+        if from_archive:
+            record["output_from_archive"] = True
+        self._line(record)
 
     def end(self) -> None:
         pass
@@ -513,13 +574,17 @@ async def _command(args: argparse.Namespace) -> int:
     if isinstance(db, PostgresLocation):
         postgres_store_classes()  # says to install the extra when the driver is missing
         await _check_postgres_holds_sessions(db)
+    from lovia.cli import archive_dir
+    from lovia.context import FileResultStore
+
+    archive = FileResultStore(archive_dir(db))  # the app's, beside the data file: read only
     async with _session_store(db) as session:
         session_id = await resolve_session_id(session, args.session_id)
         if args.output is None:
-            await export_session(session, session_id, sys.stdout, fmt=args.format or "md")
+            await export_session(session, session_id, sys.stdout, fmt=args.format or "md", archive=archive)
             sys.stdout.flush()
         else:
-            summary = await write_export(session, session_id, args.output, fmt=args.format)
+            summary = await write_export(session, session_id, args.output, fmt=args.format, archive=archive)
             print(f"lovia export: wrote {count(summary.runs, 'run')}, {count(summary.entries, 'entry', 'entries')} "
                   f"of {session_id} "
                   f"to {args.output}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 import json
@@ -456,3 +457,74 @@ def test_a_reader_that_quits_early_ends_the_command_quietly(long_db, tmp_path):
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) == 1
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+
+
+# -- trimmed tool outputs, whole again from the archive ---------------------------------------
+
+
+async def archived_and_trimmed(session, archive_dir: Path, *, runs: int = 1) -> list[str]:
+    """Session ``s-export-1``: ``runs`` runs each with a long output of call ``c1`` (a call id a later
+    run repeats), archived as the context policy does, then all trimmed; their whole outputs."""
+    from lovia.context import FileResultStore
+
+    archive = FileResultStore(archive_dir)
+    outputs = []
+    for index in range(runs):
+        run_id = f"r{index + 1}"
+        output = f"run {index + 1}: " + "y" * 1000 + f" END {index + 1}"
+        key = FileResultStore.key_for(run_id, "c1")
+        await archive.put(key, output)
+        await session.append("s-export-1", [
+            UserMessage(text=f"go {index + 1}"),
+            ToolCall(call_id="c1", name="long", arguments="{}"),
+            ToolResult(call_id="c1", name="long", output=output),
+            AssistantMessage(text="done", agent="bot"),
+        ], run_id=run_id, meta={"context": {"archived": {"c1": key}}})
+        outputs.append(output)
+    await session.append("s-export-1", [UserMessage(text="last"), AssistantMessage(text="ok", agent="bot")])
+    assert await session.trim_tool_results("s-export-1", keep_chars=50, keep_runs=1) == runs
+    return outputs
+
+
+async def test_a_trimmed_output_the_archive_holds_is_exported_whole(session, tmp_path):
+    from lovia.context import FileResultStore
+
+    outputs = await archived_and_trimmed(session, tmp_path / "archive", runs=2)
+    archive = FileResultStore(tmp_path / "archive")
+    text = await export_text(session, "md", archive=archive)
+    for output in outputs:  # each run's own output, though both calls are c1
+        assert f"```text\n{output}\n```" in text
+    assert "trimmed by lovia" not in text
+    assert text.count("**Result** of `long` · whole, from the tool-output archive\n") == 2
+    records = [json.loads(line) for line in (await export_text(session, "jsonl", archive=archive)).splitlines()]
+    results = [r for r in records if r["record"] == "entry" and r["entry"]["type"] == "tool_result"]
+    assert [r["entry"]["output"] for r in results] == outputs
+    assert all(r["entry"]["trimmed_chars"] == 0 and r["output_from_archive"] is True for r in results)
+    # Without the archive, as stored: trimmed, marked, and no field added.
+    plain = [json.loads(line) for line in (await export_text(session, "jsonl")).splitlines()]
+    assert all("output_from_archive" not in r for r in plain)
+    assert "trimmed by lovia]" in await export_text(session, "md")
+
+
+async def test_an_archived_output_that_is_not_the_trimmed_ones_is_not_taken(session, tmp_path):
+    """Gone from the archive, or an archived text that does not begin as the kept part: written as stored."""
+    from lovia.context import FileResultStore
+
+    await archived_and_trimmed(session, tmp_path / "archive", runs=2)
+    archive = FileResultStore(tmp_path / "archive")
+    (tmp_path / "archive" / f"{FileResultStore.key_for('r1', 'c1')}.txt").unlink()
+    await archive.put(FileResultStore.key_for("r2", "c1"), "something else entirely")
+    text = await export_text(session, "md", archive=archive)
+    assert text.count("characters trimmed by lovia]") == 2
+    assert "from the tool-output archive" not in text and "something else" not in text
+
+
+def test_the_command_exports_trimmed_outputs_whole_from_the_archive_beside_the_file(tmp_path):
+    async def setup() -> list[str]:
+        async with SQLiteSession(tmp_path / "lovia.db") as store:
+            return await archived_and_trimmed(store, tmp_path / "tool-outputs")
+
+    [output] = asyncio.run(setup())
+    done = lovia("export", "s-export-1", "--db", str(tmp_path / "lovia.db"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"```text\n{output}\n```" in done.stdout and "trimmed by lovia" not in done.stdout

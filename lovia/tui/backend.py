@@ -1209,8 +1209,10 @@ class ChatBackend:
 
     async def export(self, session_id: str, path: str | Path, *, fmt: ExportFormat | None = None) -> ExportSummary:
         """Write ``session_id`` to the file ``path`` (see :func:`lovia.export.write_export`): Markdown, or
-        JSON lines for a ``.jsonl`` name; read a page at a time from a paged store."""
-        return await write_export(self.session, session_id, path, fmt=fmt)
+        JSON lines for a ``.jsonl`` name; read a page at a time from a paged store. A trimmed tool output
+        the context policy's archive holds is written whole, as the transcript shows it."""
+        archive = self.context_policy.result_store if self.context_policy is not None else None
+        return await write_export(self.session, session_id, path, fmt=fmt, archive=archive)
 
     # -- rewind and trim -----------------------------------------------------------------
 

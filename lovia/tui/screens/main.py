@@ -30,7 +30,7 @@ from textual.worker import Worker
 from lovia.checkpoint import RunSummary, claim_refused
 from lovia.entries import ToolCall
 from lovia.errors import LoviaError
-from lovia.export import default_file_name
+from lovia.export import default_file_name, export_target
 from lovia.session import SessionInfo
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
@@ -182,6 +182,7 @@ class MainScreen(Screen):
         # While a hit picked in the search opens: the n and N pressed meanwhile, taken from the hit once
         # it is shown (taken at once, they stepped from where the cursor was before the search).
         self._steps_while_a_hit_opens: list[int] | None = None
+        self._export_paths: dict[str, str] = {}  # per session, the export path typed and not written yet
 
     def _welcome(self) -> str:
         keymap = keymap_of(self)
@@ -741,17 +742,30 @@ class MainScreen(Screen):
                         f"exported. Resume it ({keys.first_key_text('chat.resume')}) or finalize it in the runs "
                         f"list ({keys.first_key_text('runs.finalize')}) first.", severity="warning")
             return
-        suggested = str(Path.cwd() / default_file_name(session_id))
-        path = await self.app.push_screen_wait(PromptScreen(
-            "Export this session to the file (a name ending in .jsonl writes JSON lines, any other Markdown):",
-            suggested))
-        if not path or not path.strip():
-            return
+        # The path typed last time for this session and not written (refused, or replacing declined)
+        # comes back to be mended; else the current directory, named after the session.
+        path: str | None = self._export_paths.get(session_id) or str(Path.cwd() / default_file_name(session_id))
+        while True:
+            path = await self.app.push_screen_wait(PromptScreen(
+                "Export this session to the file (a name ending in .jsonl writes JSON lines, any other Markdown):",
+                path or ""))
+            if not path or not path.strip():
+                return
+            self._export_paths[session_id] = path
+            target = export_target(path.strip())
+            if not (target.is_symlink() or target.exists()) or target.is_dir():  # a directory: the export says so
+                break
+            if await self.app.push_screen_wait(ConfirmScreen(
+                    f"{format.file_path(target)} already exists. Replace it with this session's export?",
+                    confirm="Replace")):
+                break
+            # declined: the file stays as it was, and the path comes back to name another
         try:
             summary = await self.backend.export(session_id, path.strip())
         except LoviaError as exc:  # no such directory, not writable, a store error: said, nothing half-written
             self.notify(str(exc), severity="error")
             return
+        self._export_paths.pop(session_id, None)
         entries = format.count(summary.entries, "entry", "entries")
         # The path on its own line: a notice folds a path where its width ends, not at a slash.
         self.notify(f"Exported {format.count(summary.runs, 'run')} ({entries}) to\n"
