@@ -470,6 +470,30 @@ async def test_keys_arriving_in_one_burst_are_sent_whole(tmp_path):
         assert [e.text for e in await stored(tmp_path / "lovia.db", chat.session_id)] == ["wait 20", "ok"]
 
 
+@pytest.mark.parametrize(("keys", "expected"), [
+    (["backspace", "X"], "abcdeX"),
+    (["backspace", "backspace", "backspace", "X", "Y", "Z"], "abcXYZ"),
+    (["left", "X"], "abcdeXf"),
+    (["home", "X", "ctrl+e", "Y"], "XabcdefY"),
+    (["ctrl+w", "n", "e", "w"], "new"),
+])
+async def test_editing_keys_arriving_in_one_burst_keep_their_order(tmp_path, keys, expected):
+    """Over a slow link fast typing comes in bursts: a backspace or an arrow took effect after the letters
+    that followed it (Textual runs a widget's key bindings once the key has bubbled up to the app), so
+    "backspace X" left the text as it was and a message was sent with what the user had deleted."""
+    from textual import events
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        composer = app.screen.chat.composer
+        await pilot.press(*"abcdef")
+        for key in keys:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await settle(pilot)
+        assert composer.text == expected
+
+
 async def test_keys_on_a_message_say_to_select_one_and_y_copies_code_the_user_wrote_too(tmp_path):
     """With nothing selected, c, y and enter say so (c and enter did nothing); y finds a code
     block in the user's own message (it said there was none)."""

@@ -5,13 +5,19 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import Binding, BindingsMap, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import TextArea
 
 from lovia.tui.keymap import keymap_of
+
+EDITING_ACTIONS: dict[str, str] = {
+    key: bindings[0].action for key, bindings in BindingsMap(TextArea.BINDINGS).key_to_bindings.items()
+}
+"""TextArea's own keys (backspace, the arrows, ctrl+w...) and their actions, run by :class:`Composer`
+as its key arrives (see ``Composer._on_key``)."""
 
 
 class Composer(TextArea):
@@ -105,5 +111,16 @@ class Composer(TextArea):
             event.stop()
             event.prevent_default()
             self.post_message(self.EditLastRequested())
+            return
+        action = EDITING_ACTIONS.get(event.key)
+        if action is not None:
+            # Run here, in order with the keys around it. Left to Textual, a widget's binding runs once
+            # its key has bubbled up to the app, after letters that came in the same burst (fast
+            # typing over a slow link) were typed: "backspace X" deleted the X, not the letter before.
+            # A key reaching this handler has no priority binding; the focused widget's binding is
+            # the one Textual would have run.
+            event.stop()
+            event.prevent_default()
+            await self.run_action(action)
             return
         await super()._on_key(event)
