@@ -438,18 +438,29 @@ def _check_archive(conn: sqlite3.Connection, tables: set[str], report: Report, n
     unreferenced = sorted(p for key, p in files.items()
                           if key not in keys and now - p.stat().st_mtime > ARCHIVE_GRACE_SECONDS)
     report.unreferenced_files = unreferenced
+    # Files no entry refers to yet that are younger than the grace are spared, not referred to:
+    # counted apart, so that the report never calls them referred to.
+    referred = sum(1 for key in files if key in keys)
+    young = len(files) - referred - len(unreferenced)
+    kept = (f"{_agreeing(young, 'file', 'files')} no entry refers to, kept until "
+            f"{'it is' if young == 1 else 'they are'} an hour old (a write may be under way)")
     if unreferenced:
         size = sum(p.stat().st_size for p in unreferenced)
         what = _agreeing(len(unreferenced), f"file in {directory} ({_size(size)}) holds",
                          f"files in {directory} ({_size(size)}) hold")
         report.add("archive", "problem",
                    f"{what} tool outputs no stored entry refers to (their runs were rewound or deleted for good, or "
-                   "purged from the trash)",
+                   "purged from the trash)" + (f"; besides, {kept}" if young else ""),
                    f"delete {_them(unreferenced)}: lovia doctor --fix (nothing can show or recall "
                    f"{_them(unreferenced)})", fixable=True)
-    else:
+    elif young:
+        also = f"{_agreeing(referred, 'file is', 'files are')} referred to; " if referred else ""
+        report.add("archive", "ok", f"in {directory}: {also}{kept}")
+    elif files:
         every = f"every one of the {len(files)} files" if len(files) != 1 else "the one file"
         report.add("archive", "ok", f"{every} in {directory} is referred to")
+    else:
+        report.add("archive", "ok", f"{directory} holds no tool outputs")
 
 
 # -- --fix ---------------------------------------------------------------------------------

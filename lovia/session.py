@@ -361,7 +361,9 @@ class SearchHit:
     match, with ``…`` where it was cut; ``matches`` are the ``(start, end)`` offsets in
     ``snippet`` of the words that matched. ``at`` is when the entry's run finished (its
     ``meta["timing"]``, else when it was stored; the session's last activity for a title);
-    ``title`` is the session's title as :class:`SessionInfo` has it.
+    ``title`` is the session's title as :class:`SessionInfo` has it. ``breaks`` are the offsets in
+    ``snippet`` of the spaces that were line breaks in the text: where a line began, which a
+    Markdown list item, heading or quote needs to be told from a dash or ``#`` inside a line.
     """
 
     session_id: str
@@ -372,6 +374,7 @@ class SearchHit:
     matches: tuple[tuple[int, int], ...]
     run_id: str | None = None
     at: float | None = None
+    breaks: tuple[int, ...] = ()
 
 
 @runtime_checkable

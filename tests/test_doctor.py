@@ -262,6 +262,7 @@ def test_archive_files_no_entry_refers_to_are_reported_and_fix_deletes_only_old_
     status, text = run_doctor(capsys, healthy)
     assert status == 1
     assert "1 file in" in text and "no stored entry refers to" in text
+    assert "besides, 1 file no entry refers to, kept until it is an hour old" in text  # the young one
     assert orphan.exists()
 
     status, text = run_doctor(capsys, healthy, "--fix")
@@ -286,6 +287,46 @@ def test_archive_files_of_trashed_sessions_are_still_referred_to(capsys, healthy
     status, text = run_doctor(capsys, healthy)
     assert status == 0, text
     assert "the one file in" in text
+
+
+def test_a_young_archive_file_no_entry_refers_to_is_not_called_referred_to(capsys, healthy):
+    # The user's trial: an output archived (trimmed), its session deleted and purged from the
+    # trash, doctor run at once. The file is spared for its age, not because anything refers to it.
+    archive = healthy.parent / "tool-outputs"
+    referred = archive / f"{FileResultStore.key_for('r0-3', 'c3')}.txt"
+    purged = archive / f"{FileResultStore.key_for('r1-2', 'c2')}.txt"
+
+    async def archive_then_purge():
+        await FileResultStore(archive).put(FileResultStore.key_for("r1-2", "c2"), SECRET)
+        async with SQLiteSession(healthy, wal=True) as session, SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            for r in range(6):
+                await checkpointer.delete(f"r1-{r}")
+            trashed = await session.trash_session("s1")
+            assert trashed is not None
+            assert await session.purge_trash(trash_id=trashed.trash_id) == 1
+
+    asyncio.run(archive_then_purge())
+    status, text = run_doctor(capsys, healthy)
+    assert status == 0, text
+    line = next(line for line in text.splitlines() if "archive:" in line)
+    assert "is referred to" not in line and "the one file" not in line
+    assert "1 file no entry refers to, kept until it is an hour old (a write may be under way)" in line
+
+    # With a file an entry does refer to beside it, the two are counted apart.
+    asyncio.run(FileResultStore(archive).put(FileResultStore.key_for("r0-3", "c3"), SECRET))
+    hour_ago = time.time() - 2 * 3600
+    status, text = run_doctor(capsys, healthy)
+    assert status == 0, text
+    line = next(line for line in text.splitlines() if "archive:" in line)
+    assert "1 file is referred to; 1 file no entry refers to, kept until it is an hour old" in line
+
+    # Once it is old, it is what it always was: a file no entry refers to, for --fix.
+    os.utime(purged, (hour_ago, hour_ago))
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1 and "no stored entry refers to" in text
+    status, text = run_doctor(capsys, healthy, "--fix")
+    assert status == 0, text
+    assert not purged.exists() and referred.exists()
 
 
 def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):

@@ -93,7 +93,7 @@ from lovia.stores._search import (
     Term,
     check_search_limit,
     parse_query,
-    unmark,
+    unmark_lines,
 )
 
 __all__ = ["PostgresSessionExtras", "session_v2", "session_v3"]
@@ -533,9 +533,10 @@ async def _move_runs_in(conn: Connection, session_id: str, table: str, key_colum
     await conn.execute(f"DELETE FROM {table} WHERE {key_column} = %s", (key,))
 
 
-def _snippet(marked: str, before: bool, after: bool) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """``ts_headline``'s marked text, with ``…`` where the text was cut: the snippet and its matches' offsets."""
-    return unmark((ELLIPSIS if before else "") + marked + (ELLIPSIS if after else ""))
+def _snippet(marked: str, before: bool, after: bool) -> tuple[str, tuple[tuple[int, int], ...], tuple[int, ...]]:
+    """``ts_headline``'s marked text, with ``…`` where the text was cut: the snippet, its matches' offsets
+    and its line breaks."""
+    return unmark_lines((ELLIPSIS if before else "") + marked + (ELLIPSIS if after else ""))
 
 
 async def session_v3(conn: Connection) -> None:
@@ -628,8 +629,8 @@ class PostgresSessionExtras(_PostgresSessionCore):
             hits: list[SearchHit] = []
             if session_id is None:
                 for found, title, last_activity, marked, before, after in await _rows(conn, _SEARCH_TITLES, args):
-                    hits.append(SearchHit(found, title, None, "title", *_snippet(marked, before, after), None,
-                                          last_activity))
+                    snippet, matches, breaks = _snippet(marked, before, after)
+                    hits.append(SearchHit(found, title, None, "title", snippet, matches, None, last_activity, breaks))
             if len(hits) >= limit:
                 return hits
             scope = "" if session_id is None else "AND g.session_id = %(session)s"
@@ -637,8 +638,9 @@ class PostgresSessionExtras(_PostgresSessionCore):
                                {**args, "limit": limit - len(hits)})
             titles = await _titles(conn, list({row[0]: None for row in rows}))
             for found, kind, position, run_id, at, marked, before, after in rows:
-                hits.append(SearchHit(found, titles.get(found, ""), position, kind,
-                                      *_snippet(marked, before, after), run_id, at))
+                snippet, matches, breaks = _snippet(marked, before, after)
+                hits.append(SearchHit(found, titles.get(found, ""), position, kind, snippet, matches, run_id, at,
+                                      breaks))
             return hits
 
         return await self._db.read(read, "searching sessions")

@@ -163,12 +163,12 @@ def match_text(text: str, query: SearchQuery) -> list[tuple[int, int]] | None:
     return [(spans[at][0], spans[at][1]) for at in sorted(hits)]
 
 
-def snippet_of(text: str, matches: list[tuple[int, int]]) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """A one-line excerpt of ``text`` around its first match, about :data:`SNIPPET_WORDS` words, and the
-    matches' offsets in it (the in-memory store's answer to FTS5's ``snippet``)."""
+def snippet_of(text: str, matches: list[tuple[int, int]]) -> tuple[str, tuple[tuple[int, int], ...], tuple[int, ...]]:
+    """A one-line excerpt of ``text`` around its first match, about :data:`SNIPPET_WORDS` words, the
+    matches' offsets in it and its :func:`line_breaks` (the in-memory store's answer to FTS5's ``snippet``)."""
     spans = _spans(text)
     if not spans or not matches:
-        return one_line(text[:80]), ()
+        return one_line(text[:80]), (), line_breaks(text[:80])
     first = next(i for i, (start, _, _) in enumerate(spans) if start >= matches[0][0])
     lo = max(0, min(first - SNIPPET_WORDS // 4, len(spans) - SNIPPET_WORDS))
     hi = min(len(spans), lo + SNIPPET_WORDS)
@@ -178,7 +178,7 @@ def snippet_of(text: str, matches: list[tuple[int, int]]) -> tuple[str, tuple[tu
     excerpt = head + one_line(text[begin:end]) + (ELLIPSIS if end < len(text) else "")
     shift = len(head) - begin
     inside = tuple((s + shift, e + shift) for s, e in matches if s >= begin and e <= end)
-    return excerpt, inside
+    return excerpt, inside, tuple(at + len(head) for at in line_breaks(text[begin:end]))
 
 
 def one_line(text: str) -> str:
@@ -191,6 +191,17 @@ def one_line(text: str) -> str:
 _LINE_BREAKS = re.compile("[\n\r\t\v\f]")
 
 
+def line_breaks(text: str) -> tuple[int, ...]:
+    """The offsets of ``text``'s line breaks (``\\n``, ``\\r``), which :func:`one_line` makes spaces:
+    what still tells where a line began (a Markdown list item's ``- ``, a heading's ``#``)."""
+    if "\n" not in text and "\r" not in text:
+        return ()
+    return tuple(found.start() for found in _NEWLINES.finditer(text))
+
+
+_NEWLINES = re.compile("[\n\r]")
+
+
 def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """FTS5 ``snippet`` output, :data:`MARK_OPEN` and :data:`MARK_CLOSE` around matches: the text and the offsets.
 
@@ -198,6 +209,12 @@ def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     no opening mark between; a mark that pairs with none (the stored text held one) is dropped,
     and the offsets count without it.
     """
+    text, spans, _ = unmark_lines(marked)
+    return text, spans
+
+
+def unmark_lines(marked: str) -> tuple[str, tuple[tuple[int, int], ...], tuple[int, ...]]:
+    """:func:`unmark`'s text and offsets, and the :func:`line_breaks` of the text."""
     pieces = marked.split(MARK_OPEN)
     head = pieces[0].replace(MARK_CLOSE, "")
     parts = [head]
@@ -210,4 +227,5 @@ def unmark(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
             after = after.replace(MARK_CLOSE, "")
         parts += (word, after)
         length += len(word) + len(after)
-    return one_line("".join(parts)), tuple(spans)
+    text = "".join(parts)
+    return one_line(text), tuple(spans), line_breaks(text)

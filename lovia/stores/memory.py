@@ -351,9 +351,9 @@ class InMemorySession:
         for titled_id, stored in titled:
             matches = match_text(stored.title or "", parsed)
             if matches is not None:
-                snippet, offsets = snippet_of(stored.title or "", matches)
+                snippet, offsets, breaks = snippet_of(stored.title or "", matches)
                 hits.append(((0, 0.0, 0), SearchHit(titled_id, stored.title or "", None, "title", snippet, offsets,
-                                                    None, stored.last_activity)))
+                                                    None, stored.last_activity, breaks)))
         titles = len(hits)
         scope = list(self._sessions.items()) if session_id is None else \
             [(session_id, self._sessions[session_id])] if session_id in self._sessions else []
@@ -368,9 +368,9 @@ class InMemorySession:
                     matches = match_text(text, parsed) if text else None
                     if matches is not None:
                         title = title if title is not None else self._info(found, stored).title
-                        snippet, offsets = snippet_of(text, matches)
+                        snippet, offsets, breaks = snippet_of(text, matches)
                         hits.append(((1, -order, -offset), SearchHit(found, title, position + offset, entry.type,
-                                                                      snippet, offsets, segment.run_id, at)))
+                                                                      snippet, offsets, segment.run_id, at, breaks)))
                 position += len(segment.entries)
         hits[titles:] = sorted(hits[titles:], key=lambda hit: hit[0])
         return [hit for _, hit in hits[:limit]]

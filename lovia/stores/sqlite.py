@@ -112,7 +112,7 @@ from lovia.stores._search import (
     SNIPPET_WORDS,
     check_search_limit,
     parse_query,
-    unmark,
+    unmark_lines,
 )
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema, stored_object
 from lovia.timing import ModelStep, step_from_dict, step_to_dict
@@ -1036,9 +1036,12 @@ class SQLiteSession(_SQLiteStore):
                     first = conn.execute(_FIRST_USER_TEXT, (found,)).fetchone()
                     title = first[0] if first and isinstance(first[0], str) else ""
                 sessions[found] = (title_from(title), last_activity)
-            return [SearchHit(found, sessions[found][0], position, kind, *unmark(marked), run_id,
-                              sessions[found][1] if at is None else at)
-                    for found, kind, marked, position, run_id, at in rows]
+            hits: list[SearchHit] = []
+            for found, kind, marked, position, run_id, at in rows:
+                snippet, matches, breaks = unmark_lines(marked)
+                hits.append(SearchHit(found, sessions[found][0], position, kind, snippet, matches, run_id,
+                                      sessions[found][1] if at is None else at, breaks))
+            return hits
 
         return await self._db.read_here(read, "searching sessions")
 

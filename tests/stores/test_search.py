@@ -74,6 +74,20 @@ async def test_a_snippet_is_one_line_around_the_match(session):
     assert highlighted(hit) == ["libfoo", "so"] or highlighted(hit) == ["libfoo.so"]
 
 
+async def test_a_snippet_tells_where_its_lines_began(session):
+    # One line, its line breaks spaces; ``breaks`` says which spaces they were (a list item's
+    # "- " is told from a dash inside a line by them).
+    text = "Plans - two:\n- Atlas first\r\n- then the rest"
+    await session.append("s", [AssistantMessage(text=text)])
+    [hit] = await session.search("atlas")
+    assert "\n" not in hit.snippet and "\r" not in hit.snippet
+    assert len(hit.breaks) == 3 and all(hit.snippet[at] == " " for at in hit.breaks)
+    restored = "".join("\n" if at in hit.breaks else c for at, c in enumerate(hit.snippet))
+    assert "two: - Atlas" not in restored and "two:\n- Atlas first\n\n- then the rest" in restored
+    assert restored.strip("…") in text.replace("\r", "\n")  # stores cut it where they will
+    assert highlighted(hit) == ["Atlas"]
+
+
 async def test_phrases_prefixes_and_exclusions(session):
     await fill(session)
     assert found(await session.search('"old and fine"')) == [("s-cafe", 1, "assistant")]

@@ -211,6 +211,55 @@ async def test_a_long_title_stays_on_one_line_cut_with_an_ellipsis(tmp_path, siz
         assert shown.endswith("…") and shown.strip().startswith("This is a very long")
 
 
+@pytest.mark.parametrize("title", [
+    "A very long session title about the quarterly infrastructure migration plan for the platform team, "
+    "with notes on rollout.",
+    "東京の天気を調べて、明日の予定を立ててください。できれば詳しく、週末の予定も一緒に考えてください。"
+    "関西の天気も調べて、旅行の計画も立ててください。",
+])
+async def test_a_long_title_is_cut_to_the_width_it_has_and_again_on_resize(tmp_path, title):
+    # It was cut at 80 characters whatever the width: at 200 columns, or maximized (f10), a
+    # 121-character title ended in "plan for…" with most of the line empty.
+    from rich.cells import cell_len
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-long", [UserMessage(text="hello")])
+        await session.rename_session("s-long", title)
+    assert cell_len(title) > 120
+    app = make_app(db)
+
+    def shown() -> tuple[str, int]:
+        line = app.screen.query_one("#chat-title")
+        return "".join(segment.text for segment in line.render_line(0)).strip(), line.content_region.width
+
+    def cut_to_its_width() -> str:
+        text, width = shown()
+        if cell_len(title) <= width:
+            assert text == title
+        else:  # as much as fits, and the ellipsis (a double-width character may leave a cell free)
+            assert text.endswith("…") and width - 1 <= cell_len(text) <= width, (text, width)
+            assert title.startswith(text[:-1].rstrip())
+        return text
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-long"
+        assert cell_len(cut_to_its_width()) < 80
+        await pilot.resize_terminal(200, 50)
+        await wait_for(pilot, lambda: shown()[1] > 120)
+        await settle(pilot)
+        assert cell_len(cut_to_its_width()) > 110  # more than the 80 it was cut at
+        await pilot.press("f10")  # the conversation maximized
+        await wait_for(pilot, lambda: shown()[1] > 190)
+        await settle(pilot)
+        assert cut_to_its_width() == title  # all of it fits now
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: shown()[1] < 80)
+        await settle(pilot)
+        assert cell_len(cut_to_its_width()) < 80
+
+
 async def test_at_80_columns_every_listed_session_takes_its_three_lines(tmp_path):
     # A line too long for the pane wrapped: the open session's "▶ " pushed its title's … onto a
     # line of its own, "· 1 min ago" its "ago", so entries took 3 or 4 lines as it happened.

@@ -334,6 +334,40 @@ def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_mat
     assert label.plain.splitlines()[1] == "  …as follows: x = 2**8 then bold text"
 
 
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_an_answer_s_snippet_leaves_out_the_marks_that_begin_its_lines(tmp_path, store):
+    """The list showed "resumes it - my project is called Atlas": a list item's "- ", joined to the
+    line before it, where the transcript shows a bullet. A heading's "#" and a quote's ">" too; a
+    dash inside a line and a code block's "#" stay."""
+    from lovia.tui.screens.search import hit_label
+
+    answers = {
+        "atlas": "The runs list resumes it\n- my project is called Atlas, then later what",
+        "borealis": "Deploy it - quickly, said Borealis",
+        "cygnus": "Intro\n## Cygnus notes\n> Cygnus quoted\n  1. Cygnus first\r\n* Cygnus starred\n+ Cygnus",
+        "dorado": "Run this:\n```python\n# Dorado setup\nx = 1\n```",
+    }
+    session = InMemorySession() if store == "memory" else SQLiteSession(tmp_path / "lovia.db")
+    shown: dict[str, tuple[str, list[str]]] = {}
+    async with session:
+        for word, answer in answers.items():
+            await session.append(f"s-{word}", [UserMessage(text="tell me"), AssistantMessage(text=answer)])
+        for word in answers:
+            [hit] = await session.search(word)
+            label = hit_label(hit, 200, now=0.0)
+            lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+            shown[word] = (label.plain.splitlines()[1].strip(), lit)
+    line, lit = shown["atlas"]
+    assert "resumes it my project is called Atlas, then later" in line and lit == ["Atlas"]
+    line, lit = shown["borealis"]
+    assert line == "Deploy it - quickly, said Borealis" and lit == ["Borealis"]
+    line, lit = shown["cygnus"]
+    assert line == "Intro Cygnus notes Cygnus quoted Cygnus first Cygnus starred Cygnus"
+    assert lit == ["Cygnus"] * 5
+    line, lit = shown["dorado"]
+    assert line == "Run this: # Dorado setup x = 1" and lit == ["Dorado"]
+
+
 @pytest.mark.parametrize("width", [78, 158])
 async def test_a_match_among_long_words_is_shown_at_every_width(tmp_path, width):
     """A snippet is a dozen words around the match: a dozen long ones (paths, identifiers) put the

@@ -31,7 +31,7 @@ from textual.widgets.option_list import Option
 
 from lovia.errors import LoviaError, UserError
 from lovia.session import SearchHit
-from lovia.stores._search import ELLIPSIS, MARK_CLOSE, MARK_OPEN, SearchQuery, parse_query, unmark
+from lovia.stores._search import ELLIPSIS, MARK_CLOSE, MARK_OPEN, SearchQuery, one_line, parse_query, unmark
 from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
 from lovia.tui.keymap import keymap_of
@@ -101,30 +101,59 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
     Markdown syntax left out (``**294**`` reads ``294``, a link its text), the other kinds as stored
     (a tool's output is shown as it came). The matches are marked before the syntax goes, so the
     offsets move with the text. A link whose address holds a match stays as written (the mark
-    makes the address no address), and an image's alt text goes with the image."""
+    makes the address no address), and an image's alt text goes with the image. A line's list
+    marker (``- ``, ``1. ``), heading's ``#`` and quote's ``>`` go too: the hit's ``breaks`` tell
+    where the snippet's lines began (a `` - `` inside a line is a dash, and stays)."""
     if hit.kind != "assistant":
         return hit.snippet, hit.matches
+    lines = _with_line_breaks(hit)
     marked: list[str] = []
     done = 0
     for start, end in hit.matches:
-        marked += (hit.snippet[done:start], MARK_OPEN, hit.snippet[start:end], MARK_CLOSE)
+        marked += (lines[done:start], MARK_OPEN, lines[start:end], MARK_CLOSE)
         done = end
-    marked.append(hit.snippet[done:])
+    marked.append(lines[done:])
     # The snippet is one line: a code block's fences are inline there, where Markdown keeps them.
     # The text is cut from the stored text: emphasis or a code span whose other half is outside
     # the cut is not Markdown there either, and its marks go (from text, not from code: ``2**10``
     # in a code span is a power, not emphasis).
     joined = "".join(marked)
     pieces = _FENCE.split(joined)
+    begins_line = not hit.snippet.startswith(ELLIPSIS)  # the snippet's start is its entry's
     if len(pieces) > 1 and _starts_outside_code(hit.snippet):
         # The pieces between fences are in turn text and a code block's code, shown as written.
-        plain = " ".join(piece if in_code else format.plain_text(piece, text=_without_unpaired_marks)
-                         for in_code, piece in zip(itertools.cycle((False, True)), pieces))
+        plain = " ".join(
+            one_line(piece) if in_code else
+            format.plain_text(_without_line_marks(piece, begins_line and at == 0), text=_without_unpaired_marks)
+            for at, (in_code, piece) in enumerate(zip(itertools.cycle((False, True)), pieces)))
     else:
         # No fence, or the cut may have begun inside a block: which piece is code cannot be told,
         # so all of it is read as text (a block's code then loses what reads as emphasis).
-        plain = format.plain_text(_FENCE.sub(" ", joined), text=_without_unpaired_marks)
+        plain = format.plain_text(_without_line_marks(_FENCE.sub(" ", joined), begins_line),
+                                  text=_without_unpaired_marks)
     return unmark(_SPACES.sub(" ", plain.strip()))
+
+
+def _with_line_breaks(hit: SearchHit) -> str:
+    """The hit's snippet with its line breaks back where its ``breaks`` say (the same length)."""
+    if not hit.breaks:
+        return hit.snippet
+    characters = list(hit.snippet)
+    for at in hit.breaks:
+        if 0 <= at < len(characters) and characters[at] == " ":
+            characters[at] = "\n"
+    return "".join(characters)
+
+
+def _without_line_marks(text: str, begins_line: bool) -> str:
+    """``text`` on one line without the list markers, headings' ``#`` and quotes' ``>`` that begin its
+    lines (its start is a line's start when ``begins_line``): a snippet joins its lines, where Markdown
+    reads those marks at a line's start only."""
+    if begins_line:
+        text = _LINE_MARKS.sub("", "\n" + text)[1:]
+    elif "\n" in text:
+        text = _LINE_MARKS.sub("", text)
+    return one_line(text)
 
 
 def _starts_outside_code(snippet: str) -> bool:
@@ -143,6 +172,9 @@ _FENCE = re.compile(r"(?:`{3,}|~{3,})[\w+#.-]*")
 _UNPAIRED = re.compile(r"`+|\*{2,}|_{2,}|~{2,}")
 """Markdown's code span and emphasis marks (a lone ``*`` or ``_`` is left: ``6*7``, ``snake_case``)."""
 _SPACES = re.compile(" {2,}")
+_LINE_MARKS = re.compile(r"(?<=\n)(?:[ \t]*(?:>[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+|#{1,6}[ \t]+))+")
+"""What begins a Markdown line without being its text: quotes' ``>``, list markers (``-``, ``*``, ``+``,
+``1.``, ``1)``) and a heading's ``#``, nested in any order (``> - item``)."""
 
 
 class SearchScreen(ModalScreen[SearchResults | None]):

@@ -915,8 +915,16 @@ class ChatPanel(Vertical):
 
 
 def _title_line(title: str | None) -> str:
-    """The chat's title line for a session's title (``None`` or empty: a new session's)."""
-    return format.one_line(title, 80) if title else "New session"
+    """The chat's title line for a session's title (``None`` or empty: a new session's).
+
+    On one line, not cut to a width: ``#chat-title`` cuts it with an ellipsis to the width it
+    has, in cells, and again when that changes (cut at 80 here, a wide terminal showed 80).
+    Only a title wider than any terminal (a long first message) is cut, to spare laying it out."""
+    return format.one_line(title, TITLE_CELLS) if title else "New session"
+
+
+TITLE_CELLS = 1000
+"""More cells than a terminal is wide: a title is cut here only to spare laying out a long first message."""
 
 
 MAX_TURNS_PREFIX = f"{MaxTurnsExceeded.__name__}: "
