@@ -182,6 +182,7 @@ class MainScreen(Screen):
         # While a hit picked in the search opens: the n and N pressed meanwhile, taken from the hit once
         # it is shown (taken at once, they stepped from where the cursor was before the search).
         self._steps_while_a_hit_opens: list[int] | None = None
+        self._last_search = ""  # the query the search screen had when it last closed: ctrl+f brings it back
         self._export_paths: dict[str, str] = {}  # per session, the export path typed and not written yet
 
     def _welcome(self) -> str:
@@ -859,8 +860,9 @@ class MainScreen(Screen):
     @work(group="dialog")
     async def action_search(self) -> None:
         """ctrl+f: the search screen; the hit picked opens, and n and N step through the matches."""
-        query = self._matches.results.query if self._matches is not None else ""
-        results: SearchResults | None = await self.app.push_screen_wait(SearchScreen(self.backend, query))
+        search = SearchScreen(self.backend, self._last_search)
+        results: SearchResults | None = await self.app.push_screen_wait(search)
+        self._last_search = search.query_text  # as typed, whether a hit was opened or the search closed
         if results is None:
             return
         self._matches = MatchNavigator(self.backend, results)

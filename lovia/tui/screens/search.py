@@ -229,6 +229,7 @@ class SearchScreen(ModalScreen[SearchResults | None]):
 
     @on(Input.Changed, "#search-query")
     def _typed(self, event: Input.Changed) -> None:
+        self.query_text = event.value  # the query as it stands, kept for the next search when this one closes
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(TYPING_PAUSE, lambda: self.run_search(event.value))
