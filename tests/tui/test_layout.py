@@ -416,3 +416,25 @@ async def test_a_notice_leaves_the_message_box_and_what_is_typed_in_sight(tmp_pa
         toast = app.screen.query_one("Toast")
         assert not toast.region.overlaps(composer.region)
         assert toast.region.y > 0  # under the header: the app's title stays in sight
+
+
+@pytest.mark.parametrize(("size", "keys", "close"), [
+    ((80, 24), ["ctrl+o"], "escape"), ((80, 24), ["ctrl+b"], "escape"),
+    ((200, 50), ["ctrl+b", "ctrl+b"], "ctrl+b"),  # shown beside: hidden, then shown with focus, hidden
+])
+async def test_a_pane_closed_gives_focus_back_where_it_was(tmp_path, size, keys, close):
+    # From the conversation's message cursor, a look at the runs or the sessions and back: focus went to
+    # the message box, and the cursor's place in the conversation was left behind.
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.pause()
+        await pilot.press(*keys)
+        await pilot.pause()
+        assert app.focused is not transcript  # the pane's list has it
+        await pilot.press(close)
+        await pilot.pause()
+        assert app.focused is transcript

@@ -182,6 +182,7 @@ class MainScreen(Screen):
         # While a hit picked in the search opens: the n and N pressed meanwhile, taken from the hit once
         # it is shown (taken at once, they stepped from where the cursor was before the search).
         self._steps_while_a_hit_opens: list[int] | None = None
+        self._focus_before_pane: Widget | None = None  # where focus was when a side pane took it
         self._last_search = ""  # the query the search screen had when it last closed: ctrl+f brings it back
         self._export_paths: dict[str, str] = {}  # per session, the export path typed and not written yet
 
@@ -612,11 +613,14 @@ class MainScreen(Screen):
     def show_pane(self, name: str, show: bool = True) -> None:
         """Show (or hide) a side pane: as an overlay where it is folded, in place where it is not.
 
-        Shown, its list takes focus; hidden while focus was in it, the composer takes focus.
+        Shown, its list takes focus; hidden while focus was in it, focus goes back where it was
+        before the pane took it (the conversation's message cursor, say), else to the composer.
         """
         pane = self.pane(name)
         if pane is None:
             return
+        if show and not self._in_side_pane(self.focused):
+            self._focus_before_pane = self.focused
         if self.folded(name):
             self._set_screen_class(False, f"-{name}-closed")
             for other in SIDE_PANES:  # one overlay at a time
@@ -628,7 +632,14 @@ class MainScreen(Screen):
             targets = pane.query("#session-list" if name == "sessions" else "#run-list, CheckpointInspector")
             self.set_focus(targets.first())
         elif self.focused is not None and pane in self.focused.ancestors_with_self:
-            self.set_focus(self.query_one("#composer"))
+            before, self._focus_before_pane = self._focus_before_pane, None
+            # Back where it was, when that is still there to take it (not in a pane, nor gone).
+            if before is None or not before.is_attached or self._in_side_pane(before) or not before.focusable:
+                before = self.query_one("#composer")
+            self.set_focus(before)
+
+    def _in_side_pane(self, widget: Widget | None) -> bool:
+        return widget is not None and any(self.pane(name) in widget.ancestors_with_self for name in SIDE_PANES)
 
     def on_resize(self, event: events.Resize) -> None:
         # Screen's own handler has set the breakpoints' classes; what they hide is hidden once styled.
@@ -1114,7 +1125,11 @@ class MainScreen(Screen):
                     confirm="Finalize")):
                 session_id, kept = await self.backend.finalize(run_id)
                 acted = True
-                self.notify(f"Finalized: {format.count(kept, 'entry', 'entries')} added to the session.")
+                where = "the session"
+                if session_id != self.chat.session_id:  # another session's run: which one took its entries
+                    info = await self.backend.session_info(session_id)
+                    where = f"“{format.one_line(format.session_title(info.title if info else ''), 40)}”"
+                self.notify(f"Finalized: {format.count(kept, 'entry', 'entries')} added to {where}.")
                 if session_id == self.chat.session_id:
                     await self.chat.open_session(session_id)  # the partial is stored now
                 await self._inspect_in_place_of(run_id)
