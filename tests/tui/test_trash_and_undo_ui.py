@@ -288,3 +288,20 @@ async def test_a_trashed_session_with_no_title_reads_untitled_as_in_the_list_not
         await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
         shown = str(app.screen.query_one("#trash-list").get_option_at_index(0).prompt).splitlines()
         assert shown[0] == "(untitled)" and shown[1].startswith("s-no-words · deleted")
+
+
+async def test_the_80_column_footer_offers_the_undo_when_a_moved_key_takes_more_room(tmp_path):
+    # With copy moved to ctrl+y (^y, one cell wider than c), "u Undo rewind" no longer fitted, while
+    # "t Trim outputs", which applies all the time, kept its place; u worked unseen.
+    from lovia.tui.widgets.footer import LoviaFooter
+
+    app = make_app(tmp_path / "lovia.db", keys={"transcript.copy": ("ctrl+y",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "what time is it?")  # a tool call: t applies in this session
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        transcript.focus()
+        await pilot.pause()
+        shown = [entry.action for entry, _, _ in app.screen.query_one(LoviaFooter).spans()]
+        assert "undo_rewind" in shown and "copy" in shown, shown

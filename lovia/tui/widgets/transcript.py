@@ -124,6 +124,11 @@ class Transcript(SteadyScroll, can_focus=True):
                 tooltip="The next match of the search: further down this session, then the next session"),
         Binding("N", "match(-1)", "Previous match", id="transcript.previous_match", group=MATCH_KEYS,
                 tooltip="The previous match of the search: further up this session, then the previous session"),
+        # Offered only while the last edit-and-resend or regenerate can be undone (until the next
+        # message): ahead of the keys that always apply, so a wider key moved by [keys] (^y for c)
+        # leaves one of those to f1 Help, not the undo, whose time is short.
+        Binding("u", "undo_rewind", "Undo rewind", id="transcript.undo_rewind",
+                tooltip="Bring the transcript back as it was before the last edit-and-resend or regenerate"),
         Binding("enter", "expand", "Expand", id="transcript.expand"),
         Binding("c", "copy", "Copy", id="transcript.copy"),
         Binding("y", "copy_code", "Copy code", id="transcript.copy_code"),
@@ -135,9 +140,6 @@ class Transcript(SteadyScroll, can_focus=True):
         # Last of the cursor's keys: the footer keeps keys in this order while they fit, and at 80
         # columns trimming, an occasional clean-up, is the one left to f1 Help.
         Binding("t", "trim", "Trim outputs", id="transcript.trim"),
-        # Offered only while the last edit-and-resend or regenerate can be undone (until the next message).
-        Binding("u", "undo_rewind", "Undo rewind", id="transcript.undo_rewind",
-                tooltip="Bring the transcript back as it was before the last edit-and-resend or regenerate"),
     ]
 
     DEFAULT_CSS = """
