@@ -67,6 +67,15 @@ class FileResultStore:
             return None
 
 
+def archived_in(state: object) -> dict[str, str]:
+    """One run's part of the archive index, from its context state (a segment's ``meta["context"]``,
+    a head's ``context_state``): call id to archive key, the well-formed pairs only."""
+    index = state.get("archived") if isinstance(state, dict) else None
+    if not isinstance(index, dict):
+        return {}
+    return {call_id: key for call_id, key in index.items() if isinstance(call_id, str) and isinstance(key, str)}
+
+
 @dataclass(frozen=True)
 class ContextPolicy:
     """How tool outputs are archived and cut. See the module docstring."""
@@ -79,8 +88,8 @@ class ContextPolicy:
         """The conversation's archive index: every segment's part, then the in-flight run's."""
         archived: dict[str, str] = {}
         for segment in segments:
-            archived.update((segment.meta.get("context") or {}).get("archived") or {})
-        archived.update((head_state or {}).get("archived") or {})
+            archived.update(archived_in(segment.meta.get("context")))
+        archived.update(archived_in(head_state))
         return {"archived": archived}
 
     async def process_result(self, result: ToolResult, *, run_id: str, run_state: dict[str, Any]) -> ToolResult:

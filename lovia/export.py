@@ -58,12 +58,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO, cast
+from typing import Any, Literal, TextIO, cast
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from lovia._wording import NOT_TIMED, count, duration, finish_note, step_duration
+from lovia.context import FileResultStore, archived_in
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
 from lovia.errors import LoviaError, UserError
@@ -79,10 +80,7 @@ from lovia.session import (
     TrashingSession,
 )
 from lovia.timing import ModelStep, steps_from_meta, steps_to_meta, tokens_per_second
-from lovia.transcript import untrimmed_body
-
-if TYPE_CHECKING:
-    from lovia.context import FileResultStore
+from lovia.transcript import whole_output_of
 
 __all__ = ["EXPORT_PAGE", "FORMATS", "JSONL_VERSION", "ExportFormat", "ExportSummary", "export_session",
            "main", "resolve_session_id", "write_export"]
@@ -208,7 +206,7 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
             run_count += 1
             writer.run(span, run_count)
             if archive is not None:
-                archived.update(_archive_index(span.meta))
+                archived.update(archived_in(span.meta.get("context")))
         for offset, entry in enumerate(run_entries):
             whole = None
             if archive is not None and isinstance(entry, ToolResult) and entry.trimmed_chars:
@@ -224,15 +222,6 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
     return ExportSummary(session_id, title, run_count, entries)
 
 
-def _archive_index(meta: dict[str, Any]) -> dict[str, str]:
-    """A run's part of the archive index (its ``meta["context"]["archived"]``), what of it is well formed."""
-    context = meta.get("context")
-    index = context.get("archived") if isinstance(context, dict) else None
-    if not isinstance(index, dict):
-        return {}
-    return {call_id: key for call_id, key in index.items() if isinstance(call_id, str) and isinstance(key, str)}
-
-
 async def _archived_whole(result: ToolResult, archived: dict[str, str], archive: FileResultStore) -> ToolResult | None:
     """``result`` with its whole output from ``archive``; ``None`` when the archive lacks it (gone, never
     archived, unreadable) or holds an output that does not begin with the part the session kept."""
@@ -243,7 +232,7 @@ async def _archived_whole(result: ToolResult, archived: dict[str, str], archive:
         text = await archive.get(key)
     except (OSError, ValueError):  # unreadable, not UTF-8, a damaged key: the trimmed output is written
         return None
-    if text is None or not text.startswith(untrimmed_body(result)):
+    if text is None or not whole_output_of(result, text):
         return None
     return replace(result, output=text, trimmed_chars=0)
 
@@ -575,7 +564,6 @@ async def _command(args: argparse.Namespace) -> int:
         postgres_store_classes()  # says to install the extra when the driver is missing
         await _check_postgres_holds_sessions(db)
     from lovia.cli import archive_dir
-    from lovia.context import FileResultStore
 
     archive = FileResultStore(archive_dir(db))  # the app's, beside the data file: read only
     async with _session_store(db) as session:

@@ -126,6 +126,13 @@ def untrimmed_body(result: ToolResult) -> str:
     return result.output
 
 
+def whole_output_of(result: ToolResult, archived: str) -> bool:
+    """Whether ``archived``, an output the archive holds under ``result``'s call id, is that result's
+    whole output: it begins with the part the session kept. Call ids a server repeated across runs
+    (stored before lovia made them unique) found another run's output under the same id."""
+    return archived.startswith(untrimmed_body(result))
+
+
 def trim_output(result: ToolResult, keep_chars: int) -> ToolResult | None:
     """``result`` with its output cut to ``keep_chars`` characters plus a marker.
 

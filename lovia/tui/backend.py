@@ -35,7 +35,7 @@ from lovia.checkpoint import (
     claim_refused,
     live_claim,
 )
-from lovia.context import ContextPolicy
+from lovia.context import ContextPolicy, archived_in
 from lovia.dangling import complete_dangling_call
 from lovia.entries import AssistantMessage, Entry, ToolCall, ToolResult, UserMessage
 from lovia.errors import (
@@ -81,7 +81,7 @@ from lovia.session import (
 )
 from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
 from lovia.timing import Step, steps_from_meta, steps_to_meta
-from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
+from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls, whole_output_of
 from lovia.tui.session_servers import SessionServers
 
 FORK_MARK = "⑂"
@@ -1451,21 +1451,26 @@ class ChatBackend:
         store = self.context_policy.result_store if self.context_policy is not None else None
         return str(store.directory) if store is not None else None
 
-    async def archived_output(self, session_id: str, call_id: str) -> str | None:
-        """The full output of ``call_id`` as the context policy archived it; ``None`` if it was not (or is gone).
+    async def archived_output(self, session_id: str, result: ToolResult) -> str | None:
+        """The full output of ``result`` as the context policy archived it; ``None`` if it was not (or is gone).
 
-        The same lookup as the model's ``recall_tool_result``: the conversation's archive
-        index (its segments' carried state, then its in-flight runs'), then the archive.
+        Found as the model's ``recall_tool_result`` finds it, by the conversation's archive index
+        (its in-flight runs', then its segments'), newest first; but an archived output that is not
+        this result's (:func:`~lovia.transcript.whole_output_of`: its call id was repeated in another
+        run) is passed over for the next run's key for that id.
         """
         policy = self.context_policy
         if policy is None or policy.result_store is None:
             return None
-        heads = [summary.head.context_state for summary in reversed(await self.runs(session_id=session_id))]
-        state = policy.carried_state(await self.session.segments(session_id))
-        for head_state in heads:
-            state["archived"].update(head_state.get("archived") or {})
-        key = state["archived"].get(call_id)
-        return await policy.result_store.get(key) if key else None
+        states: list[object] = [summary.head.context_state for summary in await self.runs(session_id=session_id)]
+        states += [segment.meta.get("context") for segment in reversed(await self.session.segments(session_id))]
+        # Newest first, as the index gives it; an id a server repeated across runs has a key in each.
+        keys = dict.fromkeys(key for state in states if (key := archived_in(state).get(result.call_id)))
+        for key in keys:
+            text = await policy.result_store.get(key)
+            if text is not None and whole_output_of(result, text):
+                return text
+        return None
 
 
 def new_app_run_id() -> str:

@@ -17,6 +17,7 @@ from lovia import (
     SQLiteCheckpointer,
     SQLiteSession,
     ToolCall,
+    ToolResult,
     UserMessage,
     tool,
 )
@@ -366,6 +367,40 @@ async def test_trim_says_outputs_are_archived_and_a_trimmed_output_shows_whole_a
         await pilot.press("enter")
         await wait_for(pilot, lambda: view.archived is not None)
         assert view.archived.endswith(" END") and view.copy_text() == view.archived
+
+
+async def test_a_trimmed_output_whose_call_id_came_again_later_shows_its_own_whole_output(tmp_path):
+    # A server that numbers every call "call_1" (stored before lovia gave repeated ids fresh ones): the
+    # archive index gave the latest run's output for that id, so expanding the first run's result
+    # showed the second run's output as its own.
+    from lovia.transcript import trim_output
+
+    db, archive = tmp_path / "lovia.db", FileResultStore(tmp_path / "archive")
+    outputs = {"r-1": "first " + "a" * 1000, "r-2": "second " + "b" * 1000}
+    async with SQLiteSession(db, wal=True) as session:
+        for run_id, output in outputs.items():
+            key = FileResultStore.key_for(run_id, "call_1")
+            await archive.put(key, output)
+            result = trim_output(ToolResult(call_id="call_1", output=output, name="fetch"), 50)
+            await session.append("s-a", [UserMessage(text=f"ask {run_id}"),
+                                         ToolCall(call_id="call_1", name="fetch", arguments="{}"), result,
+                                         AssistantMessage(text="done")],
+                                 run_id=run_id, meta={"context": {"archived": {"call_1": key}}})
+    backend = ChatBackend(SQLiteSession(db, wal=True), SQLiteCheckpointer(db, wal=True),
+                          Agent(name="assistant", model=ScriptedModel(["ok"])),
+                          context_policy=ContextPolicy(result_store=archive))
+    app = LoviaApp(backend, model_label="scripted", state=RememberedState(tmp_path / "state.json"))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        transcript = app.screen.chat.transcript
+        views = list(transcript.query(ToolCallView))
+        assert len(views) == 2
+        for view, output in zip(views, outputs.values(), strict=True):
+            transcript.focus()
+            transcript.selected = transcript.views.index(view)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda view=view: view.archived is not None)
+            assert view.archived == output
 
 
 async def test_resuming_a_run_again_brings_the_inspector_back_to_it(tmp_path):

@@ -962,7 +962,8 @@ class MainScreen(Screen):
     async def _archive_requested(self, event: ToolCallView.ArchiveRequested) -> None:
         session_id = self.chat.session_id
         try:
-            text = await self.backend.archived_output(session_id, event.view.call.call_id) if session_id else None
+            result = event.view.result
+            text = await self.backend.archived_output(session_id, result) if session_id and result else None
         except (LoviaError, OSError, ValueError) as exc:
             self.notify(f"Could not read the archived output: {exc}", severity="error")
             return
