@@ -500,6 +500,24 @@ async def test_editing_keys_arriving_in_one_burst_keep_their_order(tmp_path, key
         assert composer.text == expected
 
 
+async def test_an_editing_key_that_does_not_apply_goes_on_to_the_next_binding(tmp_path):
+    """ctrl+c in the composer with nothing selected: the message box's copy does not apply, and the key
+    goes on to the app's (how to quit; or an action the [keys] table moved there), as before the
+    composer ran its editing keys itself."""
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(*"typed", "ctrl+c")
+        await pilot.pause()
+        assert any("quit" in n.message for n in told(app))
+        assert app.screen.chat.composer.text == "typed"
+    app = make_app(tmp_path / "lovia.db", keys={"app.help": ("ctrl+c",)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(*"typed", "ctrl+c")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+
 async def test_keys_on_a_message_say_to_select_one_and_y_copies_code_the_user_wrote_too(tmp_path):
     """With nothing selected, c, y and enter say so (c and enter did nothing); y finds a code
     block in the user's own message (it said there was none)."""

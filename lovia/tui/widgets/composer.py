@@ -112,15 +112,14 @@ class Composer(TextArea):
             event.prevent_default()
             self.post_message(self.EditLastRequested())
             return
+        await super()._on_key(event)  # the typing itself (and the cursor's blink, restarted at every key)
         action = EDITING_ACTIONS.get(event.key)
-        if action is not None:
-            # Run here, in order with the keys around it. Left to Textual, a widget's binding runs once
-            # its key has bubbled up to the app, after letters that came in the same burst (fast
-            # typing over a slow link) were typed: "backspace X" deleted the X, not the letter before.
-            # A key reaching this handler has no priority binding; the focused widget's binding is
-            # the one Textual would have run.
+        # Run here, in order with the keys around it. Left to Textual, a widget's binding runs once its
+        # key has bubbled up to the app, after letters that came in the same burst (fast typing over a
+        # slow link) were typed: "backspace X" deleted the X, not the letter before. A key reaching
+        # this handler has no priority binding; the focused widget's binding is the one Textual would
+        # have run. An action that does not apply (copy with nothing selected) lets the key go on up,
+        # to the next binding for it (ctrl+c: how to quit, or an action [keys] moved there).
+        if action is not None and await self.app.run_action(action, self):
             event.stop()
             event.prevent_default()
-            await self.run_action(action)
-            return
-        await super()._on_key(event)
