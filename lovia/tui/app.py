@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
@@ -46,8 +46,8 @@ TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP
 HANGUP = getattr(signal, "SIGHUP", None)
 """The signal of a terminal that closed (see LoviaApp._terminal_gone)."""
 OUTLIVES_TERMINAL = 30.0
-"""Seconds a process whose terminal closed may take to stop its answer and close, before it ends as a
-crash would (its run then reads as crashed, and resumes as one)."""
+"""Seconds a process whose terminal closed may take to stop its answer and close, before SIGALRM ends it as
+a crash would (its run then reads as crashed, and resumes as one)."""
 
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
@@ -110,10 +110,21 @@ class LoviaApp(App[None]):
         # Standard output and error where they are the terminal, as when the app started (a closed
         # terminal is no tty any more): they are sent to the null device when it closes.
         self._terminal_fds: tuple[int, ...] | None = tuple(fd for fd in (1, 2) if os.isatty(fd))
+        self._alarm_set = False  # the watchdog of a closed terminal (see _terminal_gone)
         self._tune_collector = tune_collector_for_startup
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
         self._key_clash_notice: tuple[str, str, str] | None = None  # while shown (see withdraw_key_clashes)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
+        that ran it goes on (the ``lovia`` command ends at once)."""
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            if self._alarm_set:
+                signal.alarm(0)
+                self._alarm_set = False
 
     def on_load(self) -> None:
         # The theme before the app's first styling: set in on_mount, it made Textual parse the CSS
@@ -213,8 +224,14 @@ class LoviaApp(App[None]):
             self._signals_taken[number] = found
 
     def _hung_up(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._terminal_gone()
-        loop.call_soon_threadsafe(self._terminated)
+        # Runs between two bytecodes of whatever the main thread was doing: nothing may escape it.
+        try:
+            self._terminal_gone()
+        except OSError:
+            pass  # no descriptor to spare for the null device: the watchdog still ends the process
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing left to stop
+                loop.call_soon_threadsafe(self._terminated)
 
     def _terminated(self) -> None:
         if self._terminating:  # asked again while the answer is being stopped: now, whatever is left
@@ -228,19 +245,27 @@ class LoviaApp(App[None]):
         Textual's shutdown, go to the null device. Written to the closed terminal, they failed and
         ended Textual's writer thread, whose queue then filled and blocked the app for good: a
         process left running, holding its database, after its answer was stopped and saved. Should
-        the process still not end, a watchdog ends it after :data:`OUTLIVES_TERMINAL` seconds."""
+        the process still not end, SIGALRM ends it :data:`OUTLIVES_TERMINAL` seconds later (an alarm, not
+        a thread: starting one here could wait for good on a lock the interrupted code holds).
+
+        A SIGHUP sent while the terminal is still there (``kill -HUP``) quits as SIGTERM does, the
+        terminal given back as it was: only descriptors that are no terminal any more are redirected."""
         if self.is_headless or self._terminal_fds is None:
             return
+        gone = [fd for fd in self._terminal_fds if not os.isatty(fd)]  # a hung-up terminal is no tty
+        if not gone:
+            return
+        self._terminal_fds = None
+        if hasattr(signal, "SIGALRM"):
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(int(OUTLIVES_TERMINAL))
+            self._alarm_set = True
         null = os.open(os.devnull, os.O_WRONLY)
         try:
-            for fd in self._terminal_fds:
+            for fd in gone:
                 os.dup2(null, fd)
         finally:
             os.close(null)
-        self._terminal_fds = None
-        watchdog = threading.Timer(OUTLIVES_TERMINAL, os._exit, args=(1,))
-        watchdog.daemon = True
-        watchdog.start()
 
     async def _stop_and_exit(self) -> None:
         main = self.main_screen

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -133,46 +134,89 @@ IN_A_TERMINAL = textwrap.dedent(
 )
 
 
-def test_a_terminal_closed_while_an_answer_runs_ends_the_process(tmp_path):
-    # The terminal (a tmux window, an SSH connection) closed mid-answer: the run was saved as stopped,
-    # then the process hung for good in Textual's shutdown, writing to a terminal that was gone
-    # through a queue that no longer emptied; it kept the database open until killed.
+def start_in_a_terminal(db: Path, said: Path) -> tuple[int, int]:
+    """The app in a child process whose controlling terminal is a pty (closing it hangs the child up),
+    once it has started a long answer: its pid and the terminal's end to read and close."""
     import pty
     import time
 
-    db, said = tmp_path / "lovia.db", tmp_path / "said"
-    pid, terminal = pty.fork()  # the child's controlling terminal: closing it hangs the child up
+    pid, terminal = pty.fork()
     if pid == 0:  # pragma: no cover - the child
         os.environ["PYTHONPATH"] = str(ROOT)
         os.execv(sys.executable, [sys.executable, "-c", IN_A_TERMINAL, str(db), str(said)])
-    try:
-        deadline = time.monotonic() + 30
-        os.set_blocking(terminal, False)
-        while (said.read_text() if said.exists() else "") != "READY":
-            assert time.monotonic() < deadline, "the app never started its answer"
-            try:  # read what the app draws, as a terminal would
-                os.read(terminal, 65536)
-            except OSError:
-                pass
-            time.sleep(0.01)
-        for _ in range(20):  # a terminal that stops reading first, as a closing one does
-            time.sleep(0.05)
-        os.close(terminal)
-        deadline = time.monotonic() + 30
-        while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0:
-            assert time.monotonic() < deadline, "the process did not end once its terminal closed"
-            time.sleep(0.05)
-    finally:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+    os.set_blocking(terminal, False)
+    deadline = time.monotonic() + 30
+    while (said.read_text() if said.exists() else "") != "READY":
+        assert time.monotonic() < deadline, "the app never started its answer"
+        read_terminal(terminal)
+        time.sleep(0.01)
+    return pid, terminal
 
+
+def read_terminal(terminal: int) -> bytes:
+    """What the app drew since the last read, as a terminal reads it."""
+    try:
+        return os.read(terminal, 65536)
+    except OSError:
+        return b""
+
+
+def wait_until_ended(pid: int, terminal: int | None = None) -> tuple[int, bytes]:
+    """The child's exit code, once it ended (within 30 s), and what it drew meanwhile."""
+    import time
+
+    drawn = b""
+    deadline = time.monotonic() + 30
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        assert time.monotonic() < deadline, "the process did not end"
+        if terminal is not None:
+            drawn += read_terminal(terminal)
+        time.sleep(0.05)
+    return os.waitstatus_to_exitcode(ended[1]), drawn
+
+
+def stopped_not_crashed(db: Path) -> None:
     async def stored_runs():
         async with SQLiteCheckpointer(db, wal=True) as checkpointer:
             return await checkpointer.list_runs()
 
-    assert os.waitstatus_to_exitcode(ended[1]) == 0 and said.read_text() == "EXITED", "quit, not ended by force"
     [run] = asyncio.run(stored_runs())
     assert run_state(run.head) == "interrupted", "stopped, not crashed"
+
+
+def test_a_terminal_closed_while_an_answer_runs_ends_the_process(tmp_path):
+    # The terminal (a tmux window, an SSH connection) closed mid-answer: the run was saved as stopped,
+    # then the process hung for good in Textual's shutdown, writing to a terminal that was gone
+    # through a queue that no longer emptied; it kept the database open until killed.
+    import time
+
+    db, said = tmp_path / "lovia.db", tmp_path / "said"
+    pid, terminal = start_in_a_terminal(db, said)
+    try:
+        time.sleep(1)  # a terminal that stops reading first, as a closing one does
+        os.close(terminal)
+        code, _ = wait_until_ended(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    assert code == 0 and said.read_text() == "EXITED", "quit, not ended by force"
+    stopped_not_crashed(db)
+
+
+def test_a_hangup_sent_while_the_terminal_is_still_there_gives_it_back_as_it_was(tmp_path):
+    # kill -HUP with the terminal open: its output went to the null device as if the terminal had
+    # closed, and the shell was left in the app's screen, mouse reporting on.
+    db, said = tmp_path / "lovia.db", tmp_path / "said"
+    pid, terminal = start_in_a_terminal(db, said)
+    try:
+        os.kill(pid, signal.SIGHUP)
+        code, drawn = wait_until_ended(pid, terminal)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(terminal)
+    assert code == 0 and said.read_text() == "EXITED"
+    assert b"\x1b[?1049l" in drawn, "the app's screen left, the terminal's own back"
+    stopped_not_crashed(db)
