@@ -1451,26 +1451,31 @@ class ChatBackend:
         store = self.context_policy.result_store if self.context_policy is not None else None
         return str(store.directory) if store is not None else None
 
-    async def archived_output(self, session_id: str, result: ToolResult) -> str | None:
-        """The full output of ``result`` as the context policy archived it; ``None`` if it was not (or is gone).
+    async def archived_output(self, session_id: str, result: ToolResult, run_id: str | None = None) -> str | None:
+        """The full output of ``result`` (of the run ``run_id``) as the context policy archived it; ``None``
+        if it was not (or is gone).
 
-        Found as the model's ``recall_tool_result`` finds it, by the conversation's archive index
-        (its in-flight runs', then its segments'), newest first; but an archived output that is not
-        this result's (:func:`~lovia.transcript.whole_output_of`: its call id was repeated in another
-        run) is passed over for the next run's key for that id.
+        Found by the conversation's archive index as it stood after that run: the stored runs up to it,
+        or every stored run and that run's checkpoint when it is not stored yet (a call id a server
+        repeated across runs names each run's own output so). Without ``run_id``, the whole index, as
+        the model's ``recall_tool_result`` reads it. An archived text that does not begin with the
+        part the session kept (:func:`~lovia.transcript.whole_output_of`) is not this result's.
         """
         policy = self.context_policy
         if policy is None or policy.result_store is None:
             return None
-        states: list[object] = [summary.head.context_state for summary in await self.runs(session_id=session_id)]
-        states += [segment.meta.get("context") for segment in reversed(await self.session.segments(session_id))]
-        # Newest first, as the index gives it; an id a server repeated across runs has a key in each.
-        keys = dict.fromkeys(key for state in states if (key := archived_in(state).get(result.call_id)))
-        for key in keys:
-            text = await policy.result_store.get(key)
-            if text is not None and whole_output_of(result, text):
-                return text
-        return None
+        segments = await self.session.segments(session_id)
+        upto = next((i for i, segment in enumerate(segments) if segment.run_id == run_id), None)
+        if upto is not None:
+            state = policy.carried_state(segments[: upto + 1])
+        else:
+            state = policy.carried_state(segments)
+            for summary in reversed(await self.runs(session_id=session_id)):  # newest last: it wins
+                if run_id is None or summary.run_id == run_id:
+                    state["archived"].update(archived_in(summary.head.context_state))
+        key = state["archived"].get(result.call_id)
+        text = await policy.result_store.get(key) if key else None
+        return text if text is not None and whole_output_of(result, text) else None
 
 
 def new_app_run_id() -> str:

@@ -962,8 +962,9 @@ class MainScreen(Screen):
     async def _archive_requested(self, event: ToolCallView.ArchiveRequested) -> None:
         session_id = self.chat.session_id
         try:
-            result = event.view.result
-            text = await self.backend.archived_output(session_id, result) if session_id and result else None
+            result, run = event.view.result, self.chat.transcript.run_of(event.view)
+            text = await self.backend.archived_output(session_id, result, run.run_id if run else None) \
+                if session_id and result else None
         except (LoviaError, OSError, ValueError) as exc:
             self.notify(f"Could not read the archived output: {exc}", severity="error")
             return

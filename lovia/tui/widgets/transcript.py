@@ -1027,7 +1027,7 @@ class Transcript(SteadyScroll, can_focus=True):
                 self.scroll_to_widget(view, animate=False)
                 self._placed_for = view
                 self.call_after_refresh(self._selected_in_sight, view)
-            run = self._run_of(view)
+            run = self.run_of(view)
             if run is not None and run.run_id != self._selected_run:
                 self._selected_run = run.run_id
                 # Once the cursor is drawn: the inspector's update (a table of the run) must not delay it.
@@ -1051,7 +1051,7 @@ class Transcript(SteadyScroll, can_focus=True):
         if not self._shows(view, self.scroll_y):
             self.scroll_to_widget(view, animate=False)
 
-    def _run_of(self, view: Widget) -> TranscriptRun | None:
+    def run_of(self, view: Widget) -> TranscriptRun | None:
         """The run ``view`` belongs to, as its header shows it (stored on a page, or live)."""
         item = self._item_of.get(view)
         if item is not None and item.of_run is not None:
@@ -1415,11 +1415,11 @@ class Transcript(SteadyScroll, can_focus=True):
         """Ask for the timeline of the run under the cursor (the last run shown when no message is selected)."""
         view = self.selected_view
         if view is not None:
-            run = self._run_of(view)
+            run = self.run_of(view)
         else:
             header = next((h for h in reversed(self._headers()) if h.display), None)
             last = self.views[-1] if self.views else None  # a run begun on a page not shown has no header here
-            run = header.run if header is not None else self._run_of(last) if last is not None else None
+            run = header.run if header is not None else self.run_of(last) if last is not None else None
         if run is None:
             self.notify("No run to show: select a message of one (↑/↓)." if self.run_ids
                         else "No run to show: none has run in this session yet.", severity="warning")
