@@ -371,10 +371,8 @@ async def test_runs_list_inspect_discard_and_finalize(tmp_path):
         assert [e.type for e in entries] == ["user", "assistant", "user", "tool_call", "tool_result"]  # c2 dropped
         # Which session took the entries, when it is not the one open ("the session" read as the open one)
         finalized = next(n.message for n in told(app) if n.message.startswith("Finalized"))
-        if remaining.head.session_id != app.screen.chat.session_id:
-            assert finalized == f"Finalized: 3 entries added to “{entries[0].text}”."
-        else:
-            assert finalized == "Finalized: 3 entries added to the session."
+        assert remaining.head.session_id != app.screen.chat.session_id
+        assert finalized == f"Finalized: 3 entries added to “{entries[0].text}”."
 
 
 async def test_resume_from_the_runs_list_reruns_only_dangling_calls(tmp_path):

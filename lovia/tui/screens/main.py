@@ -1129,8 +1129,10 @@ class MainScreen(Screen):
                 acted = True
                 where = "the session"
                 if session_id != self.chat.session_id:  # another session's run: which one took its entries
-                    info = await self.backend.session_info(session_id)
-                    where = f"“{format.one_line(format.session_title(info.title if info else ''), 40)}”"
+                    where = "another session"
+                    with contextlib.suppress(LoviaError):  # done all the same: only its title is not known
+                        info = await self.backend.session_info(session_id)
+                        where = f"“{format.one_line(format.session_title(info.title if info else ''), 40)}”"
                 self.notify(f"Finalized: {format.count(kept, 'entry', 'entries')} added to {where}.")
                 if session_id == self.chat.session_id:
                     await self.chat.open_session(session_id)  # the partial is stored now
