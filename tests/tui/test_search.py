@@ -371,6 +371,25 @@ async def test_an_answer_s_snippet_leaves_out_the_marks_that_begin_its_lines(tmp
     assert line == "Run this: # Dorado setup x = 1" and lit == ["Dorado"]
 
 
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_code_span_the_snippet_cut_through_does_not_pair_with_the_next(tmp_path, store):
+    """Searching "calls" in the demo's help: "…it?`: calls the `current_time` tool - `calculate…" read
+    "calls the current_timetoolcalculate": the cut span's lone backtick paired with the next one."""
+    from lovia.models.demo import HELP
+    from lovia.tui.screens.search import hit_label
+
+    session = InMemorySession() if store == "memory" else SQLiteSession(tmp_path / "lovia.db")
+    async with session:
+        await session.append("s-help", [UserMessage(text="help"), AssistantMessage(text=HELP)])
+        hits = [hit for hit in await session.search("calls") if "current_time" in hit.snippet]
+    assert hits, "the help's line about what time it is"
+    label = hit_label(hits[0], 200, now=0.0)
+    line = label.plain.splitlines()[1]
+    assert "calls the current_time tool" in line and "`" not in line
+    lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+    assert lit and set(lit) == {"calls"}
+
+
 @pytest.mark.parametrize("width", [78, 158])
 async def test_a_match_among_long_words_is_shown_at_every_width(tmp_path, width):
     """A snippet is a dozen words around the match: a dozen long ones (paths, identifiers) put the

@@ -120,6 +120,12 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
     joined = "".join(marked)
     pieces = _FENCE.split(joined)
     begins_line = not hit.snippet.startswith(ELLIPSIS)  # the snippet's start is its entry's
+    # A code span the cut went through leaves a backtick whose other half is outside: paired with
+    # the next one, it made code of the text between ("the `current_time` tool" lost its spaces).
+    if not begins_line:
+        pieces[0] = _without_code_mark(pieces[0], pieces[0].find("`"), closing=True)
+    if hit.snippet.endswith(ELLIPSIS):
+        pieces[-1] = _without_code_mark(pieces[-1], pieces[-1].rfind("`"), closing=False)
     if len(pieces) > 1 and _starts_outside_code(hit.snippet):
         # The pieces between fences are in turn text and a code block's code, shown as written.
         plain = " ".join(
@@ -129,9 +135,31 @@ def shown_snippet(hit: SearchHit) -> tuple[str, tuple[tuple[int, int], ...]]:
     else:
         # No fence, or the cut may have begun inside a block: which piece is code cannot be told,
         # so all of it is read as text (a block's code then loses what reads as emphasis).
-        plain = format.plain_text(_without_line_marks(_FENCE.sub(" ", joined), begins_line),
+        plain = format.plain_text(_without_line_marks(" ".join(pieces), begins_line),
                                   text=_without_unpaired_marks)
     return unmark(_SPACES.sub(" ", plain.strip()))
+
+
+def _without_code_mark(text: str, at: int, *, closing: bool) -> str:
+    """``text`` without the backtick at ``at`` when it is a lone one that reads as a code span's end
+    (``closing``: after a word, before a space or a stop) or start (before a word, after a space):
+    the half of a span the snippet's cut went through."""
+    if at < 0 or "`" in (_beside(text, at, -1), _beside(text, at, 1)):
+        return text
+    before, after = _beside(text, at, -1), _beside(text, at, 1)
+    if closing:
+        lone = bool(before) and not before.isspace() and not (after.isalnum() or after == "_")
+    else:
+        lone = (not before or before.isspace() or before in "([{") and (after.isalnum() or after == "_")
+    return text[:at] + text[at + 1:] if lone else text
+
+
+def _beside(text: str, at: int, step: int) -> str:
+    """The character next to ``text[at]`` in the direction ``step``, over the matches' marks ("" at an end)."""
+    at += step
+    while 0 <= at < len(text) and text[at] in (MARK_OPEN, MARK_CLOSE):
+        at += step
+    return text[at] if 0 <= at < len(text) else ""
 
 
 def _with_line_breaks(hit: SearchHit) -> str:
@@ -172,6 +200,7 @@ _FENCE = re.compile(r"(?:`{3,}|~{3,})[\w+#.-]*")
 _UNPAIRED = re.compile(r"`+|\*{2,}|_{2,}|~{2,}")
 """Markdown's code span and emphasis marks (a lone ``*`` or ``_`` is left: ``6*7``, ``snake_case``)."""
 _SPACES = re.compile(" {2,}")
+
 _LINE_MARKS = re.compile(r"(?<=\n)(?:[ \t]*(?:>[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+|#{1,6}[ \t]+))+")
 """What begins a Markdown line without being its text: quotes' ``>``, list markers (``-``, ``*``, ``+``,
 ``1.``, ``1)``) and a heading's ``#``, nested in any order (``> - item``)."""
