@@ -498,6 +498,31 @@ async def test_editing_keys_arriving_in_one_burst_keep_their_order(tmp_path, key
         assert composer.text == expected
 
 
+@pytest.mark.parametrize("box", ["search", "export path", "sessions filter"])
+async def test_editing_keys_arriving_in_one_burst_keep_their_order_in_every_box(tmp_path, box):
+    """The same as in the message box, in the one-line boxes: the search, a dialog's answer (the
+    export's path, a new title) and the sessions filter."""
+    from textual import events
+    from textual.widgets import Input
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "hello")
+        key = {"search": "ctrl+f", "export path": "ctrl+s", "sessions filter": "ctrl+b"}[box]
+        await pilot.press(key)
+        if box == "sessions filter":  # the list has focus: its filter takes it
+            await pilot.pause()
+            app.screen.query_one("#session-filter").focus()
+        await wait_for(pilot, lambda: isinstance(app.focused, Input))
+        field = app.focused
+        field.value = ""
+        await pilot.press(*"abcdef")
+        for key in ["backspace", "X", "left", "Y", "home", "Z"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await pilot.pause(0.3)
+        assert field.value == "ZabcdeYX"
+
+
 async def test_an_editing_key_that_does_not_apply_goes_on_to_the_next_binding(tmp_path):
     """ctrl+c in the composer with nothing selected: the message box's copy does not apply, and the key
     goes on to the app's (how to quit; or an action the [keys] table moved there), as before the

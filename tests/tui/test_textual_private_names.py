@@ -12,17 +12,18 @@ import io
 import pytest
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import OptionList, Static, TextArea
+from textual.widgets import Input, OptionList, Static, TextArea
 
 from lovia.tui.widgets.composer import Composer
 from lovia.tui.widgets.sessions_pane import SessionList
+from lovia.tui.widgets.text_input import TextInput
 from tests.tui.conftest import Told, told
 
 
-@pytest.mark.parametrize(("ours", "textuals"), [(Composer, TextArea), (SessionList, OptionList)])
+@pytest.mark.parametrize(("ours", "textuals"), [(Composer, TextArea), (SessionList, OptionList), (TextInput, Input)])
 def test_the_key_handlers_we_extend_exist(ours, textuals):
-    # Composer and SessionList take some keys themselves and pass the rest to super()._on_key,
-    # Textual's own key handling (for TextArea: the typing itself).
+    # Composer, SessionList and TextInput take some keys themselves and pass the rest to
+    # super()._on_key, Textual's own key handling (for TextArea and Input: the typing itself).
     assert issubclass(ours, textuals)
     handler = getattr(textuals, "_on_key", None)
     assert handler is not None and inspect.iscoroutinefunction(handler), (

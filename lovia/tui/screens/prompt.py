@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from lovia.tui.keymap import keymap_of
+from lovia.tui.widgets.text_input import TextInput
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -35,7 +36,7 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         # The value and the cursor at its end are set here, not after mount, and focusing does
         # not select it all: keys typed at once after the prompt opens extend the value.
-        answer = Input(value=self.value, id="answer", select_on_focus=False)
+        answer = TextInput(value=self.value, id="answer", select_on_focus=False)
         answer.cursor_position = len(self.value)
         with Vertical():
             yield Static(self.question, markup=False)

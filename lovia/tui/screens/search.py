@@ -36,6 +36,7 @@ from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
 from lovia.tui.keymap import keymap_of
 from lovia.tui.widgets.lists import StoppingOptionList
+from lovia.tui.widgets.text_input import TextInput
 
 TYPING_PAUSE = 0.15
 """Seconds after the last key before the query is searched (each key does not cost a search)."""
@@ -235,7 +236,7 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        query = Input(value=self.query_text, placeholder="Search every session", id="search-query",
+        query = TextInput(value=self.query_text, placeholder="Search every session", id="search-query",
                       select_on_focus=False)
         query.cursor_position = len(self.query_text)
         with Vertical():

@@ -5,19 +5,17 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual import events
-from textual.binding import Binding, BindingsMap, BindingType
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widgets import TextArea
 
+from lovia.tui.editing_keys import editing_actions, run_in_order
 from lovia.tui.keymap import keymap_of
 
-EDITING_ACTIONS: dict[str, str] = {
-    key: bindings[0].action for key, bindings in BindingsMap(TextArea.BINDINGS).key_to_bindings.items()
-}
-"""TextArea's own keys (backspace, the arrows, ctrl+w...) and their actions, run by :class:`Composer`
-as its key arrives (see ``Composer._on_key``)."""
+EDITING_ACTIONS = editing_actions(TextArea.BINDINGS)
+"""TextArea's own keys (backspace, the arrows, ctrl+w...) and their actions (see :mod:`lovia.tui.editing_keys`)."""
 
 
 class Composer(TextArea):
@@ -113,13 +111,4 @@ class Composer(TextArea):
             self.post_message(self.EditLastRequested())
             return
         await super()._on_key(event)  # the typing itself (and the cursor's blink, restarted at every key)
-        action = EDITING_ACTIONS.get(event.key)
-        # Run here, in order with the keys around it. Left to Textual, a widget's binding runs once its
-        # key has bubbled up to the app, after letters that came in the same burst (fast typing over a
-        # slow link) were typed: "backspace X" deleted the X, not the letter before. A key reaching
-        # this handler has no priority binding; the focused widget's binding is the one Textual would
-        # have run. An action that does not apply (copy with nothing selected) lets the key go on up,
-        # to the next binding for it (ctrl+c: how to quit, or an action [keys] moved there).
-        if action is not None and await self.app.run_action(action, self):
-            event.stop()
-            event.prevent_default()
+        await run_in_order(self, event, EDITING_ACTIONS)

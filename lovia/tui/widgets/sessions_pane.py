@@ -36,6 +36,7 @@ from lovia.tui.keymap import keymap_of
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets import lists
 from lovia.tui.widgets.lists import StoppingOptionList
+from lovia.tui.widgets.text_input import TextInput
 
 CLEAR_FILTER_BINDING = Binding(
     # One id for the list and the filter box, as f2: the empty list's hint names this key while the
@@ -129,7 +130,7 @@ class SessionList(StoppingOptionList):
         await super()._on_key(event)
 
 
-class SessionFilter(Input):
+class SessionFilter(TextInput):
     """The filter box: typing filters the list; enter opens the session highlighted there (the first
     match, or the open one if it matches), down goes to the list, escape clears."""
 
