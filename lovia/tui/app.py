@@ -59,6 +59,14 @@ class LoviaApp(App[None]):
     """Chat, inspect and resume runs from the keyboard."""
 
     TITLE = "lovia"
+    # Notices at the top right, under the header, on every screen: at the bottom, Textual's place,
+    # they covered the message box (its right half at 80x24, and what was being typed there) and a
+    # dialog's line of keys; placed apart on the main screen only, one shown as a dialog opened was
+    # drawn twice. One line of padding less: four at once reached the message box at 24 rows.
+    CSS = """
+    ToastRack { dock: top; align: right top; margin-bottom: 0; margin-top: 1; }
+    Toast { padding: 0 1; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "new_session", "New session", id="app.new_session"),
         # priority: TextArea has its own f6, and switching panes must work from every pane

@@ -438,3 +438,40 @@ async def test_a_pane_closed_gives_focus_back_where_it_was(tmp_path, size, keys,
         await pilot.press(close)
         await pilot.pause()
         assert app.focused is transcript
+
+
+async def test_four_notices_at_once_leave_the_message_box_in_sight_at_80x24(tmp_path):
+    await two_sessions(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        for n in range(4):
+            app.notify(f"Notice {n}: a sentence long enough to take two lines of a notice at 80 columns.")
+        await wait_for(pilot, lambda: len(app.screen.query("Toast")) == 4)
+        await pilot.pause()
+        composer = app.screen.chat.composer
+        assert not any(toast.region.overlaps(composer.region) for toast in app.screen.query("Toast"))
+
+
+async def test_a_notice_shown_as_a_dialog_opens_is_drawn_once_clear_of_the_dialogs_keys(tmp_path):
+    # Placed apart on the main screen only, a notice given just before the export's dialog opened
+    # showed there at the top and again at the dialog's bottom right, over the message box and
+    # the dialog's line of keys.
+    from lovia.tui.screens.prompt import PromptScreen
+    from tests.tui.conftest import type_and_send
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await type_and_send(pilot, "hello")
+        app.notify("Nothing to undo: a notice given just before the dialog opens.")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
+        await pilot.pause()
+        dialog_toasts = [toast.region for toast in app.screen.query("Toast")]
+        under = [toast.region for screen in app.screen_stack[:-1] for toast in screen.query("Toast")]
+        assert all(region in dialog_toasts for region in under)  # in one place: seen once
+        answer = app.screen.query_one("#answer")
+        hint_row = max(w.region.bottom for w in app.screen.query("Static") if "escape" in str(w.render()))
+        assert not any(region.overlaps(answer.region) or region.y <= hint_row <= region.bottom
+                       for region in dialog_toasts)

@@ -121,9 +121,6 @@ class MainScreen(Screen):
     /* under another screen (a dialog, the timeline, f5): its keys do not work there, so not shown */
     MainScreen.-covered LoviaFooter { visibility: hidden; }
     MainScreen.-empty #welcome { display: block; }
-    /* Notices at the top right, under the header: at the bottom, Textual's place, they covered the
-       message box (its right half at 80x24, and what was being typed there). */
-    MainScreen ToastRack { dock: top; align: right top; margin-bottom: 0; margin-top: 1; }
 
     /* folded: hidden beside the conversation, shown over it on request */
     MainScreen.-narrow SessionsPane { display: none; }
