@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from lovia._files import make_private_dirs, replace_file_privately
 from lovia.entries import ToolResult
 from lovia.session import Segment
 from lovia.tools import Tool, ToolContext, tool
+from lovia.transcript import whole_output_of
 
 __all__ = ["RECALL_TOOL_NAME", "ContextPolicy", "FileResultStore"]
 
@@ -65,6 +66,14 @@ class FileResultStore:
             return await asyncio.to_thread(path.read_text, encoding="utf-8")
         except FileNotFoundError:
             return None
+
+    async def whole_output(self, archived: Mapping[str, str], result: ToolResult) -> str | None:
+        """``result``'s whole output, archived under its call id in the index ``archived``; ``None``
+        when it was not archived, is gone, or is another run's (see
+        :func:`~lovia.transcript.whole_output_of`). An unreadable file raises as :meth:`get` does."""
+        key = archived.get(result.call_id)
+        text = await self.get(key) if key else None
+        return text if text is not None and whole_output_of(result, text) else None
 
 
 def archived_in(state: object) -> dict[str, str]:

@@ -80,7 +80,6 @@ from lovia.session import (
     TrashingSession,
 )
 from lovia.timing import ModelStep, steps_from_meta, steps_to_meta, tokens_per_second
-from lovia.transcript import whole_output_of
 
 __all__ = ["EXPORT_PAGE", "FORMATS", "JSONL_VERSION", "ExportFormat", "ExportSummary", "export_session",
            "main", "resolve_session_id", "write_export"]
@@ -225,16 +224,11 @@ async def export_session(session: Session, session_id: str, out: TextIO, *, fmt:
 async def _archived_whole(result: ToolResult, archived: dict[str, str], archive: FileResultStore) -> ToolResult | None:
     """``result`` with its whole output from ``archive``; ``None`` when the archive lacks it (gone, never
     archived, unreadable) or holds an output that does not begin with the part the session kept."""
-    key = archived.get(result.call_id)
-    if key is None:
-        return None
     try:
-        text = await archive.get(key)
+        text = await archive.whole_output(archived, result)
     except (OSError, ValueError):  # unreadable, not UTF-8, a damaged key: the trimmed output is written
         return None
-    if text is None or not whole_output_of(result, text):
-        return None
-    return replace(result, output=text, trimmed_chars=0)
+    return None if text is None else replace(result, output=text, trimmed_chars=0)
 
 
 async def write_export(session: Session, session_id: str, path: str | os.PathLike[str], *,

@@ -81,7 +81,7 @@ from lovia.session import (
 )
 from lovia.stores._common import filter_sessions, page_of, rewind_cut, title_from
 from lovia.timing import Step, steps_from_meta, steps_to_meta
-from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls, whole_output_of
+from lovia.transcript import dangling_tool_calls, drop_dangling_tool_calls
 from lovia.tui.session_servers import SessionServers
 
 FORK_MARK = "⑂"
@@ -1473,9 +1473,7 @@ class ChatBackend:
             for summary in reversed(await self.runs(session_id=session_id)):  # newest last: it wins
                 if run_id is None or summary.run_id == run_id:
                     state["archived"].update(archived_in(summary.head.context_state))
-        key = state["archived"].get(result.call_id)
-        text = await policy.result_store.get(key) if key else None
-        return text if text is not None and whole_output_of(result, text) else None
+        return await policy.result_store.whole_output(state["archived"], result)
 
 
 def new_app_run_id() -> str:

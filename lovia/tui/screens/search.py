@@ -145,9 +145,11 @@ def _without_code_mark(text: str, at: int, *, closing: bool) -> str:
     """``text`` without the backtick at ``at`` when it is a lone one that reads as a code span's end
     (``closing``: after a word, before a space or a stop) or start (before a word, after a space):
     the half of a span the snippet's cut went through."""
-    if at < 0 or "`" in (_beside(text, at, -1), _beside(text, at, 1)):
+    if at < 0:
         return text
     before, after = _beside(text, at, -1), _beside(text, at, 1)
+    if "`" in (before, after):
+        return text
     if closing:
         lone = bool(before) and not before.isspace() and not (after.isalnum() or after == "_")
     else:
