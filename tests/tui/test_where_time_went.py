@@ -783,3 +783,24 @@ def test_the_axis_of_a_short_run_has_one_start_and_no_tick_that_rounds_to_nothin
     assert "+0.0s" not in line and "+0ms" not in line and " 0s " in line and line.rstrip().endswith("100ms")
     line = _axis_line(Axis(100.0, 100.004, 48), Columns.for_width(80)).plain  # 4 ms: quarters of 1 ms
     assert "+0ms" not in line and line.rstrip().endswith("4ms")
+
+
+async def test_the_ages_of_one_drawing_of_the_sessions_list_are_counted_from_one_moment(tmp_path, monkeypatch):
+    """Sessions active at the same time read the same age, however long drawing the list takes:
+    each label asked the clock for itself, and rows drawn a second apart disagreed."""
+    db = tmp_path / "lovia.db"
+    await sessions_at(db, {f"s-{n}": (T0, 1.0) for n in range(6)})
+    ticks = iter(range(10**9))
+    monkeypatch.setattr(format, "clock", lambda: T0 + 30 + next(ticks))  # a second passes at every look
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        options = app.screen.query_one("#session-list")
+        pane = app.screen.query_one(SessionsPane)
+
+        def ages() -> set[str]:
+            return {plain(options.get_option_at_index(i).prompt).splitlines()[2] for i in range(6)}
+
+        assert len(ages()) == 1, ages()
+        pane.refresh_ages()
+        assert len(ages()) == 1, ages()

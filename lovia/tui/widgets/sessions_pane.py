@@ -337,7 +337,8 @@ class SessionsPane(Vertical):
         self._options_for = count
         options.clear_options()
         width = self._labelled_width = self._label_width
-        options.add_options([Option(_label(info, info.session_id == current, width), id=info.session_id)
+        now = format.clock()  # every age of one drawing counted from one moment
+        options.add_options([Option(_label(info, info.session_id == current, width, now), id=info.session_id)
                              for info in sessions[:count]])
         self._more_marker(options)
         if sessions:  # the open session if it is listed, else the first match, so enter opens something
@@ -388,7 +389,8 @@ class SessionsPane(Vertical):
         options.remove_option_at_index(options.option_count - 1)  # the "more" marker
         start, self._options_for = self._options_for, min(len(self.sessions), self._options_for + PAGE)
         width = self._labelled_width = self._label_width
-        options.add_options([Option(_label(info, info.session_id == self._current, width), id=info.session_id)
+        now = format.clock()
+        options.add_options([Option(_label(info, info.session_id == self._current, width, now), id=info.session_id)
                              for info in self.sessions[start:self._options_for]])
         self._more_marker(options)
 
@@ -405,9 +407,10 @@ class SessionsPane(Vertical):
         self._relabel()
 
     def _relabel(self) -> None:
-        width = self._labelled_width = self._label_width
+        width, now = self._label_width, format.clock()
+        self._labelled_width = width
         lists.replace_changed_prompts(self.query_one(SessionList), (
-            _label(info, info.session_id == self._current, width) for info in self.sessions[:self._options_for]))
+            _label(info, info.session_id == self._current, width, now) for info in self.sessions[:self._options_for]))
 
     @property
     def _label_width(self) -> int:
@@ -555,8 +558,9 @@ def _title(info: SessionInfo) -> str:
     return format.session_title(info.title)
 
 
-def _label(info: SessionInfo, current: bool, width: int = EMPTY_HINT_WIDTH) -> Text:
-    """``info`` as the list shows it, in ``width`` cells (the list's, less an option's padding)."""
+def _label(info: SessionInfo, current: bool, width: int = EMPTY_HINT_WIDTH, now: float | None = None) -> Text:
+    """``info`` as the list shows it, in ``width`` cells (the list's, less an option's padding), its age
+    counted to ``now`` (the clock's time when ``None``)."""
     title = format.one_line(_title(info), width)
     text = Text(("▶ " if current else "") + title, style="bold" if current else "")
     if info.run_count:
@@ -567,7 +571,7 @@ def _label(info: SessionInfo, current: bool, width: int = EMPTY_HINT_WIDTH) -> T
     # The time the list is ordered by: a run not stored yet counts (its last save), or a session
     # with an interrupted run newer than its others was listed above them under an older time.
     last = info.activity if isinstance(info, SessionListing) and info.activity else info.last_activity
-    text.append(f"\n{format.when_ago(last, width=width)}", style="dim")
+    text.append(f"\n{format.when_ago(last, now, width)}", style="dim")
     state = info.state if isinstance(info, SessionListing) else None
     if state is not None:  # a run of it is not in it yet: say how that run stands, on a line of its own
         text.append(f"\n{STATE_LABELS.get(state, state)}", style="bold")
