@@ -351,9 +351,10 @@ def _judge_runs(heads: Iterable[tuple[str, str]], stored: set[tuple[str, str]], 
                          "completed runs belong to sessions that do")
         report.add("checkpoints", "note",
                    f"{what} not exist: {_ids(gone_sessions)} (their append failed, or the session was cleared)",
-                   "lovia's start-up replays its own newest ones into their sessions; if those sessions were cleared "
-                   f"on purpose, discard {_them(gone_sessions, 'the run', 'the runs')} (a replay would bring "
-                   f"{_them(gone_sessions)} back)")
+                   "a replay appends a run to its session (lovia's start-up replays its own newest ones): "
+                   "Runner.run(agent, [], session=..., session_id=SESSION, checkpoint=CheckpointOptions(checkpointer, "
+                   "RUN_ID)); if a session was cleared on purpose, delete the run's checkpoint instead "
+                   "(await checkpointer.delete(RUN_ID)), or a replay brings it back")
     if elsewhere:
         report.add("runs", "note", f"{_agreeing(len(elsewhere), 'run is', 'runs are')} being executed now by a live "
                    f"process: {_ids(elsewhere)}")

@@ -401,3 +401,33 @@ def test_a_mistake_elsewhere_in_the_config_file_does_not_stop_doctor_or_export(c
     config.write_text("db = [1")  # no TOML at all: nothing says where the data is
     assert lovia_main(["doctor", "--quick"]) == 2
     assert "is not valid TOML" in capsys.readouterr().err
+
+
+def test_a_completed_run_whose_session_is_gone_gets_advice_that_works(capsys, healthy):
+    """The advice named the app's start-up and its discard, which refuses a completed run: for a run
+    another program ran (its resume given no session), nothing in it could be done."""
+    from lovia import Agent, CheckpointOptions, Runner
+    from lovia.models import ScriptedModel
+
+    async def orphan():
+        async with SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            await checkpointer.save(RunSnapshot("r-gone", RunHead(agent="bot", first_input=SECRET, session_id="s-gone",
+                                                                  status="completed"),
+                                                [UserMessage(text=SECRET), AssistantMessage(text=SECRET)]))
+
+    asyncio.run(orphan())
+    status, text = run_doctor(capsys, healthy)
+    assert status == 0, text
+    assert "1 completed run belongs to a session that does not exist: r-gone" in text
+    assert "Runner.run(agent, [], session=..., session_id=SESSION" in text
+    assert "await checkpointer.delete(RUN_ID)" in text
+
+    async def follow_the_advice():  # the replay it names puts the run in its session
+        async with SQLiteSession(healthy, wal=True) as session, SQLiteCheckpointer(healthy, wal=True) as checkpointer:
+            await Runner.run(Agent(name="bot", model=ScriptedModel([])), [], session=session, session_id="s-gone",
+                             checkpoint=CheckpointOptions(checkpointer, "r-gone"))
+            assert [s.run_id for s in await session.segments("s-gone")] == ["r-gone"]
+
+    asyncio.run(follow_the_advice())
+    status, text = run_doctor(capsys, healthy)
+    assert status == 0 and "session that does not exist" not in text, text

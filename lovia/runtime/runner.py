@@ -501,14 +501,21 @@ class _Run:
         """A resumed run goes on in the session it recorded, whichever the caller named (as a replay).
 
         Its history comes from there and its completion is appended there; a caller naming
-        another session gets a warning, and that session is left alone. A run that recorded
-        none takes the caller's.
+        another session gets a warning, and that session is left alone. A caller naming no session
+        gets a warning too: the run then reads no history and its answer reaches no session. A run
+        that recorded none takes the caller's.
         """
         own = head.session_id
         if own is None:
             head.session_id = self.session_id
             return
-        if self.session is not None and self.session_id != own:
+        if self.session is None:
+            # The spec's "continue a known run by id" names no session: the run's history would not
+            # be read and its answer never reach its conversation, with nothing to say so.
+            self._warn(f"run {self.run_id!r} belongs to session {own!r}, but no session was given: it resumes "
+                       f"without that session's history, and its answer is not appended there. Pass session= and "
+                       f"session_id={own!r} to resume it in its conversation")
+        elif self.session_id != own:
             self._warn(f"run {self.run_id!r} belongs to session {own!r}, not to session {self.session_id!r}; it "
                        f"resumes in its own session and leaves session {self.session_id!r} as it is. Use a new "
                        "run id to run it there")

@@ -324,6 +324,29 @@ async def test_a_resumed_run_continues_in_its_own_session_when_the_caller_names_
     assert (await checkpointer.load("r1")).head.session_id == "a"
 
 
+async def test_a_run_of_a_session_resumed_without_a_session_says_its_answer_will_not_reach_it():
+    """The spec's "continue a known run by id" passes no session: a run that recorded one then lost
+    its history and never reached its conversation (the app could not show it), with no word."""
+    checkpointer, session = InMemoryCheckpointer(), InMemorySession()
+    await session.append("a", [UserMessage(text="history of a")], run_id="old")
+    head = RunHead(agent="bot", status="interrupted", session_id="a", first_input="go")
+    await checkpointer.save(RunSnapshot("r1", head, [UserMessage(text="go")]))
+    with pytest.warns(RuntimeWarning, match="belongs to session 'a', but no session was given") as caught:
+        result = await Runner.run(Agent(name="bot", model=ScriptedModel(["answer"])), [],
+                                  checkpoint=CheckpointOptions(checkpointer, "r1", if_run_exists="resume_only"))
+    assert "session_id='a'" in str(caught[0].message)  # what to pass instead
+    assert result.final_output == "answer" and len(result.warnings) == 1
+    assert [s.run_id for s in await session.segments("a")] == ["old"]  # as the warning said
+    # A run that recorded no session resumes without one, as before: nothing to say.
+    await checkpointer.save(RunSnapshot("r2", RunHead(agent="bot", status="interrupted", first_input="go"),
+                                        [UserMessage(text="go")]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = await Runner.run(Agent(name="bot", model=ScriptedModel(["ok"])), [],
+                                 checkpoint=CheckpointOptions(checkpointer, "r2", if_run_exists="resume_only"))
+    assert quiet.warnings == []
+
+
 def test_the_owner_is_this_process_with_its_boot_and_namespace():
     me = RunOwner.current()
     assert me.is_alive() is True

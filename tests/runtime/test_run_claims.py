@@ -140,7 +140,7 @@ def test_a_sigkilled_owners_run_is_taken_over_by_the_next_reissue(race):
 
 
 def held_elsewhere(lease_until: float) -> RunHead:
-    return RunHead(agent="bot", status="running", turn=0, session_id="u1", first_input="go",
+    return RunHead(agent="bot", status="running", turn=0, first_input="go",
                    owner=ELSEWHERE, claim="their-token", lease_until=lease_until)
 
 
