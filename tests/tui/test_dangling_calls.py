@@ -328,3 +328,30 @@ async def test_a_run_killed_while_streaming_reads_so_with_its_partial_answer(tmp
         assert preview.startswith("“") and preview.endswith("”")
         assert len(preview) > 10 and " ".join(PARTIAL.split()).startswith(preview.strip("“”").rstrip("…"))
         assert any(line.strip().endswith("openai:drip") for line in label[3:])
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_discard_and_finalize_name_the_run_and_discard_says_a_call_may_have_run(tmp_path, size):
+    """They asked about "this run": at 80 columns the dialog hides the list, and which run was
+    highlighted could not be told; nor did discard say that the crashed call may have done its work."""
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, executions = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, SIZES[size])
+        for key in ("x", "f"):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            question = str(app.screen.question)
+            assert "the run “wait 60” (started " in question, question
+            if key == "x":
+                assert "1 tool call without a result may have run already" in question
+            else:
+                assert "may have run" not in question
+            await pilot.press("escape")
+            await settle(pilot)
+    assert executions == []
+    entries, _ = await stored(db)
+    assert entries  # nothing was discarded

@@ -439,3 +439,25 @@ async def test_a_stopped_answer_shows_cut_off_live_and_reopened_and_a_resume_sho
         assert [v.text for v in chat.transcript.query(AssistantMessageView)] == ["Whole answer."]
         [segment] = await segments_of(db, chat.session_id)
         assert [e.text for e in segment.entries] == ["tell me", "Whole answer."]
+
+
+async def test_sending_with_two_runs_not_finished_asks_about_them_all_and_says_resume_takes_the_oldest(tmp_path):
+    """It asked about "a run" (one start time, "Resume it") while keep and discard settle every run."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=failing_then("second answer"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await fail_first_message(pilot)
+        chat = app.screen.chat
+        async with SQLiteCheckpointer(db, wal=True) as checkpointer:  # a second one, failed later
+            await checkpointer.save(RunSnapshot("r-later", RunHead(
+                agent="assistant", status="failed", session_id=chat.session_id, first_input="later",
+                started_at=time.time() + 1, error="ModelError: refused"), [UserMessage(text="later")]))
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        question = str(app.screen.question)
+        assert "2 runs that did not finish, the oldest started " in question
+        assert "• Resume the oldest:" in question and "• Discard them:" in question
+        await pilot.press("k")
+        await settle(pilot)
+        kept = await segments_of(db, chat.session_id)
+        assert [s.meta.get("partial") for s in kept] == [True, True, None]  # each kept, then the message

@@ -27,11 +27,12 @@ from textual.widget import Widget
 from textual.widgets import Header, Static
 from textual.worker import Worker
 
-from lovia.checkpoint import RunSummary, claim_refused
+from lovia.checkpoint import RunSnapshot, RunSummary, claim_refused
 from lovia.entries import ToolCall
 from lovia.errors import LoviaError
 from lovia.export import default_file_name, export_target
 from lovia.session import SessionInfo
+from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, ChatBackend, RunState, SessionListing, TranscriptRun, run_state
 from lovia.tui.keymap import keymap_of
@@ -1108,9 +1109,13 @@ class MainScreen(Screen):
             snapshot = await self.backend.snapshot(run_id)
             if snapshot is not None and snapshot.head.is_held():
                 raise claim_refused(run_id, snapshot.head)  # said at once, not after asking
+            named = _run_named(snapshot)
             if action == "discard":
+                may_have_run = len(dangling_tool_calls(snapshot.entries)) if snapshot is not None else 0
+                undone = (f" {format.count(may_have_run, 'tool call')} without a result may have run already: "
+                          "discarding the run does not undo what a tool did.") if may_have_run else ""
                 if await self.app.push_screen_wait(ConfirmScreen(
-                        "Discard this run? Its checkpoint is deleted; nothing of it reaches the session.",
+                        f"Discard {named}? Its checkpoint is deleted; nothing of it reaches the session.{undone}",
                         confirm="Discard")):
                     await self.backend.discard(run_id)
                     acted = True
@@ -1119,7 +1124,7 @@ class MainScreen(Screen):
                         await self.chat.open_session(self.chat.session_id)  # its entries are gone
                     await self._inspect_in_place_of(run_id)
             elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
-                    "Finalize this run into its session as it stands? Tool calls without results are "
+                    f"Finalize {named} into its session as it stands? Tool calls without results are "
                     "dropped so the transcript stays consistent; the checkpoint is then deleted.",
                     confirm="Finalize")):
                 session_id, kept = await self.backend.finalize(run_id)
@@ -1164,3 +1169,13 @@ def _sessions_of_changed_runs(then: set[ListedRun], now: set[ListedRun]) -> set[
     """Sessions whose runs not stored yet differ between two listings of them: a run new, gone,
     written since, or reading another state (its owner died, its lease lapsed)."""
     return {session_id for _, session_id, _, _ in then ^ now if session_id is not None}
+
+
+def _run_named(snapshot: RunSnapshot | None) -> str:
+    """A run as a dialog about it names it: by its first message and start, as the runs list shows
+    it (at 80 columns the highlighted entry of the list is out of sight behind the dialog)."""
+    if snapshot is None:
+        return "this run"
+    head = snapshot.head
+    first = format.one_line(head.first_input or "(no input)", 40)
+    return f"the run “{first}” (started {format.when(head.started_at)})"

@@ -287,14 +287,22 @@ class ChatPanel(Vertical):
         oldest = need.runs[0]
         state = run_state(oldest.head)
         anew = ANSWER_ASKED_AGAIN if oldest.head.cut_off_text else ""
-        what = (f"{len(need.runs)} runs that did not finish" if len(need.runs) > 1
-                else f"a run that {STATE_LABELS.get(state, state)}")
-        question = (f"This session has {what} (started {format.when(oldest.head.started_at)}); it is not in the "
-                    "conversation yet. Before your message is sent:\n"
-                    f"• Resume it: it goes on from its last saved step{anew}; your message waits in the composer.\n"
-                    "• Keep as partial: what it did so far joins the conversation, marked as "
-                    f"{state}, before your message.\n"
-                    "• Discard it: its checkpoint is deleted; nothing of it reaches the conversation.")
+        started = format.when(oldest.head.started_at)
+        if len(need.runs) > 1:  # resume takes the oldest; keep and discard settle every one
+            question = (f"This session has {len(need.runs)} runs that did not finish, the oldest started {started}; "
+                        "they are not in the conversation yet. Before your message is sent:\n"
+                        f"• Resume the oldest: it goes on from its last saved step{anew}; your message waits in the "
+                        "composer.\n"
+                        "• Keep as partial: what each did so far joins the conversation, marked as it stopped, "
+                        "before your message.\n"
+                        "• Discard them: their checkpoints are deleted; nothing of them reaches the conversation.")
+        else:
+            question = (f"This session has a run that {STATE_LABELS.get(state, state)} (started {started}); it is not "
+                        "in the conversation yet. Before your message is sent:\n"
+                        f"• Resume it: it goes on from its last saved step{anew}; your message waits in the composer.\n"
+                        "• Keep as partial: what it did so far joins the conversation, marked as "
+                        f"{state}, before your message.\n"
+                        "• Discard it: its checkpoint is deleted; nothing of it reaches the conversation.")
         choices = [Choice("Resume", "r", "resume"), Choice("Keep as partial", "k", "keep"),
                    Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
