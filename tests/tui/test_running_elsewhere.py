@@ -92,3 +92,29 @@ async def test_deleting_a_session_whose_run_executes_elsewhere_is_refused_before
         assert not any("lapsed job" in n.message or "live job" in n.message for n in told(app))
     async with SQLiteSession(db, wal=True) as session:
         assert [s.run_id for s in await session.segments("s-a")] == ["old"]  # nothing was deleted
+
+
+async def test_the_footer_leaves_out_regenerate_and_edit_last_while_a_run_of_the_session_executes_elsewhere(tmp_path):
+    """The footer offered them, and each was then refused naming the process: it shows the keys that do
+    something where you are. Once that run is held no more, they are back."""
+    from lovia.tui.widgets.footer import LoviaFooter
+
+    db = tmp_path / "lovia.db"
+    await store_runs(db)
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-a"
+        app.screen.query_one("#composer").focus()
+        footer = app.screen.query_one(LoviaFooter)
+
+        def offered() -> set[str]:  # in force, whether or not 80 columns have room for them
+            return {entry.action for entry in footer._entries_in_force()[0]}
+
+        await wait_for(pilot, lambda: "regenerate" not in offered() and "edit_last" not in offered() and "submit" in offered())
+        await pilot.press("ctrl+g")  # pressed all the same, it says why
+        await wait_for(pilot, lambda: any("being executed by process 4242" in n.message for n in told(app)))
+        async with SQLiteCheckpointer(db, wal=True) as checkpointer:  # that process let go of it
+            await checkpointer.delete("run-live")
+        await app.screen.refresh_changed()
+        await wait_for(pilot, lambda: {"regenerate", "edit_last"} <= offered())

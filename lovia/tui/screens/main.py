@@ -555,8 +555,9 @@ class MainScreen(Screen):
             runs = self.backend.listed_runs(unstored)
             titles = {info.session_id: info.title for info in (pane.listed if pane is not None else [])}
             self.query_one(RunsPane).show(runs, titles, dangling=self.backend.dangling_calls)
-            self.chat.has_resumable_run = any(
-                run.head.session_id == current and run_state(run.head) in RESUMABLE_STATES for run in runs)
+            states = {run_state(run.head) for run in runs if run.head.session_id == current}
+            self.chat.has_resumable_run = bool(states & set(RESUMABLE_STATES))
+            self.chat.runs_elsewhere = "elsewhere" in states
 
     async def inspect(self, run_id: str | None, stored: TranscriptRun | None = None) -> None:
         """Show ``run_id`` in the inspector: its checkpoint, else ``stored`` (the run as the transcript has it).

@@ -88,6 +88,9 @@ class ChatPanel(Vertical):
     running: reactive[bool] = reactive(False, init=False)
     has_resumable_run: reactive[bool] = reactive(True, init=False)
     """Whether the open session has a stopped, crashed or failed run; the screen sets it from the runs list."""
+    runs_elsewhere: reactive[bool] = reactive(False, init=False)
+    """Whether another process executes a run of the open session now (regenerate and edit-last are
+    refused until it ends); the screen sets it from the runs list."""
 
     class RunSaved(Message):
         """The live run ``run_id`` saved a snapshot (a model turn, or a tool call that starts)."""
@@ -759,10 +762,11 @@ class ChatPanel(Vertical):
 
     def hidden_in_footer(self, action: str) -> bool:
         """Resume while the session has no run to resume, regenerate and edit-last while it has no
-        message (see :class:`~lovia.tui.widgets.footer.HidesInFooter`): pressed all the same, each says so."""
+        message or another process runs a run of it (see
+        :class:`~lovia.tui.widgets.footer.HidesInFooter`): pressed all the same, each says so."""
         if action == "resume":
             return not self.has_resumable_run
-        return action in ("regenerate", "edit_last") and not self.has_history
+        return action in ("regenerate", "edit_last") and (not self.has_history or self.runs_elsewhere)
 
     @property
     def has_history(self) -> bool:
@@ -776,6 +780,9 @@ class ChatPanel(Vertical):
 
     def watch_has_resumable_run(self) -> None:
         self.refresh_bindings()
+
+    def watch_runs_elsewhere(self) -> None:
+        self._bindings_changed()
 
     # -- trim and copy -----------------------------------------------------------------------
 
