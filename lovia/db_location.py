@@ -88,7 +88,8 @@ def parse_db_location(text: str, *, source: str = "--db", relative_to: Path | No
 
     A path has ``~`` expanded; a relative one is taken from ``relative_to`` when given (the config
     file's directory), else from the current directory. A :class:`~lovia.errors.UserError` for an
-    empty text or a scheme lovia does not know (the message names the scheme only, never the rest).
+    empty text, a scheme lovia does not know (the message names the scheme only, never the rest), or a
+    directory.
     """
     text = text.strip()
     if not text:
@@ -106,6 +107,10 @@ def parse_db_location(text: str, *, source: str = "--db", relative_to: Path | No
     path = Path(text).expanduser()
     if relative_to is not None and not path.is_absolute():
         path = relative_to / path
+    if path.is_dir():  # the data directory, say: each command said it differently, one as if nothing were there
+        inside = path / "lovia.db"
+        hint = f"it holds {inside.name}: give {inside}" if inside.is_file() else "give a database file's path"
+        raise UserError(f"{source} names a directory, {path}, not a database file: {hint}")
     return path
 
 

@@ -368,3 +368,19 @@ def test_a_password_with_an_unencoded_delimiter_is_never_shown(password):
         for part in ("4821", "Kx9z", "w0rd"):
             assert part not in shown, shown
     assert where.where.startswith("postgresql://")
+
+
+def test_a_directory_as_the_database_is_refused_by_every_command_naming_the_file_in_it(tmp_path):
+    """The data directory given as --db: the app said "not a regular file", doctor "Is a directory",
+    export "no lovia data file", and none named the file inside it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "lovia.db").write_bytes(b"")
+    for args in (("--db", str(data)), ("doctor", "--db", str(data)), ("export", "s-1", "--db", str(data))):
+        done = lovia(*args, tmp_path=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert f"names a directory, {data}, not a database file: it holds lovia.db: give {data / 'lovia.db'}" \
+            in done.stderr
+    (data / "lovia.db").unlink()
+    with pytest.raises(UserError, match="names a directory, .*: give a database file's path"):
+        parse_db_location(str(data), source="db in the config file")
