@@ -172,6 +172,8 @@ class RunStream:
         self._run = run
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[RunResult] | None = None
+        self._iterated = False
+        self._ended_stopped = False
         self.result: RunResult | None = None
 
     @property
@@ -182,7 +184,7 @@ class RunStream:
     @property
     def stopped(self) -> bool:
         """True once the run was stopped by :meth:`stop` or cancellation."""
-        return self._task is not None and self._task.cancelled()
+        return self._ended_stopped or (self._task is not None and self._task.cancelled())
 
     def stop(self) -> None:
         """Interrupt the run; the checkpoint says ``interrupted`` and the stream ends."""
@@ -193,21 +195,25 @@ class RunStream:
         return self._events()
 
     async def _events(self) -> AsyncIterator[RunEvent]:
-        if self._task is not None:
+        if self._iterated:
             raise UserError("a run stream can be iterated only once")
-        self._task = asyncio.ensure_future(self._run.execute(self._queue.put_nowait))
-        self._task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
+        self._iterated = True
+        task = self._task = asyncio.ensure_future(self._run.execute(self._queue.put_nowait))
+        task.add_done_callback(lambda _: self._queue.put_nowait(_DONE))
         try:
             while (item := await self._queue.get()) is not _DONE:
                 yield item
-            if self._task.cancelled():
+            if task.cancelled():
                 return
-            self.result = self._task.result()  # raises the run's error, after its RunFailed event
+            self.result = task.result()  # raises the run's error, after its RunFailed event
         finally:
-            if not self._task.done():
-                self._task.cancel()
+            if not task.done():
+                task.cancel()
                 with contextlib.suppress(BaseException):  # its outcome was reported as an event
-                    await shielded(self._task)
+                    await shielded(task)
+            # The ended task is let go: its error's traceback holds the frames of the run's last
+            # steps, and they the model's request, the whole conversation (see _Run.execute).
+            self._ended_stopped, self._task = task.cancelled(), None
 
 
 class _Run:
@@ -334,6 +340,10 @@ class _Run:
         finally:
             self._journal.abandon()
             release_live_claim(self._token)  # after the mark: until then this execution holds the run
+            # The conversation read for this run is let go: a stream kept after its end (the app's
+            # worker is, as long as the run's widgets are shown) kept a whole session's history,
+            # one more with each run: 144 MB a message in a session of 100,000 entries.
+            self.history, self.conversation_state = [], {}
 
     async def _prepare_once_claimed(self, *, fresh: bool) -> None:
         """``CheckpointOptions.once_claimed``, between the claim and the history read (the lease renewed).

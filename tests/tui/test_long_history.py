@@ -23,7 +23,7 @@ from lovia.tui.widgets.transcript import KEPT_PAGES, MIN_PAGE, MOUNTED_PAGES, PA
 from lovia.tui.widgets.user_message import UserMessageView
 from screenshots.demo_data import LONG_SESSION, build
 
-from .conftest import make_app, settle, told, wait_for
+from .conftest import make_app, settle, told, type_and_send, wait_for
 
 ENTRIES = 3_000
 SIZES = [(80, 24), (160, 45)]
@@ -610,3 +610,28 @@ async def test_a_hundred_cursor_keys_at_once_leave_the_cursor_in_sight(long_db, 
         selected = transcript.selected_view
         assert position(selected) == first + (100 if key == "down" else -100)
         assert transcript.region.contains_region(selected.region)
+
+
+async def test_each_message_sent_in_a_long_session_lets_go_of_the_history_its_run_read(tmp_path):
+    """Every run reads the whole session for the model; the app kept each run's copy as long as the
+    run's widgets were shown (its worker's stream held it): 144 MB more a message at 100,000 entries."""
+    import gc
+
+    db = tmp_path / "lovia.db"
+    history = 1000
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(history // 2):
+            await session.append("s-long", [UserMessage(text=f"old question {i}"), AssistantMessage(text=f"old {i}")])
+    app = make_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-long")
+        await settle(pilot)
+        for _ in range(3):
+            await type_and_send(pilot, "hello")
+        gc.unfreeze()  # what streaming froze, as the user's first idle moment does (lovia.tui.collector)
+        gc.collect()
+        alive = sum(1 for o in gc.get_objects() if isinstance(o, UserMessage | AssistantMessage)
+                    and o.text.startswith("old "))
+        # What the transcript shows and keeps (a few pages), and no run's copy of the 1,000 (3,052 before).
+        assert alive < 4 * PAGE * KEPT_PAGES, alive
