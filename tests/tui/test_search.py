@@ -415,6 +415,96 @@ async def test_a_match_among_long_words_is_shown_at_every_width(tmp_path, width)
         assert head.endswith("  you  just now") and cell_len(head) <= width
 
 
+LONG_TITLE = "Atlas replica window vector socket matrix thread lattice harbor beacon pylon"
+AGE = r"  (answer|you)  (just now|\d+ s ago)$"
+
+
+@pytest.mark.parametrize("width", [158, 76, 73, 72, 71, 40, 24, 12, 8, 5])
+def test_a_long_title_is_cut_so_that_what_matched_and_when_fit_beside_it(width):
+    """The title is cut (…) so that the first line, title, kind and age, fits the width given, and the
+    snippet keeps its own line: wider, the line wrapped ("26 days" / "ago") and the snippet went."""
+    from rich.cells import cell_len
+
+    from lovia.session import SearchHit
+    from lovia.tui.screens.search import hit_label
+
+    day = 86400.0
+    for title in (LONG_TITLE, "東京の天気予報について " * 6):
+        for kind in ("assistant", "user", "tool_result"):
+            hit = SearchHit("s-1", title, 3, kind, f"the {WORD} flies over the harbor", ((4, 4 + len(WORD)),),
+                            at=0.0)
+            label = hit_label(hit, width, now=26 * day)
+            lines = label.plain.split("\n")
+            assert len(lines) == 2
+            assert all(cell_len(line) <= width for line in lines), (width, lines)
+            head, snippet = lines
+            assert snippet.startswith("  ")
+            if width >= 40:  # room for some of the title beside what matched and when
+                assert head.endswith("  26 days ago") and ("…" in head or width > 100)
+            if width >= 24:
+                lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+                assert lit == [WORD] and WORD in snippet
+
+
+def shown_hits(results) -> list[str]:
+    """The lines the results list draws, as on screen (each option as Textual renders it, at the list's width)."""
+    return ["".join(segment.text for segment in results.render_line(y)).rstrip()
+            for y in range(results.scrollable_content_region.height)]
+
+
+def lit_words(results) -> list[str]:
+    """The highlighted (reverse) words the results list draws."""
+    return [segment.text for y in range(results.scrollable_content_region.height)
+            for segment in results.render_line(y) if segment.style is not None and segment.style.reverse]
+
+
+async def test_hits_of_sessions_with_long_titles_show_their_snippets_at_80_columns(tmp_path):
+    """Found at 80x24 in tmux: enough hits to scroll gave the list its scrollbar after their labels were
+    cut to its width without it; a long title's first line came out a cell too wide, wrapped
+    ("…  answer  26 days" / "ago"), and the snippet went out of its hit. Resized, the labels fit again."""
+    from rich.cells import cell_len
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        for i in range(8):  # 16 hits, two lines each: more than the list's height, so it scrolls
+            await session.append(f"s-{i}", [UserMessage(text=f"where does the {WORD} sleep, {i}?"),
+                                            AssistantMessage(text=f"The {WORD} sleeps on one leg, {i}."
+                                                             + (" So does the heron." if i == 0 else ""), agent="a")])
+            await session.rename_session(f"s-{i}", f"{LONG_TITLE} {i}")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await search(pilot, WORD)
+        assert len(screen.hits) == 16
+        for size in [(80, 24), (64, 24), (120, 30), (80, 24)]:
+            if size != app.size:
+                await pilot.resize_terminal(*size)
+            await pilot.pause()
+            await pilot.pause()
+            results = screen.results
+            assert results.max_scroll_y > 0  # the list scrolls: its scrollbar takes its room
+            lines = shown_hits(results)
+            assert len(lines) >= 8
+            # Each hit: its first line (the title cut, then what matched and when), then its snippet.
+            heads, snippets = lines[0::2], lines[1::2]
+            cut = "…" if size[0] <= 80 else ""  # at 120 columns the whole title fits
+            assert all(head.startswith(LONG_TITLE[:12]) and re.search(cut + AGE, head)
+                       for head in heads), (size, lines)
+            assert all(snippet.startswith("  ") and WORD in snippet for snippet in snippets), (size, lines)
+            assert all(cell_len(line) <= results.scrollable_content_region.width for line in lines)
+            assert lit_words(results).count(WORD) == len(snippets)
+            shown = app.export_screenshot()
+            assert shown.count(WORD) >= len(snippets)
+        await pilot.press("escape")
+        screen = await search(pilot, "heron")  # one hit: no scrollbar, and the label keeps its room
+        await pilot.pause()
+        results = screen.results
+        assert results.max_scroll_y == 0
+        head, snippet = shown_hits(results)[:2]
+        assert cell_len(head) == results.scrollable_content_region.width - 1 and re.search("…" + AGE, head)
+        assert "heron" in snippet and lit_words(results) == ["heron"]
+
+
 async def test_a_store_that_cannot_search_hides_ctrl_f(tmp_path):
     from .test_custom_sessions import FourMethodSession
 

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -35,7 +35,7 @@ from lovia.stores._search import ELLIPSIS, MARK_CLOSE, MARK_OPEN, SearchQuery, o
 from lovia.tui import format
 from lovia.tui.backend import SEARCH_LIMIT, ChatBackend
 from lovia.tui.keymap import keymap_of
-from lovia.tui.widgets.lists import StoppingOptionList
+from lovia.tui.widgets.lists import StoppingOptionList, replace_changed_prompts
 from lovia.tui.widgets.text_input import TextInput
 
 TYPING_PAUSE = 0.15
@@ -46,6 +46,8 @@ KINDS = {"user": "you", "assistant": "answer", "tool_call": "tool call", "tool_r
          "title": "title"}
 """How a hit's kind reads in the list."""
 HINT = 'Words match in any case and without accents; "a phrase", prefix*, -leave_out.'
+LABEL_WIDTH = 71
+"""The cells a hit's label is fitted to before the list is laid out (what 80 columns give it with a scrollbar)."""
 
 
 @dataclass(frozen=True)
@@ -62,19 +64,21 @@ class SearchResults:
 
 
 def hit_label(hit: SearchHit, width: int, now: float | None = None) -> Text:
-    """Two lines of at most ``width`` cells: the session's title, what matched and when; then the snippet,
-    the matches highlighted."""
+    """Two lines of at most ``width`` cells (at least one): the session's title, what matched and when;
+    then the snippet, the matches highlighted. A line wider than its option wraps, and can push the
+    snippet out of it (the list measures an option's height once, not at every width)."""
+    width = max(width, 1)
     head = Text(no_wrap=True, overflow="ellipsis")
     what = f"  {KINDS.get(hit.kind, hit.kind)}" + (f"  {format.ago(hit.at, now)}" if hit.at is not None else "")
     # The title is cut to leave what matched and when their room: a long one pushed them out of sight.
     head.append(format.one_line(hit.title or hit.session_id, max(width - cell_len(what), 12)), style="bold")
     head.append(what, style="dim")
-    text, matches = in_view(*shown_snippet(hit), max(width, 10) - 2)
+    text, matches = in_view(*shown_snippet(hit), max(width - 2, 1))
     snippet = Text("  " + text, no_wrap=True, overflow="ellipsis")
     for start, end in matches:
         snippet.stylize("bold reverse", start + 2, end + 2)
     for line in (head, snippet):
-        line.truncate(max(width, 10), overflow="ellipsis")
+        line.truncate(width, overflow="ellipsis")
     return Text("\n", no_wrap=True).join([head, snippet])
 
 
@@ -236,6 +240,7 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         self.hits: list[SearchHit] = []
         self.searched: str | None = None  # the query the listed hits are for
         self._timer: Timer | None = None
+        self._labelled_width = 0  # the width the listed hits' labels were fitted to
 
     def compose(self) -> ComposeResult:
         query = TextInput(value=self.query_text, placeholder="Search every session", id="search-query",
@@ -287,7 +292,7 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         self.hits, self.searched = hits, query
         results = self.results
         results.clear_options()
-        width = results.scrollable_content_region.width - 1
+        self._labelled_width = width = self.label_width
         results.add_options([Option(hit_label(hit, width), id=str(i)) for i, hit in enumerate(hits)])
         if hits:
             results.highlighted = 0
@@ -296,6 +301,38 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         close = keymap_of(self).first_key_text("search.close")  # enter is the list's own, not in the keymap
         status.update(f"{found}{more}. enter opens the highlighted one, {close} closes." if hits
                       else f"Nothing matches. {HINT}")
+
+    @property
+    def label_width(self) -> int:
+        """The cells a hit's label has: the list's width less an option's padding and a cell that keeps
+        the text off the edge, and less the scrollbar's room when the hits may not all fit its height
+        (:data:`LABEL_WIDTH` before the list is laid out).
+
+        The scrollbar comes with the hits, after their labels were cut: counted out of the list's
+        width as it was, a long title's first line came out a cell too wide once the hits
+        overflowed; it wrapped ("26 days" / "ago") and the snippet went out of its hit (80 columns).
+        The most a hit can take, its two lines and its padding, is weighed against the height, so
+        a scrollbar is never left out; a list without one keeps the two cells."""
+        results = self.results
+        region = results.content_region  # with the scrollbar's room, whether or not one shows now
+        if not region:
+            return LABEL_WIDTH
+        padding = results.get_component_styles("option-list--option").padding
+        width = region.width - padding.width - 1
+        if len(self.hits) * (2 + padding.height) > region.height:
+            width -= results.styles.scrollbar_size_vertical
+        return max(1, width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._relabel)  # once the list has its new width
+
+    def _relabel(self) -> None:
+        """Fit the listed hits' labels to the list's width again (a terminal resized); highlight and scroll stay."""
+        width = self.label_width
+        if width == self._labelled_width or not self.hits or self.results.option_count != len(self.hits):
+            return
+        self._labelled_width = width
+        replace_changed_prompts(self.results, (hit_label(hit, width) for hit in self.hits))
 
     def _forget_hits(self) -> None:
         self.hits, self.searched = [], None
