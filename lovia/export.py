@@ -49,8 +49,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import functools
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -293,12 +295,15 @@ def _utc(timestamp: float | None) -> str:
     return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+_BACKTICK_RUN = re.compile("`+")
+
+
 def _fence(text: str, language: str = "") -> str:
-    """``text`` in a fenced block whose fence is longer than any run of backticks inside it."""
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
+    """``text`` in a fenced block whose fence is longer than any run of backticks inside it, and
+    three backticks at the least."""
+    # Found by the regex engine, not a loop in Python over each character: a tool output can
+    # be megabytes, and most hold no run of three, which one substring search tells.
+    longest = max(map(len, _BACKTICK_RUN.findall(text)), default=0) if "```" in text else 0
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text}\n{fence}\n"
 
@@ -327,9 +332,28 @@ def _fences_closed(text: str) -> str:
     return closed if _fence_left_open(closed) is None else text  # a shape it cannot close: left as written
 
 
+@functools.cache
+def _commonmark() -> MarkdownIt:
+    """The one CommonMark parser every message of every export is asked of, for its blocks only.
+
+    Made on first use, not on import: the app imports this module at start-up and may never
+    export. Making one costs more than parsing a short message (its rule lists, a linkify
+    matcher), and ``parse`` keeps nothing between calls (each parse has a state of its own), so
+    one serves them all. It parses once before it is handed out: markdown-it compiles its rule
+    lists on the first parse, and two threads must not do that at once on a shared parser.
+
+    Its inline rule is off: where a fence opens and closes is block structure, which CommonMark
+    settles before it reads the text inside a block, and reading the emphasis, links and code
+    spans of every paragraph took most of a parse's time.
+    """
+    parser = MarkdownIt("commonmark").disable("inline")
+    parser.parse("x")
+    return parser
+
+
 def _fence_left_open(text: str) -> Token | None:
     """The code block ``text`` leaves open, if any: the one what comes after it would land in."""
-    tokens = MarkdownIt("commonmark").parse(f"{text}\n\n{_PAST_THE_END}")
+    tokens = _commonmark().parse(f"{text}\n\n{_PAST_THE_END}")
     return next((t for t in tokens if t.type == "fence" and _PAST_THE_END in t.content), None)
 
 

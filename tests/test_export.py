@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import datetime
 import io
+import itertools
 import json
 import os
+import random
 import sqlite3
 import stat
 import subprocess
@@ -171,6 +173,108 @@ async def test_a_message_that_leaves_a_code_block_open_has_it_closed_where_it_en
 
     rendered = MarkdownIt("commonmark").render(text)
     assert rendered.count("<strong>bot</strong>") == 5 and rendered.count("<strong>You</strong>") == 2
+
+
+# Fences as the export has always chosen and closed them. FENCED_EXPORT is what the export wrote for
+# these entries when it still counted backticks one character at a time and made a parser per
+# message; finding them faster must not change a byte of it.
+FENCED_MESSAGES = [
+    "```python\nnever closed",
+    "~~~~\ntildes\n~~~\nshorter tilde fence: still open",
+    "````markdown\n```python\nx = 1\n```\nouter never closed",
+    "````markdown\n```python\nx = 1\n```\n````\nnested, all closed",
+    "```\nclosed\n```\n``` opened again with ``` in its info string",
+    "   ```\nindented three: left open",
+    "    ```\nindented four: code, not a fence",
+    "```` \ncode\n``` too short to close",
+    "~~~py\nmixed ``` inside\n~~~",
+    "``inline`` and ``` inline ```, no fence",
+    "> ```\n> in a quote",
+    "text\n```\nopen at the end\n\n\n",
+]
+FENCED_OUTPUTS = ["", "no backticks at all", "`", "``", "```", "a ` b `` c ```` d ``` e", "``````````",
+                  "ends in two``", "```starts with three", "`x`\n``y``\n```\nz\n```", "~~~\ntildes only\n~~~",
+                  "````` five then `` two\n" * 3]
+FENCED_EXPORT = (
+    "## Run 1 · time not recorded\n\n_run `r-1`_\n"
+    "\n**You** · 1970-01-01 00:16:40 UTC\n\n```python\nnever closed\n```\n"
+    "\n**You** · 1970-01-01 00:16:41 UTC\n\n~~~~\ntildes\n~~~\nshorter tilde fence: still open\n~~~~\n"
+    "\n**You** · 1970-01-01 00:16:42 UTC\n\n````markdown\n```python\nx = 1\n```\nouter never closed\n````\n"
+    "\n**You** · 1970-01-01 00:16:43 UTC\n\n````markdown\n```python\nx = 1\n```\n````\nnested, all closed\n"
+    "\n**You** · 1970-01-01 00:16:44 UTC\n\n```\nclosed\n```\n``` opened again with ``` in its info string\n"
+    "\n**You** · 1970-01-01 00:16:45 UTC\n\n   ```\nindented three: left open\n   ```\n"
+    "\n**You** · 1970-01-01 00:16:46 UTC\n\n    ```\nindented four: code, not a fence\n"
+    "\n**You** · 1970-01-01 00:16:47 UTC\n\n```` \ncode\n``` too short to close\n````\n"
+    "\n**You** · 1970-01-01 00:16:48 UTC\n\n~~~py\nmixed ``` inside\n~~~\n"
+    "\n**You** · 1970-01-01 00:16:49 UTC\n\n``inline`` and ``` inline ```, no fence\n"
+    "\n**You** · 1970-01-01 00:16:50 UTC\n\n> ```\n> in a quote\n"
+    "\n**You** · 1970-01-01 00:16:51 UTC\n\ntext\n```\nopen at the end\n\n\n\n```\n"
+    "\n**Result** of `echo`\n\n```text\n\n```\n"
+    "\n**Result** of `echo`\n\n```text\nno backticks at all\n```\n"
+    "\n**Result** of `echo`\n\n```text\n`\n```\n"
+    "\n**Result** of `echo`\n\n```text\n``\n```\n"
+    "\n**Result** of `echo`\n\n````text\n```\n````\n"
+    "\n**Result** of `echo`\n\n`````text\na ` b `` c ```` d ``` e\n`````\n"
+    "\n**Result** of `echo`\n\n```````````text\n``````````\n```````````\n"
+    "\n**Result** of `echo`\n\n```text\nends in two``\n```\n"
+    "\n**Result** of `echo`\n\n````text\n```starts with three\n````\n"
+    "\n**Result** of `echo`\n\n````text\n`x`\n``y``\n```\nz\n```\n````\n"
+    "\n**Result** of `echo`\n\n```text\n~~~\ntildes only\n~~~\n```\n"
+    "\n**Result** of `echo`\n\n``````text\n````` five then `` two\n````` five then `` two\n"
+    "````` five then `` two\n\n``````\n"
+    "\n**Tool call** `run` (`c-json`)\n\n`````json\n{\n  \"code\": \"```py\\nx\\n````\"\n}\n`````\n"
+    "\n**Tool call** `run` (`c-raw`)\n\n``````json\nnot json ````` here\n``````\n"
+    "\n**bot** · 1970-01-01 00:50:02 UTC\n\n~~~\ncut off\n~~~\n"
+)
+
+
+async def test_fences_are_chosen_and_closed_byte_for_byte_as_before(session):
+    await session.append("s-export-1", [
+        *(UserMessage(text=text, created_at=1000.0 + n) for n, text in enumerate(FENCED_MESSAGES)),
+        *(ToolResult(call_id=f"c{n}", name="echo", output=output, created_at=2000.0)
+          for n, output in enumerate(FENCED_OUTPUTS)),
+        ToolCall(call_id="c-json", name="run", arguments='{"code": "```py\\nx\\n````"}', created_at=3000.0),
+        ToolCall(call_id="c-raw", name="run", arguments="not json ````` here", created_at=3001.0),
+        AssistantMessage(text="~~~\ncut off", agent="bot", created_at=3002.0),
+    ], run_id="r-1")
+    text = await export_text(session, "md")
+    assert text[text.index("## Run 1"):] == FENCED_EXPORT  # the heading above it holds today's date
+
+
+def test_a_fence_is_longer_than_every_run_of_backticks_it_holds_and_three_at_the_least():
+    from lovia.export import _fence
+
+    rng = random.Random(20261206)
+    for _ in range(2000):
+        text = "".join(rng.choice(["`", "``", "```", "````", "a", " ", "\n", "~~~"]) for _ in range(rng.randint(0, 40)))
+        longest = max((len(list(run)) for char, run in itertools.groupby(text) if char == "`"), default=0)
+        fence = "`" * max(3, longest + 1)
+        assert _fence(text, "text") == f"{fence}text\n{text}\n{fence}\n", text
+
+
+async def test_one_commonmark_parser_serves_every_message_of_every_export(session, monkeypatch):
+    """A parser made per message held a fence took most of a long Markdown export's time."""
+    from markdown_it import MarkdownIt
+
+    import lovia.export
+
+    made: list[MarkdownIt] = []
+
+    class Counted(MarkdownIt):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(lovia.export, "MarkdownIt", Counted)
+    lovia.export._commonmark.cache_clear()
+    try:
+        await session.append("s-export-1", [UserMessage(text=text, created_at=1000.0) for text in FENCED_MESSAGES],
+                             run_id="r-1")
+        first = await export_text(session, "md")
+        assert first == await export_text(session, "md")
+    finally:
+        lovia.export._commonmark.cache_clear()  # the next export makes an uncounted one
+    assert len(made) == 1
 
 
 async def test_one_run_and_one_entry_are_counted_in_the_singular(session):
