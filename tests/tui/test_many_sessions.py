@@ -49,15 +49,14 @@ async def test_the_sessions_list_draws_a_page_and_more_as_the_cursor_goes_down(t
         assert f"{PAGE + 50:,} more" in str(options.get_option_at_index(PAGE).prompt)
 
         options.focus()
-        await pilot.press("end")  # to the last drawn session: the next page is drawn
+        await pilot.press(*["down"] * (PAGE - PAGE // 4))  # near the last drawn session: the next page is drawn
         await pilot.pause()
         assert options.option_count == 2 * PAGE + 1
-        await pilot.press("end", "end")  # a page, then the last 50
-        await pilot.pause()
-        assert options.option_count == count  # all drawn, no marker left
-        await pilot.press("end")
+        await pilot.press("end")  # the oldest, at once: the last page is drawn alone, under a marker
         await pilot.pause()
         assert options.get_option_at_index(options.highlighted).id == "s-0000"
+        assert options.option_count == 1 + PAGE
+        assert f"{count - PAGE:,} more: scroll up" in str(options.get_option_at_index(0).prompt)
 
         # The filter narrows what the pane holds: no store is asked.
         reset(session, checkpointer)
@@ -246,3 +245,57 @@ def test_a_session_is_listed_under_the_time_it_is_ordered_by():
     listing = SessionListing("s-1", "Garden", 2, 1, stored, stored, 1.0, state="interrupted", activity=run_saved)
     assert format.when_ago(run_saved, width=30).split(" · ")[0] in _label(listing, False).plain
     assert format.when_ago(stored, width=30).split(" · ")[0] not in _label(listing, False).plain
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_end_goes_to_the_last_session_and_home_to_the_first(tmp_path, size):
+    # end went to the last session drawn so far, a page down: a user with 10,001 sessions pressed it 43
+    # times without reaching the oldest.
+    db = tmp_path / "lovia.db"
+    count = 200
+    await many_sessions(db, count)
+    app, _, _ = counted_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("ctrl+b")
+        options = app.screen.query_one("#session-list")
+        options.focus()
+
+        def highlighted() -> str:
+            option = options.highlighted_option
+            assert option is not None and option.id is not None  # a session, not a marker
+            return option.id
+
+        await pilot.press("end")
+        await pilot.pause()
+        assert highlighted() == "s-0000"  # the oldest
+        assert options.highlighted == options.option_count - 1  # no "more" marker below it
+        await pilot.press("up", "up")
+        async with SQLiteSession(db, wal=True) as elsewhere:  # deleted in another window
+            await elsewhere.trash_session("s-0002")
+        await app.screen.refresh_lists()
+        await pilot.pause()
+        assert highlighted() == "s-0001"  # the one now in its place
+        await pilot.press(*["up"] * (PAGE + 10))  # up from there goes through every session, in order
+        await pilot.pause()
+        assert highlighted() == f"s-{PAGE + 12:04d}"  # s-0002 is gone
+        await pilot.press("home")
+        await pilot.pause()
+        assert options.highlighted == 0 and highlighted() == f"s-{count - 1:04d}"  # the newest
+        for _ in range(8):  # pagedown keeps drawing as it nears the end of what is drawn
+            await pilot.press("pagedown")
+            await pilot.pause()
+            highlighted()  # on a session each time, never on the "more" marker (where it was lost)
+        assert int(highlighted().removeprefix("s-")) < count - 1 - PAGE
+
+        # Filtered, end goes to the last match
+        app.screen.query_one("#session-filter").value = "question 1"  # 1, 10-19 and 100-199
+        await settle(pilot)
+        options.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert highlighted() == "s-0001" and options.highlighted == options.option_count - 1
+        await pilot.press("home")
+        await pilot.pause()
+        assert options.highlighted == 0 and highlighted() == "s-0199"

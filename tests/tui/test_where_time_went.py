@@ -588,10 +588,13 @@ async def test_longest_over_many_sessions_reads_no_transcript_and_draws_a_page_a
         # Sorted from what the listing holds: the store is not asked, and no transcript is read.
         assert {name: n for name, n in session.calls.items() if n} == {}
         assert options.option_count == PAGE + 1  # a page of options, and "N more"
-        await pilot.press("end")
+        await pilot.press(*["down"] * (PAGE - PAGE // 4))
         await pilot.pause()
         assert options.option_count == 2 * PAGE + 1  # the next page as the cursor nears the end
         assert options.get_option_at_index(0).id == pane.sessions[0].session_id
+        await pilot.press("end")  # the shortest, at once: the last page drawn alone
+        await pilot.pause()
+        assert options.get_option_at_index(options.highlighted).id == pane.sessions[-1].session_id
 
 
 # -- real runs: the runner's own steps ----------------------------------------------------------

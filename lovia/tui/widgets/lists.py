@@ -19,10 +19,10 @@ OPTION_MARGIN = 2
 off the list's edge (Textual's options themselves have no padding)."""
 
 
-def replace_changed_prompts(options: OptionList, prompts: Iterable[Text]) -> None:
-    """Give the first options ``prompts``, in order, leaving alone each already showing its own
-    (highlight and scroll stay; an unchanged option is not laid out again)."""
-    for index, prompt in enumerate(prompts):
+def replace_changed_prompts(options: OptionList, prompts: Iterable[Text], start: int = 0) -> None:
+    """Give the options from the ``start``-th on ``prompts``, in order, leaving alone each already showing
+    its own (highlight and scroll stay; an unchanged option is not laid out again)."""
+    for index, prompt in enumerate(prompts, start):
         if options.get_option_at_index(index).prompt != prompt:
             options.replace_option_prompt_at_index(index, prompt)
 
