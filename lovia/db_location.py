@@ -107,9 +107,13 @@ def parse_db_location(text: str, *, source: str = "--db", relative_to: Path | No
     path = Path(text).expanduser()
     if relative_to is not None and not path.is_absolute():
         path = relative_to / path
-    if path.is_dir():  # the data directory, say: each command said it differently, one as if nothing were there
-        inside = path / "lovia.db"
-        hint = f"it holds {inside.name}: give {inside}" if inside.is_file() else "give a database file's path"
+    inside = path / "lovia.db"
+    try:
+        directory, holds_one = path.is_dir(), inside.is_file()
+    except OSError:  # not readable, a name too long: opening the store says what is wrong, as before
+        directory = holds_one = False
+    if directory:  # the data directory, say: each command said it differently, one as if nothing were there
+        hint = f"it holds {inside.name}: give {inside}" if holds_one else "give a database file's path"
         raise UserError(f"{source} names a directory, {path}, not a database file: {hint}")
     return path
 

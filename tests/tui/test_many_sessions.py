@@ -299,3 +299,34 @@ async def test_end_goes_to_the_last_session_and_home_to_the_first(tmp_path, size
         await pilot.press("home")
         await pilot.pause()
         assert options.highlighted == 0 and highlighted() == "s-0199"
+
+
+async def test_after_end_the_drawn_range_stays_a_few_pages_however_the_cursor_or_the_view_moves(tmp_path):
+    """Two ways that drew every session, the cost end was made to avoid: the last session, opened
+    after end, moved to the top with a message, and the list stretched from it down to the end;
+    and the wheel scrolling up from the end kept every session down to the cursor left there."""
+    from lovia.tui.widgets.sessions_pane import MOST_DRAWN
+
+    db = tmp_path / "lovia.db"
+    count = 400
+    await many_sessions(db, count)
+    app, _, _ = counted_app(db)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        options = app.screen.query_one("#session-list")
+        options.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        pane = app.screen.query_one("SessionsPane")
+        for _ in range(12):  # the wheel over the list: the view goes up, the cursor stays
+            options.scroll_to(y=0, animate=False, immediate=True)
+            pane.show_earlier()
+            await pilot.pause()
+            # A few pages (a page may come below the cursor brought along), and the two markers
+            assert options.option_count <= MOST_DRAWN + PAGE + 2, options.option_count
+        await pilot.press("end", "enter")  # the oldest opened: it goes to the top with a message
+        await settle(pilot)
+        await type_and_send(pilot, "hello")
+        assert app.screen.chat.session_id == "s-0000"
+        assert options.option_count <= MOST_DRAWN + 2, options.option_count
+        assert options.get_option_at_index(0).id == "s-0000"

@@ -293,7 +293,8 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         results = self.results
         results.clear_options()
         self._labelled_width = width = self.label_width
-        results.add_options([Option(hit_label(hit, width), id=str(i)) for i, hit in enumerate(hits)])
+        now = format.clock()  # every age of one listing counted from one moment
+        results.add_options([Option(hit_label(hit, width, now), id=str(i)) for i, hit in enumerate(hits)])
         if hits:
             results.highlighted = 0
         more = "; more may exist, add a word to narrow it" if len(hits) >= SEARCH_LIMIT else ""
@@ -332,7 +333,8 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         if width == self._labelled_width or not self.hits or self.results.option_count != len(self.hits):
             return
         self._labelled_width = width
-        replace_changed_prompts(self.results, (hit_label(hit, width) for hit in self.hits))
+        now = format.clock()
+        replace_changed_prompts(self.results, (hit_label(hit, width, now) for hit in self.hits))
 
     def _forget_hits(self) -> None:
         self.hits, self.searched = [], None

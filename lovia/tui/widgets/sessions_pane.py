@@ -362,8 +362,11 @@ class SessionsPane(Vertical):
         opened = None if from_top else index.get(current or "")
         # A page at least while more are listed: the list may have shrunk under the last page (a new day)
         first = min(first, max(0, len(sessions) - PAGE))
-        if kept is not None:
-            first = min(first, kept)  # moved up by sessions gone above it
+        if kept is not None and kept < first:
+            # Moved up (sessions gone above it, or its own activity put it first): the drawn range
+            # moves with it rather than stretching down to where it ended, which drew every session
+            # when the last one, opened after end, went to the top with a message.
+            first, at_least = kept, min(at_least, kept + MOST_DRAWN)
         elif opened is not None and opened < first:
             first, at_least = 0, 0  # the open session takes the cursor: from the top down to it, as ever
         reach = [first + PAGE, at_least, -1 if kept is None else kept + 1]  # and down to the one kept
@@ -461,9 +464,9 @@ class SessionsPane(Vertical):
         """Draw options for the :data:`PAGE` sessions above those drawn (after ``end``), if some have none.
 
         The list has no way to add options at its top: it is filled again, the view kept where it
-        was. The sessions more than :data:`MOST_DRAWN` below the new first are let go (unless
-        highlighted), so that going up from the last of ten thousand fills a few pages at a
-        time, not a growing list (each filling draws every option again).
+        was. The sessions more than :data:`MOST_DRAWN` below the new first are let go (a cursor
+        among them comes to the last one kept), so that going up from the last of ten thousand
+        fills a few pages at a time, not a growing list (each filling draws every option again).
         """
         if self._filling or not self._drawn.start:
             return
@@ -471,7 +474,12 @@ class SessionsPane(Vertical):
         highlighted = self._highlighted_session()
         scroll_y, old_first = options.scroll_y, self._drawn.start
         first = max(0, old_first - PAGE)
-        stop = first + MOST_DRAWN if highlighted is None else max(first + MOST_DRAWN, highlighted + 1)
+        stop = first + MOST_DRAWN
+        if highlighted is not None and highlighted >= stop:
+            # Scrolled up (the wheel moves the view, not the cursor): the cursor comes along to the
+            # last session kept, or each page above would keep every one down to it, a list growing
+            # with every page.
+            highlighted = min(stop, self._drawn.stop) - 1
         with self._filling_in():
             self._fill(options, range(first, min(self._drawn.stop, stop)))
             if highlighted is not None:  # first: the list scrolls to it, and the view is put back below
