@@ -296,6 +296,7 @@ def _utc(timestamp: float | None) -> str:
 
 
 _BACKTICK_RUN = re.compile("`+")
+_MARKDOWN_LINE_END = re.compile(r"\r\n?|\n")
 
 
 def _fence(text: str, language: str = "") -> str:
@@ -326,7 +327,9 @@ def _fences_closed(text: str) -> str:
     left_open = _fence_left_open(text)
     if left_open is None or left_open.map is None:
         return text
-    opener = text.splitlines()[left_open.map[0]]
+    # The parser's line numbers count its own line ends (\n, \r\n, \r), not every one
+    # ``splitlines`` knows (\u2028, a form feed): another line's indent would close nothing.
+    opener = _MARKDOWN_LINE_END.split(text)[left_open.map[0]]
     indent = opener[:len(opener) - len(opener.lstrip(" "))]
     closed = f"{text}\n{indent}{left_open.markup}"
     return closed if _fence_left_open(closed) is None else text  # a shape it cannot close: left as written

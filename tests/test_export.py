@@ -175,6 +175,24 @@ async def test_a_message_that_leaves_a_code_block_open_has_it_closed_where_it_en
     assert rendered.count("<strong>bot</strong>") == 5 and rendered.count("<strong>You</strong>") == 2
 
 
+
+async def test_a_code_block_left_open_after_a_line_separator_is_closed_at_its_own_indent(session):
+    """Markdown ends lines at ``\\n`` and ``\\r`` only; Python's ``splitlines`` at ``\\u2028``, form
+    feeds and more. The opening fence was looked for among Python's lines, so text with such a
+    character before it took another line's indent for the fence's: four spaces, which close
+    nothing, and every later message of the export was held inside the block."""
+    await session.append("s-export-1", [
+        AssistantMessage(text="see\u2028    below\n```python\nx = 1", agent="bot", created_at=1000.0),
+        AssistantMessage(text="a page\x0c    break\n  ~~~\ny = 2", agent="bot", created_at=1001.0),
+        UserMessage(text="thanks", created_at=1002.0),
+    ], run_id="r-1")
+    text = await export_text(session, "md")
+    assert "```python\nx = 1\n```\n" in text and "  ~~~\ny = 2\n  ~~~\n" in text
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(text)
+    assert rendered.count("<strong>bot</strong>") == 2 and rendered.count("<strong>You</strong>") == 1
+
 # Fences as the export has always chosen and closed them. FENCED_EXPORT is what the export wrote for
 # these entries when it still counted backticks one character at a time and made a parser per
 # message; finding them faster must not change a byte of it.
