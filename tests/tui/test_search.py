@@ -372,6 +372,36 @@ async def test_an_answer_s_snippet_leaves_out_the_marks_that_begin_its_lines(tmp
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_an_answer_s_snippet_leaves_out_a_table_s_pipes_and_rule(tmp_path, store):
+    """A trial's search showed "…2 | 3 | Final words…": a table's cell pipes, where the transcript
+    draws a table. Its rows read as their cells' words, its rule under the header goes; a pipe in a
+    line of prose, or escaped in a cell, stays."""
+    from lovia.tui.screens.search import hit_label
+
+    answers = {
+        "eridanus": "Results:\n\n| a | b |\n|---|:-:|\n| 1 | Eridanus |\n\nFinal words",
+        "fornax": " ".join(f"w{i}" for i in range(40)) + "\n| 1 | 2 | 3 |\n| x | y | Fornax |\nFinal words",
+        "grus": "Run ls | grep Grus to find it",
+        "hydra": "| cmd | what |\n|--|--|\n| `a \\| b` | Hydra pipes |",
+    }
+    session = InMemorySession() if store == "memory" else SQLiteSession(tmp_path / "lovia.db")
+    shown: dict[str, tuple[str, list[str]]] = {}
+    async with session:
+        for word, answer in answers.items():
+            await session.append(f"s-{word}", [UserMessage(text="tell me"), AssistantMessage(text=answer)])
+        for word in answers:
+            [hit] = await session.search(word)
+            label = hit_label(hit, 200, now=0.0)
+            lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
+            shown[word] = (label.plain.splitlines()[1].strip(), lit)
+    assert shown["eridanus"] == ("Results: a b 1 Eridanus Final words", ["Eridanus"])
+    line, lit = shown["fornax"]
+    assert "|" not in line and "x y Fornax Final words" in line and lit == ["Fornax"]
+    assert shown["grus"] == ("Run ls | grep Grus to find it", ["Grus"])
+    assert shown["hydra"] == ("cmd what a | b Hydra pipes", ["Hydra"])
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
 async def test_a_code_span_the_snippet_cut_through_does_not_pair_with_the_next(tmp_path, store):
     """Searching "calls" in the demo's help: "…it?`: calls the `current_time` tool - `calculate…" read
     "calls the current_timetoolcalculate": the cut span's lone backtick paired with the next one."""

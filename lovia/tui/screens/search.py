@@ -184,11 +184,29 @@ def _without_line_marks(text: str, begins_line: bool) -> str:
     """``text`` on one line without the list markers, headings' ``#`` and quotes' ``>`` that begin its
     lines (its start is a line's start when ``begins_line``): a snippet joins its lines, where Markdown
     reads those marks at a line's start only."""
+    if "|" in text:
+        text = _without_table_pipes(text)
     if begins_line:
         text = _LINE_MARKS.sub("", "\n" + text)[1:]
     elif "\n" in text:
         text = _LINE_MARKS.sub("", text)
     return one_line(text)
+
+
+def _without_table_pipes(text: str) -> str:
+    """``text`` with a table's rows as their cells' words and its rule under the header left out.
+
+    A row is a line that begins or ends with a pipe (the snippet may have cut it on either side);
+    a pipe inside a line of prose (``ls | grep``) is no table's, and an escaped one (``\\|``) is a
+    cell's text, shown as ``|`` (in a code span too, as a table shows it)."""
+    lines = []
+    for line in text.split("\n"):
+        bare = line.strip(" \t" + MARK_OPEN + MARK_CLOSE + ELLIPSIS)
+        if "|" in bare and _TABLE_RULE.fullmatch(bare):
+            continue
+        row = bare[:1] == "|" or bare[-1:] == "|"
+        lines.append(_CELL_PIPE.sub(" ", line).replace("\\|", "|") if row else line)
+    return "\n".join(lines)
 
 
 def _starts_outside_code(snippet: str) -> bool:
@@ -208,6 +226,10 @@ _UNPAIRED = re.compile(r"`+|\*{2,}|_{2,}|~{2,}")
 """Markdown's code span and emphasis marks (a lone ``*`` or ``_`` is left: ``6*7``, ``snake_case``)."""
 _SPACES = re.compile(" {2,}")
 
+_TABLE_RULE = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?")
+"""The line under a table's header: ``|---|:-:|``."""
+_CELL_PIPE = re.compile(r"(?<!\\)\|")
+"""A pipe between a table's cells (not an escaped one, which is a cell's text)."""
 _LINE_MARKS = re.compile(r"(?<=\n)(?:[ \t]*(?:>[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+|#{1,6}[ \t]+))+")
 """What begins a Markdown line without being its text: quotes' ``>``, list markers (``-``, ``*``, ``+``,
 ``1.``, ``1)``) and a heading's ``#``, nested in any order (``> - item``)."""
