@@ -282,11 +282,9 @@ class LoviaApp(App[None]):
         self.exit()
 
     def _report_key_clashes(self) -> None:
-        clashes = self.lovia_keymap.clashes() if self.lovia_keymap.rebound else []
-        if clashes:
-            help_key = self.lovia_keymap.sure_key_text("app.help")
-            lines = [str(clash) for clash in clashes] + ([f"{help_key} lists them again."] if help_key else [])
-            notice = ("\n".join(lines), "Key clash in the config file's [keys]", "warning")
+        said = self.lovia_keymap.clash_notice()  # what each clash does, in lines that fit at 80x24
+        if said:
+            notice = (*said, "warning")
             self.notify(notice[0], title=notice[1], severity="warning", timeout=30)
             self._key_clash_notice = notice
 

@@ -30,16 +30,20 @@ places, one shadows the other (``app.next_theme = "f7"`` would not work while ty
 composer's ``f7`` selects all). Actions lovia itself puts on one
 key take turns (only one applies at a time, their ``check_action`` says which) and are listed in
 :data:`TAKE_TURNS`; the defaults have no other clash, and a test holds every new binding to that.
-Clashes do not stop lovia: the app starts and says what they are; ``lovia keys`` lists them too.
+Clashes do not stop lovia: the key goes where Textual sends it first (in one widget the key set in
+``[keys]``; between places a priority binding, else the one nearer the focus) and the other action
+loses it there. The app starts and says, for each, which action takes the key and what the other is
+left with (its other keys, or none: then the command palette runs it); ``lovia keys`` lists them too.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import Any
 
@@ -51,7 +55,11 @@ from textual.screen import ModalScreen, Screen
 
 from lovia.errors import UserError
 
-WHERE_TO_FIND_NAMES = "the help screen (f1) and `lovia keys` list every action's name"
+WHERE_TO_FIND_NAMES = "`lovia keys` lists every action's name"
+"""Said when the config file's ``[keys]`` table is refused: lovia did not start, so no help screen to point to."""
+
+SEVERAL_KEYS = 'several keys are separated by commas ("ctrl+y,ctrl+u") or given as a list (["ctrl+y", "ctrl+u"])'
+"""How the README's Keymap section says to give an action several keys."""
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
 
@@ -82,6 +90,23 @@ TAKE_TURNS: tuple[frozenset[str], ...] = (
 )
 """Actions that may share a key in one place because only one of them applies at a time."""
 
+IN_PALETTE = frozenset({
+    "app.new_session", "app.next_pane", "app.previous_pane", "app.next_theme", "app.help", "app.quit",
+    "main.toggle_sessions", "main.toggle_runs", "main.search", "main.export", "main.maximize", "main.minimize",
+    "main.trash", "main.mcp_servers", "chat.stop", "chat.cancel_edit", "chat.resume", "chat.regenerate",
+    "chat.edit_last", "composer.send", "transcript.copy", "transcript.copy_code", "transcript.edit",
+    "transcript.expand", "transcript.fork", "transcript.timeline", "transcript.trim", "transcript.undo_rewind",
+    "transcript.next_match", "transcript.previous_match", "sessions.rename", "sessions.delete",
+    "sessions.filter", "sessions.time_view", "runs.timeline",
+})
+"""Actions the command palette offers (while they apply): one a clash leaves without a key is still run there."""
+
+CLASH_NOTICE_TITLE = "Key clash in [keys]"
+
+FOLLOWS = {"help.close": "app.help"}
+"""Actions that also take every key of another, wherever the config file puts it: the help screen
+closes with the keys that open it (``app.help = ["f1", "?"]``: ``?`` closes it too)."""
+
 
 @dataclass(frozen=True)
 class Action:
@@ -101,19 +126,68 @@ class Action:
 
 
 @dataclass(frozen=True)
+class Meeting:
+    """Two bindings on one key in one place, and which of them Textual gives the key to there."""
+
+    names: tuple[str, str]
+    where: str
+    """Where they meet, said for a message: "main.toggle_sessions takes it in the main screen"."""
+    takes: str | None = None
+    """The one that gets the key where they meet; ``None`` when either may (both set in [keys])."""
+    there: str = ""
+    """Where the other loses it: "" wherever it applies, else " in the transcript"."""
+
+    @property
+    def loses(self) -> str | None:
+        return None if self.takes is None else next(n for n in self.names if n != self.takes)
+
+
+@dataclass(frozen=True)
 class Clash:
-    """Actions (or an action and a widget's built-in key) that would take ``key`` in one place."""
+    """Actions (or an action and a widget's built-in key) that would take ``key`` in one place.
+
+    What a clash does (the README's Keymap section says it to the user): the key goes where Textual
+    sends it first. In one widget that is the key set in ``[keys]`` (Textual drops the default
+    binding on it); between places holding one another, a priority binding, else the one nearer
+    the focus. The other action loses that key there: the message says which action, and whether
+    it keeps another key or has none left (and then how to reach it until it is given one).
+    """
 
     key: str
     names: tuple[str, ...]
     """The actions' names; a built-in is named by what it does, e.g. "the composer's own page_up"."""
     where: str
-    """Where they meet, for the first pair found: "both in the transcript"."""
+    """Where they meet, for the first pair found: "main.toggle_sessions takes it in the main screen"."""
+    takes: str | None = None
+    """The one that takes the key (one pair of names, or one loser against all the others); ``None``: not sure."""
+    loses: str | None = None
+    """The action (or built-in) the key is lost to, when :attr:`takes` or the only loser is known."""
+    there: str = ""
+    """Where :attr:`loses` loses it: "" wherever it applies, else " in the transcript"."""
+    left: tuple[str, ...] = ()
+    """The keys :attr:`loses` keeps, no clash taking them (as shown: ``f4``)."""
+    reach: str | None = None
+    """How to run :attr:`loses` with no key left: "the palette (ctrl+p) runs it meanwhile"."""
 
     def __str__(self) -> str:
-        names = f"{', '.join(self.names[:-1])} and {self.names[-1]}"
-        return (f"{display_key(self.key)} is bound to {names} ({self.where}): only one can take it there; "
-                "give one of them another key in [keys]")
+        key = display_key(self.key)
+        if self.loses is None:
+            names = f"{', '.join(self.names[:-1])} and {self.names[-1]}"
+            return (f"{key} is bound to {names} ({self.where}): only one takes it there; "
+                    "give the others other keys in [keys].")
+        said = f"{key}: {self.where}" if self.takes is not None else (
+            f"{key}: {_listed([n for n in self.names if n != self.loses])} take it where they apply")
+        if self.loses not in actions():  # a widget's built-in: it has no other key
+            return f"{said}, so {self.loses} no longer works{self.there}."
+        if self.left:
+            return f"{said}, so {self.loses} keeps only {' / '.join(self.left)}{self.there}."
+        reach = f"; {self.reach}" if self.reach else ""
+        return (f"{said}, so {self.loses} has no key{self.there}. "
+                f"Give one of them another key in [keys]{reach}.")
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def scope_title(scope: str) -> str:
@@ -150,6 +224,8 @@ def check_key(key: str) -> str | None:
     """Why Textual would not understand ``key`` (one key, no commas), or ``None`` if it would."""
     if not key:
         return "is empty"
+    if any(character.isspace() for character in key):
+        return f"has a space: a key is written without one (ctrl+y), and {SEVERAL_KEYS}"
     *modifiers, base = key.split("+")
     unknown = [m for m in modifiers if m not in MODIFIERS]
     if unknown:
@@ -286,7 +362,7 @@ def parse_keys(table: object, source: str) -> dict[str, tuple[str, ...]]:
     result: dict[str, tuple[str, ...]] = {}
     for name, value in _flatten(table):
         if name not in known:
-            close = [n for n in known if n.rpartition(".")[2] == name.rpartition(".")[2]]
+            close = suggestions(name)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
             raise UserError(f"[keys] in {source} names an unknown action {name!r}{hint}; {WHERE_TO_FIND_NAMES}")
         raw = value.split(",") if isinstance(value, str) else value
@@ -305,6 +381,22 @@ def parse_keys(table: object, source: str) -> dict[str, tuple[str, ...]]:
             raise UserError(f"{name} in [keys] of {source} has no key; give at least one (an action cannot be unbound)")
         result[name] = tuple(keys)
     return result
+
+
+def suggestions(name: str) -> list[str]:
+    """Action names the unknown ``name`` may have meant: those with its action part (``copy``), else
+    the names spelt most like it (``transcript.cpy``: ``transcript.copy``)."""
+    known = list(actions())
+    same_action = [n for n in known if n.rpartition(".")[2] == name.rpartition(".")[2]]
+    if same_action:
+        return same_action
+    scope, dot, action = name.rpartition(".")
+    in_scope = [n for n in known if n.rpartition(".")[0] == scope] if dot else known
+    if in_scope:  # the action part misspelt: compared with those of the scope (of every scope when bare)
+        parts = {n.rpartition(".")[2] for n in in_scope}
+        close = difflib.get_close_matches(action, parts, n=2, cutoff=0.7)
+        return [n for part in close for n in in_scope if n.rpartition(".")[2] == part][:3]
+    return difflib.get_close_matches(name, known, n=2, cutoff=0.8)  # the scope misspelt
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, object]]:
@@ -327,11 +419,21 @@ class Keymap:
     """Validated by :func:`parse_keys`: action name -> the keys set for it."""
 
     def keys(self, name: str) -> tuple[str, ...]:
-        """The keys ``name`` takes now (Textual's names: ``slash``, ``ctrl+b``)."""
-        return self.rebound.get(name) or actions()[name].default_keys
+        """The keys ``name`` takes now (Textual's names: ``slash``, ``ctrl+b``).
+
+        An action in :data:`FOLLOWS` takes the keys of the one it follows in force in place of
+        that one's defaults (the help closes with ``escape``, the keys that open it, and ``q``)."""
+        keys = self.rebound.get(name) or actions()[name].default_keys
+        followed = FOLLOWS.get(name)
+        if followed is None:
+            return keys
+        defaults, now = actions()[followed].default_keys, self.keys(followed)
+        at = next((i for i, key in enumerate(keys) if key in defaults), len(keys))
+        kept = [key for key in keys if key not in defaults]
+        return tuple(dict.fromkeys([*kept[:at], *now, *kept[at:]]))
 
     def is_rebound(self, name: str) -> bool:
-        return name in self.rebound and self.rebound[name] != actions()[name].default_keys
+        return self.keys(name) != actions()[name].default_keys
 
     def key_text(self, name: str) -> str:
         """The keys to name for ``name`` in a hint, as shown to the user: ``ctrl+b`` or ``r / enter``.
@@ -379,6 +481,9 @@ class Keymap:
         """
         known = actions()
         keymap = {name: ",".join(keys) for name, keys in self.rebound.items()}
+        for name, followed in FOLLOWS.items():
+            if name in self.rebound or followed in self.rebound:
+                keymap[name] = ",".join(self.keys(name))
         for name in self.rebound:
             moved = set(known[name].default_keys)
             for other in known.values():
@@ -388,20 +493,24 @@ class Keymap:
         return keymap
 
     def clashes(self) -> list[Clash]:
-        """Every clash in force (see the module's docstring for the rule), one per key."""
+        """Every clash in force (see the module's docstring for the rule), one per key, each saying
+        which action takes the key and what the other is left with (see :class:`Clash`)."""
+        return list(self._clashes)
+
+    @cached_property
+    def _clashes(self) -> tuple[Clash, ...]:
         known = actions()
         slots = [(key, a) for a in known.values() for key in self.keys(a.name)]
-        by_key: dict[str, tuple[list[str], str]] = {}
+        by_key: dict[str, list[Meeting]] = {}
         for key, first in slots:
             for other_key, second in slots:
                 if other_key != key or first.name >= second.name:
                     continue
                 if any({first.name, second.name} <= group for group in TAKE_TURNS):
                     continue
-                where = self._place(first, second)
-                if where:
-                    names, _ = by_key.setdefault(key, ([], where))
-                    names.extend(n for n in (first.name, second.name) if n not in names)
+                meeting = self._meeting(first, second)
+                if meeting:
+                    by_key.setdefault(key, []).append(meeting)
         # A moved key on a built-in one (Textual's) where both are in force: the action's own
         # widget, a widget in the action's place, or a place holding the action's widget.
         classes = [(cls, scope) for cls in lovia_binding_classes() if (scope := _scope_of(cls))]
@@ -412,30 +521,84 @@ class Keymap:
                     if builtin.key not in keys:
                         continue
                     place = scope_title(scope).lower()
-                    if cls in action.owners or scope == action.scope:
-                        where = f"both in the {place}"
+                    own = f"the {place}'s own {builtin.action}"
+                    if cls in action.owners:  # one widget: Textual drops the built-in for the key set in [keys]
+                        found = Meeting((name, own), f"{name} takes it in the {place}", name)
+                    elif scope == action.scope:
+                        found = Meeting((name, own), f"both in the {place}")
                     elif _holds(action.owners, action.scope, action.priority, (cls,), scope):
-                        where = f"in the {place} its own {builtin.action} takes it first"
+                        found = (Meeting((name, own), f"{name} takes it first, in the {place} too", name)
+                                 if action.priority else
+                                 Meeting((name, own), f"{own} takes it in the {place}", own, f" in the {place}"))
                     elif _holds((cls,), scope, builtin.priority, action.owners, action.scope):
-                        where = f"{name} takes it first in the {scope_title(action.scope).lower()}"
+                        inner = scope_title(action.scope).lower()
+                        found = (Meeting((name, own), f"{own} takes it first, in the {inner} too", own)
+                                 if builtin.priority else
+                                 Meeting((name, own), f"{name} takes it in the {inner}", name, f" in the {inner}"))
                     else:
                         continue
-                    names, _ = by_key.setdefault(builtin.key, ([], where))
-                    names.extend(n for n in (name, f"the {place}'s own {builtin.action}") if n not in names)
-        return [Clash(key, tuple(names), where) for key, (names, where) in by_key.items()]
+                    by_key.setdefault(builtin.key, []).append(found)
+        clashes = [self._clash(key, meetings) for key, meetings in by_key.items()]
+        lost: dict[str, set[str]] = {}  # action -> its keys a clash takes from it (or may)
+        for clash in clashes:
+            for name in clash.names if clash.loses is None else (clash.loses,):
+                lost.setdefault(name, set()).add(clash.key)
+        palette_keys = [k for k in self.keys("app.command_palette") if k not in lost.get("app.command_palette", ())]
+        palette = display_key(palette_keys[0]) if palette_keys else None
+        return tuple(clash if clash.loses not in known else replace(
+            clash, left=tuple(display_key(k) for k in self.keys(clash.loses) if k not in lost[clash.loses]),
+            reach=f"the palette ({palette}) runs {clash.loses} meanwhile"
+            if palette and clash.loses in IN_PALETTE else None) for clash in clashes)
 
     @staticmethod
-    def _place(first: Action, second: Action) -> str | None:
-        """Where both would take the key, said the way the clash message needs; ``None``: nowhere."""
+    def _clash(key: str, meetings: list[Meeting]) -> Clash:
+        names: list[str] = []
+        for meeting in meetings:
+            names.extend(n for n in meeting.names if n not in names)
+        first = meetings[0]
+        if len(meetings) == 1:
+            return Clash(key, tuple(names), first.where, first.takes, first.loses, first.there)
+        losers = {meeting.loses for meeting in meetings}
+        if len(losers) == 1 and None not in losers:  # one action loses the key to each of the others
+            (loser,) = losers
+            theres = {meeting.there for meeting in meetings}
+            return Clash(key, tuple(names), first.where, None, loser, "" if "" in theres else " there")
+        return Clash(key, tuple(names), first.where)
+
+    def _meeting(self, first: Action, second: Action) -> Meeting | None:
+        """Where both would take the key, and which takes it there; ``None``: nowhere."""
+        names = (first.name, second.name)
         if first.scope == second.scope:
-            return f"both in the {scope_title(first.scope).lower()}"
+            place = scope_title(first.scope).lower()
+            common = set(first.owners) & set(second.owners)
+            moved = [a for a in (first, second) if a.name in self.rebound]
+            if common and len(moved) == 1:  # in one widget Textual drops the default for the key set in [keys]
+                (taker,) = moved
+                loser = second if taker is first else first
+                there = "" if set(loser.owners) <= common else f" in the {place}"
+                return Meeting(names, f"{taker.name} takes it in the {place}", taker.name, there)
+            return Meeting(names, f"both in the {place}")
         for outer, inner in ((first, second), (second, first)):
             if _inside(outer, inner):
                 place = scope_title(inner.scope).lower()
                 if outer.priority:
-                    return f"{outer.name} takes it first, in the {place} too"
-                return f"{inner.name} takes it first in the {place}"
+                    return Meeting(names, f"{outer.name} takes it first, in the {place} too", outer.name)
+                # the app's keys apply on the main screen (a dialog stops them): lost there is lost
+                there = "" if (outer.scope, inner.scope) == ("app", "main") else f" in the {place}"
+                return Meeting(names, f"{inner.name} takes it in the {place}", inner.name, there)
         return None
+
+    def clash_notice(self) -> tuple[str, str] | None:
+        """The notice (message, title) the app shows at start when keys clash, or ``None``.
+
+        The title is one line at 80 columns (a wrapped title made Textual's notice a line too short:
+        its last line, the one saying what to do, was cut off)."""
+        clashes = self.clashes() if self.rebound else []
+        if not clashes:
+            return None
+        help_key = self.sure_key_text("app.help")
+        lines = [str(clash) for clash in clashes] + ([f"{help_key} lists them again."] if help_key else [])
+        return "\n".join(lines), CLASH_NOTICE_TITLE
 
 
 DEFAULT_KEYMAP = Keymap()
@@ -482,6 +645,9 @@ def main(argv: list[str]) -> int:
     try:
         config = Config.load()
     except UserError as exc:
+        # Still the names: the refusal sends the user here to find them (every key at its default)
+        print("# The config file was refused (the error follows); every action at its default keys:")
+        print(describe(DEFAULT_KEYMAP))
         print(f"lovia: {exc}", file=sys.stderr)
         return 2
     keymap = Keymap(config.keys)

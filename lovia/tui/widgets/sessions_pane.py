@@ -389,12 +389,18 @@ class SessionsPane(Vertical):
         def key(name: str, default: str) -> str:
             return keymap.key_text(name) if keymap.rebound else default
 
-        if self.query_text and self.answering:  # escape stops the answer first (a priority key)
+        view_key = key("sessions.time_view", "f3")
+        query = self.query_text
+        if query.strip() and self.time_view.window is not None and any(matches(info, query) for info in self.listed):
+            # The filter matches sessions the time view leaves out: clearing the filter would not show them
+            return (f"The view ({self.time_view.name}) hides the sessions the filter matches: "
+                    f"{view_key} changes the view.")
+        if query and self.answering:  # escape stops the answer first (a priority key)
             return "No session matches the filter: ctrl+u clears it (escape stops the answer)."
-        if self.query_text:
+        if query:
             return f"No session matches the filter: {key('sessions-filter.clear', 'escape')} clears it."
         if self.time_view.window is not None and self.listed:
-            return f"No session active {self.time_view.name}: {key('sessions.time_view', 'f3')} shows the others."
+            return f"The view ({self.time_view.name}) has no session: {view_key} changes the view."
         # The welcome's two promises, each left out when a clash gave its key to another action too
         send, help_key = ("enter", "f1") if not keymap.rebound else (
             keymap.sure_key_text("composer.send"), keymap.sure_key_text("app.help"))
