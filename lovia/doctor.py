@@ -1,7 +1,9 @@
 """``lovia doctor [--db PATH|URL] [--quick] [--fix]``: check a lovia database and say what to do.
 
 What it checks, in this order: that the file is a SQLite file and a lovia one; SQLite's own
-``integrity_check`` (``quick_check`` with ``--quick``); the schema version of each store
+``integrity_check`` (``quick_check`` with ``--quick``); tables (and indexes, triggers...) under
+lovia's names that lovia did not create, which the stores refuse to open the database over (named,
+with what to do; the other checks leave them alone); the schema version of each store
 (current, older: migrated at the next open, newer: written by a newer lovia, which this one
 refuses); stored runs whose entries are gone; orphaned checkpoints (a run not finished whose
 session already holds it, so that resuming it would answer twice; a run of a session that
@@ -25,7 +27,8 @@ read, the same judgement of checkpoints (orphaned, crashed, waiting), and the se
 (every stored run and title in it). SQLite's integrity check, the WAL and the archive beside the
 file do not apply, and a note says so. ``--fix`` deletes the orphaned checkpoints there too.
 A server that cannot be reached or refuses the password exits 2, naming the server without the
-password.
+password; so does a database whose ``lovia_schema`` is missing or not lovia's, naming any table of
+lovia's names there that lovia did not create.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +49,15 @@ from lovia.checkpoint import RunHead
 from lovia.context import FileResultStore
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.errors import UserError
-from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA
+from lovia.stores._sqlite_db import (
+    SQLITE_ELSEWHERE,
+    UPGRADE_HOW,
+    ForeignObject,
+    foreign_objects_advice,
+    foreign_objects_summary,
+    sqlite_foreign_objects,
+)
+from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA, STORE_SCHEMAS
 
 __all__ = ["Finding", "Report", "examine", "main"]
 
@@ -110,7 +121,15 @@ def examine(path: Path, *, quick: bool = False, now: float | None = None) -> Rep
     try:
         _check_integrity(conn, report, quick)
         tables = _tables(conn)
-        _check_schema(conn, tables, report)
+        if "lovia_schema" not in tables:
+            raise CannotCheck(f"{report.path} is a SQLite database but not a lovia one (it has no lovia_schema "
+                              "table): give lovia's file with --db PATH")
+        try:
+            foreign = sqlite_foreign_objects(conn, STORE_SCHEMAS)
+        except sqlite3.DatabaseError:
+            foreign = []  # the integrity finding says what is damaged
+        tables -= _judge_foreign(foreign, report, SQLITE_ELSEWHERE, lovias=True)
+        _check_schema(conn, tables, report, {thing.store for thing in foreign})
         report.journal_mode = _journal_mode(conn)
         for check in (_check_sessions, _check_runs, _check_archive):
             try:
@@ -172,36 +191,57 @@ def _check_integrity(conn: sqlite3.Connection, report: Report, quick: bool) -> N
                "SQLite can read with `sqlite3 FILE .recover | sqlite3 NEW.db` and check NEW.db with lovia doctor")
 
 
-def _check_schema(conn: sqlite3.Connection, tables: set[str], report: Report) -> None:
-    if "lovia_schema" not in tables:
-        raise CannotCheck(f"{report.path} is a SQLite database but not a lovia one (it has no lovia_schema table): "
-                          "give lovia's file with --db PATH")
+def _judge_foreign(foreign: Sequence[ForeignObject], report: Report, elsewhere: str, *, lovias: bool) -> set[str]:
+    """Report objects under lovia's names that lovia did not create (the stores refuse the database while
+    they are there); return their names, which the other checks then leave alone.
+
+    Without a ``lovia_schema`` of lovia's own (``lovias`` false, or it is one of them) there is
+    nothing of lovia's to check: :class:`CannotCheck`, naming them all the same.
+    """
+    if not foreign:
+        return set()
+    summary, advice = foreign_objects_summary(foreign), foreign_objects_advice(foreign, elsewhere)
+    refused = "lovia refuses to open it (and changes nothing in it)"
+    if not lovias or any(thing.name == "lovia_schema" for thing in foreign):
+        raise CannotCheck(f"{report.path} holds {summary}: {refused}. {advice[0].upper()}{advice[1:]}")
+    report.add("tables", "problem", f"the database holds {summary}: {refused}", advice)
+    return {thing.name for thing in foreign}
+
+
+def _check_schema(conn: sqlite3.Connection, tables: set[str], report: Report, blocked: set[str]) -> None:
     try:
         versions = dict(conn.execute("SELECT store, version FROM lovia_schema"))
     except sqlite3.DatabaseError as exc:
         report.add("schema", "problem", f"the schema versions cannot be read: SQLite says {exc}",
                    "the file is damaged: see the integrity finding")
         return
-    _judge_schema(versions, KNOWN_VERSIONS, report)
+    _judge_schema(versions, KNOWN_VERSIONS, report, blocked)
 
 
-def _judge_schema(versions: dict[str, Any], known_versions: dict[str, int], report: Report) -> None:
-    """What each store's recorded version means for this lovia (``known_versions``)."""
-    current = True
+BLOCKED = "lovia cannot create them while the objects named by the tables finding are in their way"
+"""What the doctor says of a store whose tables' names objects lovia did not create hold."""
+
+
+def _judge_schema(versions: dict[str, Any], known_versions: dict[str, int], report: Report,
+                  blocked: Collection[str] = ()) -> None:
+    """What each store's recorded version means for this lovia (``known_versions``). ``blocked``: the stores
+    some of whose names objects lovia did not create hold, so that lovia cannot create or migrate them."""
+    current = not blocked
     for store, known in known_versions.items():
         version = versions.get(store)
         if version is None:
             current = False
-            report.add("schema", "note", f"the {store} store has no tables yet", "lovia creates them when it opens "
-                       "the database")
+            report.add("schema", "note", f"the {store} store has no tables yet",
+                       BLOCKED if store in blocked else "lovia creates them when it opens the database")
         elif not isinstance(version, int) or version > known:
             current = False
             report.add("schema", "problem",
                        f"the {store} store is at version {version}, newer than this lovia's {known}: a newer lovia "
-                       "wrote it, and this one refuses to open it", "upgrade lovia (pip install -U lovia)")
+                       "wrote it, and this one refuses to open it", f"upgrade lovia to open it: {UPGRADE_HOW}")
         elif version < known:
             current = False
             report.add("schema", "note", f"the {store} store is at version {version}; this lovia's is {known}",
+                       BLOCKED if store in blocked else
                        "lovia moves it to the new layout when it next opens the database, in one transaction; keep "
                        "a copy if an older lovia must still read it")
         else:
@@ -557,16 +597,22 @@ async def _examine_postgres(where: PostgresLocation, report: Report, now: float)
 
 
 async def _postgres_checks(conn: Any, where: PostgresLocation, report: Report) -> None:
+    from lovia.stores._postgres_db import POSTGRES_ELSEWHERE, lovia_objects, postgres_layouts
+    from lovia.stores._sqlite_db import foreign_objects
+
+    found, versions = await lovia_objects(conn)
+    foreign = foreign_objects(found, versions, postgres_layouts())
+    ignored = _judge_foreign(foreign, report, POSTGRES_ELSEWHERE, lovias=versions is not None)
     cur = await conn.execute("SELECT table_name, column_name FROM information_schema.columns "
                              "WHERE table_schema = current_schema() AND table_name LIKE 'lovia%'")
     columns: dict[str, set[str]] = {}
     for table, column in await cur.fetchall():
-        columns.setdefault(table, set()).add(column)
-    if "lovia_schema" not in columns:
+        if table not in ignored:
+            columns.setdefault(table, set()).add(column)
+    if versions is None:
         raise CannotCheck(f"{where} holds no lovia tables (no lovia_schema table): give lovia's database with --db; "
                           "lovia creates its tables the first time it opens one")
-    cur = await conn.execute("SELECT store, version FROM lovia_schema")
-    _judge_schema(dict(await cur.fetchall()), _postgres_known_versions(), report)
+    _judge_schema(versions, _postgres_known_versions(), report, {thing.store for thing in foreign})
     stored: set[tuple[str, str]] = set()
     live: set[str] = set()
     if "lovia_segments" in columns:

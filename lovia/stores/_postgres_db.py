@@ -39,6 +39,11 @@ lovia knows is refused with :class:`~lovia.errors.SchemaError` and nothing is to
 one is migrated in one transaction that holds ``pg_advisory_xact_lock(MIGRATION_LOCK)``, and the
 version is read again under the lock, so hosts opening a fresh database at once migrate it once;
 PostgreSQL's DDL is transactional, so a migration that fails leaves the database as it was.
+Before either, an object under one of lovia's names that lovia did not create (a table of another
+program, a ``lovia_schema`` of another shape: :data:`POSTGRES_OBJECTS` lists the names) is refused
+with :class:`~lovia.errors.DatabaseFileError` naming it, and nothing is touched; every store's names
+are checked by whichever store opens, so the app's session store never migrates a database its
+checkpointer would then refuse (:meth:`PostgresDatabase._check_schema` says why).
 
 Changes by others (:meth:`PostgresDatabase.outside_change_token`): a write transaction calls
 :meth:`PostgresDatabase.notify_change`, a ``pg_notify`` on the store's channel carrying this
@@ -72,7 +77,16 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from lovia._async import shielded, wait_out
-from lovia.errors import SchemaError, StoreError
+from lovia.errors import DatabaseFileError, SchemaError, StoreError
+from lovia.stores._sqlite_db import (
+    UPGRADE_HOW,
+    ForeignObject,
+    FoundObject,
+    Layout,
+    foreign_objects,
+    foreign_objects_message,
+    schema_table_is_lovias,
+)
 
 T = TypeVar("T")
 
@@ -94,6 +108,102 @@ KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
 # (an append, a claim, a claim alone in its session) must see what the lock's last holder committed.
 _WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+POSTGRES_ELSEWHERE = "a new one: createdb NAME, then --db postgresql://USER@HOST/NAME"
+"""Where lovia's messages send a user whose database holds tables of lovia's names that lovia did not create."""
+
+_SEGMENT_ROW = ("run_id", "meta", "entry_count", "appended_at", "kinds", "entries")
+POSTGRES_OBJECTS: dict[str, tuple[dict[str, frozenset[str] | None], ...]] = {
+    "session": (
+        {  # session_v1 (lovia.stores._postgres_session)
+            "lovia_segments": frozenset({"seq", "session_id", "start", *_SEGMENT_ROW}),
+            "lovia_session_info": frozenset({"session_id", "title", "created_at", "last_activity"}),
+            "lovia_segments_by_start": None,
+            "lovia_session_info_by_activity": None,
+        },
+        {  # session_v2 (lovia.stores._postgres_extras)
+            "lovia_trash": frozenset({"trash_id", "session_id", "title", "shown_title", "created_at", "last_activity",
+                                      "deleted_at"}),
+            "lovia_trash_runs": frozenset({"trash_id", "position", *_SEGMENT_ROW}),
+            "lovia_rewind_undo": frozenset({"session_id", "rewound_at", "keep_entries", "kept_runs", "removed",
+                                            "last_activity", "added_run_id"}),
+            "lovia_rewind_undo_runs": frozenset({"session_id", "position", *_SEGMENT_ROW}),
+            "lovia_search": frozenset({"segment_seq", "item", "kind", "body", "words"}),
+            "lovia_search_titles": frozenset({"session_id", "doc", "body", "words"}),
+            **dict.fromkeys(("lovia_trash_by_deleted", "lovia_trash_by_session", "lovia_search_by_words",
+                             "lovia_search_titles_by_words", "lovia_search_title_docs", "lovia_fold", "lovia_words",
+                             "lovia_words_tsvector", "lovia_tsvector", "lovia_searched_entries",
+                             "lovia_search_index_run", "lovia_search_index_title")),
+        },
+        {  # session_v3 (lovia.stores._postgres_extras)
+            "lovia_session_changes": frozenset({"session_id", "xact"}),
+            "lovia_session_changes_by_xact": None,
+            "lovia_log_session_change": None,
+        },
+    ),
+    "checkpoint": (
+        {  # _checkpoint_v1 (lovia.stores._postgres_checkpoint)
+            "lovia_runs": frozenset({"run_id", "status", "session_id", "updated_at", "entry_count", "claim", "turn",
+                                     "head"}),
+            "lovia_run_entries": frozenset({"run_id", "position", "type", "data"}),
+            "lovia_run_partials": frozenset({"run_id", "claim", "turn", "text", "step", "updated_at"}),
+            "lovia_runs_by_status": None,
+            "lovia_runs_by_update": None,
+        },
+    ),
+}
+"""The objects each version of each PostgreSQL store creates under a name of its own: a table with its
+columns, an index, a sequence or a function with ``None``. Names PostgreSQL picks itself (a primary
+key's index, an identity column's sequence) are left out: PostgreSQL picks another when one is taken.
+``tests/stores/test_postgres_foreign_tables.py`` compares this with what the migrations create."""
+
+
+def postgres_layouts() -> dict[str, tuple[Layout, ...]]:
+    """Every PostgreSQL store's objects at each of its versions (``[0]`` none), for :func:`foreign_objects`."""
+    layouts: dict[str, tuple[Layout, ...]] = {}
+    for store, created in POSTGRES_OBJECTS.items():
+        held: list[Layout] = [{}]
+        for objects in created:
+            held.append({**held[-1], **objects})
+        layouts[store] = tuple(held)
+    return layouts
+
+
+_KINDS = {"r": "table", "p": "table", "v": "view", "m": "materialized view", "i": "index", "I": "index",
+          "S": "sequence", "c": "type", "f": "foreign table", "F": "function", "T": "type"}
+_LOVIA_NAMES = sorted({"lovia_schema", *(name for created in POSTGRES_OBJECTS.values() for objects in created
+                                         for name in objects)})
+_LOVIA_OBJECTS_SQL = """
+    WITH here AS (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+    SELECT c.relname::text, c.relkind::text, ARRAY(SELECT a.attname::text FROM pg_attribute AS a
+                                                   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+      FROM pg_class AS c WHERE c.relnamespace = (SELECT oid FROM here) AND c.relname = ANY(%(names)s)
+    UNION ALL
+    SELECT p.proname::text, 'F', NULL FROM pg_proc AS p
+     WHERE p.pronamespace = (SELECT oid FROM here) AND p.proname = ANY(%(names)s)
+    UNION ALL
+    SELECT t.typname::text, 'T', NULL FROM pg_type AS t
+     WHERE t.typnamespace = (SELECT oid FROM here) AND t.typrelid = 0 AND t.typname = ANY(%(names)s)"""
+
+
+async def lovia_objects(conn: psycopg.AsyncConnection[Any]) -> tuple[dict[str, FoundObject], dict[str, int] | None]:
+    """The objects of lovia's names in the schema lovia creates its tables in (the current schema), and the
+    stores' versions from ``lovia_schema`` (``None`` when there is none, or one without lovia's columns).
+
+    Call it inside a transaction of one snapshot (``REPEATABLE READ``), so that another process's
+    migration committing meanwhile is seen whole or not at all.
+    """
+    cur = await conn.execute(_LOVIA_OBJECTS_SQL, {"names": _LOVIA_NAMES})
+    found: dict[str, FoundObject] = {}
+    for name, kind, columns in await cur.fetchall():
+        if name not in found or kind not in ("F", "T"):  # a relation's name before a function's of that name
+            found[name] = (_KINDS.get(kind, "object"), None if columns is None else frozenset(columns))
+    schema = found.get("lovia_schema")
+    if schema is None or not schema_table_is_lovias(schema):
+        return found, None
+    cur = await conn.execute("SELECT store, version FROM lovia_schema")
+    return found, {str(store): version for store, version in await cur.fetchall() if isinstance(version, int)}
 
 
 @dataclass(frozen=True)
@@ -298,15 +408,42 @@ class PostgresDatabase:
             raise self._translate(exc, action) from None
 
     async def _check_schema(self) -> None:
+        """Refuse a database lovia must not write to, else migrate this store's schema if it is older.
+
+        Refused, before anything is written: an object under one of lovia's names that lovia did not
+        create (:func:`~lovia.stores._sqlite_db.foreign_objects`), and a newer schema of this store.
+        Every store's names are checked, not only this store's: the app opens its session store,
+        then its checkpointer, and a table in the checkpointer's way found only when the
+        checkpointer migrates would leave the database migrated by the session store behind a
+        message saying nothing was written. One check of all of them, by whichever store opens
+        first, keeps each store's migration its own (a worker that only keeps sessions creates no
+        checkpoint tables) and costs one catalog query per store object.
+        """
         action = f"opening the {self.schema.store} store"
         conn = await self._connect(action)
         try:
-            version = await _schema_version(conn, self.schema.store)
-            self._check_version(version)
+            try:
+                await conn.execute(_READ)  # one snapshot: a migration committing meanwhile is seen whole or not at all
+                try:
+                    found, versions = await lovia_objects(conn)
+                finally:
+                    await conn.execute("ROLLBACK")
+            except psycopg.Error as exc:
+                raise self._translate(exc, action) from None
+            foreign = foreign_objects(found, versions, postgres_layouts())
+            version = (versions or {}).get(self.schema.store, 0)
+            if versions is not None:
+                self._check_version(version)
+            if foreign:
+                raise DatabaseFileError(foreign_objects_message(self._where, foreign, POSTGRES_ELSEWHERE))
             if version < self.schema.version:
-                await self._migrate(conn)
-        except psycopg.Error as exc:
-            raise self._translate(exc, f"migrating the {self.schema.store} schema") from None
+                try:
+                    await self._migrate(conn)
+                except psycopg.Error as exc:
+                    raise translate_error(
+                        exc, self._where, f"migrating the {self.schema.store} schema",
+                        outcome=f"the migration was rolled back, leaving the {self.schema.store} store's tables "
+                                "as they were") from None
         finally:
             await conn.close()
 
@@ -333,7 +470,7 @@ class PostgresDatabase:
         if version > self.schema.version:
             raise SchemaError(
                 f"{self._where} holds a lovia {self.schema.store} store at schema version {version}, "
-                f"newer than the {self.schema.version} this lovia knows. Upgrade lovia to open it; "
+                f"newer than the {self.schema.version} this lovia knows. Upgrade lovia to open it ({UPGRADE_HOW}); "
                 "the database was not modified."
             )
 
@@ -525,11 +662,20 @@ class _StaleConnection(Exception):
 
 
 async def _schema_version(conn: psycopg.AsyncConnection[Any], store: str) -> int:
-    """The stored version of ``store``; 0 when the database holds none (new to lovia, or to this store)."""
-    cur = await conn.execute("SELECT to_regclass('lovia_schema') IS NOT NULL")
+    """The stored version of ``store``; 0 when the database holds none (new to lovia, or to this store).
+
+    A ``lovia_schema`` table of another shape (not lovia's) raises :class:`DatabaseFileError` naming it.
+    """
+    cur = await conn.execute(
+        "SELECT ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass('lovia_schema') "
+        "AND attnum > 0 AND NOT attisdropped) WHERE to_regclass('lovia_schema') IS NOT NULL")
     row = await cur.fetchone()
-    if not row or not row[0]:
+    if not row:
         return 0
+    if not schema_table_is_lovias(("table", frozenset(row[0]))):
+        where = redacted_url(conn.info.dsn)  # libpq's connection string without the password
+        raise DatabaseFileError(
+            foreign_objects_message(where, [ForeignObject("table", "lovia_schema", "", True)], POSTGRES_ELSEWHERE))
     cur = await conn.execute("SELECT version FROM lovia_schema WHERE store = %s", (store,))
     row = await cur.fetchone()
     return int(row[0]) if row else 0
@@ -546,17 +692,18 @@ _REFUSALS = {
 }
 
 
-def translate_error(exc: psycopg.Error, where: str, action: str) -> StoreError:
+def translate_error(exc: psycopg.Error, where: str, action: str, *, outcome: str = "nothing was written") -> StoreError:
     """A :class:`StoreError` that says what went wrong with the database and what to do.
 
     It never quotes the server's message (it can carry stored values) nor the password: it names
-    ``where``, the action, and the SQLSTATE with psycopg's name for it.
+    ``where``, the action, and the SQLSTATE with psycopg's name for it. ``outcome`` says what became
+    of the database (a migration's own words: it was rolled back).
     """
     state = exc.sqlstate
     if state in _REFUSALS:
         return StoreError(
-            f"could not use {where} while {action}: {_REFUSALS[state]} (SQLSTATE {state}); nothing was "
-            "written. Check the connection URL (user, password, database) and retry."
+            f"could not use {where} while {action}: {_REFUSALS[state]} (SQLSTATE {state}); {outcome}. "
+            "Check the connection URL (user, password, database) and retry."
         )
     if state is None and isinstance(exc, psycopg.OperationalError):
         # libpq could not reach the server, or lost it; its message names the host, never a password,
@@ -569,9 +716,9 @@ def translate_error(exc: psycopg.Error, where: str, action: str) -> StoreError:
         else:
             reason = "the server is down, unreachable, or closed the connection"
         return StoreError(
-            f"could not use {where} while {action}: {reason}; nothing was written. Check that the server "
+            f"could not use {where} while {action}: {reason}; {outcome}. Check that the server "
             "runs and the connection URL (host, port, user, password, database), then retry."
         )
     name = type(exc).__name__
     code = f"SQLSTATE {state} {name}" if state else name
-    return StoreError(f"PostgreSQL failed while {action} on {where} ({code}); nothing was written.")
+    return StoreError(f"PostgreSQL failed while {action} on {where} ({code}); {outcome}.")

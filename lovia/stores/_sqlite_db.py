@@ -110,6 +110,14 @@ file) but does not compare indexes with their tables, and in the corruption corp
 that keeps a run from being stored twice in a session): with ``quick_check`` the corpus test
 fails, as an append into such a file is accepted.
 
+Before it too, and before the journal mode changes, an object under one of lovia's names that
+lovia did not create (a table another program made in a lovia file, a ``lovia_schema`` of
+another shape) is refused, named, with what to do; every store's names are checked by whichever
+store opens first (:meth:`SQLiteDatabase._refuse_foreign_objects`), so the app's session store never
+migrates a file its checkpointer would then refuse. What each store's migrations create is taken
+from running them on an empty database in memory (:func:`sqlite_layouts`); the PostgreSQL stores
+share the judgement (:func:`foreign_objects`) with a list of their own.
+
 Error messages never quote SQLite's message text: in a damaged file that text can carry bytes
 of stored conversation (a garbled schema row is quoted back). They name the file, what lovia
 was doing, SQLite's error code and what to do.
@@ -119,6 +127,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -127,7 +136,7 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -142,6 +151,11 @@ WAL_BUSY_TIMEOUT_SECONDS = 30.0
 SCHEMA_TABLE_SQL = (
     "CREATE TABLE IF NOT EXISTS lovia_schema (store TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 )
+UPGRADE_HOW = "update the checkout lovia was installed from (git pull) and reinstall it from there (pip install -e .)"
+"""How to upgrade lovia, for messages about a database a newer lovia wrote: ours is installed from its
+checkout; the package of that name on PyPI is another project."""
+SCHEMA_TABLE_COLUMNS = frozenset({"store", "version"})
+"""The columns of lovia's ``lovia_schema`` (SQLite and PostgreSQL): a table of that name without them is not lovia's."""
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -339,11 +353,183 @@ def stored_object(text: Any, what: str, path: str | os.PathLike[str]) -> dict[st
     return value
 
 
+# -- objects of lovia's names that lovia did not create (shared with the PostgreSQL stores) ------------
+
+Layout = Mapping[str, "frozenset[str] | None"]
+"""The objects one store has at one schema version: each name, with a table's columns (``None`` for an
+index, a trigger, a sequence or a function). A store's layouts are indexed by version, ``[0]`` empty."""
+
+FoundObject = tuple[str, "frozenset[str] | None"]
+"""An object of one of lovia's names found in a database: its kind (``table``, ``index`` ...) and, for a
+table, its columns."""
+
+
+@dataclass(frozen=True)
+class ForeignObject:
+    """An object under one of lovia's names that lovia did not create (see :func:`foreign_objects`)."""
+
+    kind: str
+    name: str
+    store: str
+    """The store whose name it is (``""`` for ``lovia_schema``, every store's)."""
+    other_columns: bool = False
+    """A table of a name lovia's store has at its recorded version, whose columns are not lovia's."""
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}" + (" (its columns are not lovia's)" if self.other_columns else "")
+
+
+def schema_table_is_lovias(found: FoundObject) -> bool:
+    """Whether a ``lovia_schema`` found is a table with lovia's columns (``store``, ``version``)."""
+    kind, columns = found
+    return kind == "table" and SCHEMA_TABLE_COLUMNS.issubset(columns or ())
+
+
+def foreign_objects(found: Mapping[str, FoundObject], versions: Mapping[str, int] | None,
+                    layouts: Mapping[str, Sequence[Layout]]) -> list[ForeignObject]:
+    """The objects of ``found`` that lovia did not create, judged by the stores' recorded ``versions``.
+
+    ``found``: the database's objects of lovia's names; ``versions``: ``lovia_schema``'s rows
+    (``None`` when there is no ``lovia_schema``); ``layouts``: every store's layouts. A
+    ``lovia_schema`` without lovia's columns is foreign, and the versions are then taken as none.
+    An object is lovia's when its store's recorded version has it (a table only with lovia's
+    columns, extra ones allowed); it is foreign when a migration of its store still to come would
+    create it (it would fail, or lovia would write into another program's table). A name lovia's
+    store used once and dropped is left alone, as is everything of a store recorded at a version
+    newer than this lovia knows (that store is refused as newer).
+    """
+    foreign: list[ForeignObject] = []
+    schema = found.get("lovia_schema")
+    if schema is not None and not schema_table_is_lovias(schema):
+        foreign.append(ForeignObject(schema[0], "lovia_schema", "", schema[0] == "table"))
+        versions = None
+    for store, layout in layouts.items():
+        version = (versions or {}).get(store, 0)
+        if version >= len(layout):
+            continue  # newer than this lovia knows
+        held = layout[version]
+        pending: set[str] = set()
+        for before, after in zip(layout[version:], layout[version + 1:], strict=False):
+            pending |= set(after) - set(before)
+        for name in sorted(found):
+            kind, columns = found[name]
+            if name in held:
+                expected = held[name]
+                # A table's columns unreadable here (None: a virtual table whose module is missing) are not judged.
+                if expected is not None and (kind != "table" or (columns is not None and not expected <= columns)):
+                    foreign.append(ForeignObject(kind, name, store, kind == "table"))
+            elif name in pending:
+                foreign.append(ForeignObject(kind, name, store))
+    return foreign
+
+
+def foreign_objects_summary(foreign: Sequence[ForeignObject]) -> str:
+    """``a table lovia_runs that lovia did not create, under a name lovia uses for its own tables``."""
+    one = len(foreign) == 1
+    listed = ", ".join(str(thing) for thing in foreign)
+    return (f"{'a ' if one else ''}{listed} that lovia did not create, under {'a name' if one else 'names'} "
+            "lovia uses for its own tables")
+
+
+def foreign_objects_advice(foreign: Sequence[ForeignObject], elsewhere: str) -> str:
+    """What to do about ``foreign`` objects (``elsewhere``: how to point lovia at another database)."""
+    them, those = ("it", f"that {foreign[0].kind}") if len(foreign) == 1 else ("them", "those")
+    return (f"use another database for lovia ({elsewhere}), or, if nothing needs {those}, drop or rename "
+            f"{them}; then open it again")
+
+
+def foreign_objects_message(where: str, foreign: Sequence[ForeignObject], elsewhere: str) -> str:
+    """What a store refusing a database holding ``foreign`` objects says: which, that lovia did not create
+    them and changed nothing, and what to do."""
+    advice = foreign_objects_advice(foreign, elsewhere)
+    return (f"{where} holds {foreign_objects_summary(foreign)}; lovia cannot keep its data there and changed "
+            f"nothing in it. {advice[0].upper()}{advice[1:]}.")
+
+
+def _sqlite_objects(conn: sqlite3.Connection) -> dict[str, FoundObject]:
+    """The file's objects whose names start ``lovia``, as :func:`foreign_objects` takes them."""
+    found: dict[str, FoundObject] = {}
+    for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE substr(name, 1, 5) = 'lovia'"):
+        columns = None
+        if kind in ("table", "view"):
+            with contextlib.suppress(sqlite3.OperationalError):  # a virtual table whose module this SQLite lacks
+                columns = frozenset(row[0] for row in conn.execute("SELECT name FROM pragma_table_info(?)", (name,)))
+        found[name] = (kind, columns)
+    return found
+
+
+@functools.cache
+def _layouts_of(steps: tuple[Migration, ...]) -> tuple[Layout, ...]:
+    """A store's layout at each version, taken from its migrations run on an empty database in memory.
+
+    Derived, not written down, so a new migration cannot leave them behind: each step's objects are
+    what the step made (a table's columns as ``ALTER TABLE`` left them). A step that fails there (one
+    that needs data to move) makes nothing known from it on, so nothing is refused for its sake.
+    """
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    layouts: list[Layout] = [{}]
+    try:
+        for step in steps:
+            step(conn)
+            layouts.append({name: columns for name, (_, columns) in _sqlite_objects(conn).items()})
+    except Exception:
+        layouts += [layouts[-1]] * (len(steps) + 1 - len(layouts))
+    finally:
+        conn.close()
+    return tuple(layouts)
+
+
+def sqlite_layouts(schemas: Sequence[StoreSchema]) -> dict[str, Sequence[Layout]]:
+    """Every store's layouts (see :data:`Layout`), for :func:`foreign_objects`."""
+    return {schema.store: _layouts_of(tuple(schema.steps)) for schema in schemas}
+
+
+def sqlite_foreign_objects(conn: sqlite3.Connection, schemas: Sequence[StoreSchema]) -> list[ForeignObject]:
+    """The objects of lovia's names in the file on ``conn`` that lovia did not create (see :func:`foreign_objects`).
+
+    Call it inside a transaction, so that another process's migration committing meanwhile is seen
+    whole or not at all.
+    """
+    if _every_store_current(conn, schemas):
+        # No migration of any store is to come, so nothing can be in one's way: the check of every
+        # object (a few milliseconds, the migrations run in memory once) is left to files that need it.
+        return []
+    found = _sqlite_objects(conn)
+    if not found:
+        return []
+    versions = None
+    schema = found.get("lovia_schema")
+    if schema is not None and schema_table_is_lovias(schema):
+        versions = {str(store): version for store, version in conn.execute("SELECT store, version FROM lovia_schema")
+                    if isinstance(version, int)}
+    return foreign_objects(found, versions, sqlite_layouts(schemas))
+
+
+def _every_store_current(conn: sqlite3.Connection, schemas: Sequence[StoreSchema]) -> bool:
+    """Whether the file's ``lovia_schema`` is lovia's and records every store of ``schemas`` at its latest version."""
+    columns = frozenset(row[0] for row in conn.execute("SELECT name FROM pragma_table_info('lovia_schema')"))
+    if not schema_table_is_lovias(("table", columns)):
+        return False
+    versions = dict(conn.execute("SELECT store, version FROM lovia_schema").fetchall())
+    return all(versions.get(schema.store) == schema.version for schema in schemas)
+
+
+SQLITE_ELSEWHERE = "give another file with --db PATH"
+
+
 def _schema_version(conn: sqlite3.Connection, store: str) -> int | None:
-    """The stored version of ``store``: ``None`` if the file is not lovia's, 0 if new to it."""
+    """The stored version of ``store``: ``None`` if the file is not lovia's, 0 if new to it.
+
+    A ``lovia_schema`` table of another shape (not lovia's) raises :class:`DatabaseFileError` naming it.
+    """
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "lovia_schema" not in tables:
         return 0 if not tables else None
+    columns = {row[0] for row in conn.execute("SELECT name FROM pragma_table_info('lovia_schema')")}
+    if not schema_table_is_lovias(("table", frozenset(columns))):
+        file = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "") or "the file"
+        raise DatabaseFileError(
+            foreign_objects_message(file, [ForeignObject("table", "lovia_schema", "", True)], SQLITE_ELSEWHERE))
     row = conn.execute("SELECT version FROM lovia_schema WHERE store = ?", (store,)).fetchone()
     return int(row[0]) if row else 0
 
@@ -357,10 +543,13 @@ class SQLiteDatabase:
     loop and used in a later one, one loop at a time.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, wal: bool, schema: StoreSchema) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, wal: bool, schema: StoreSchema,
+                 others: Sequence[StoreSchema] = ()) -> None:
         self.path = Path(path)
         self.wal = wal
         self.schema = schema
+        # Every store's schema that may share the file, this one's as given: their names are checked on opening.
+        self.schemas = tuple({**{other.store: other for other in others}, schema.store: schema}.values())
         self._worker: _Worker | None = None
         self._conn: sqlite3.Connection | None = None  # used on the worker thread only
         self._file_key: tuple[int, int] | None = None
@@ -436,10 +625,31 @@ class SQLiteDatabase:
             # SQLite's message quoted a damaged schema's bytes, which Python could not decode.
             raise _corrupt(self.path, "reading the file's schema") from None
         self._check_version(version)
+        self._refuse_foreign_objects(conn)
         key = _file_key(self.path)
         if key not in _checked_files:
             check_integrity(conn, self.path)
         self._file_key = key
+
+    def _refuse_foreign_objects(self, conn: sqlite3.Connection) -> None:
+        """Refuse a file holding an object of one of lovia's names that lovia did not create.
+
+        Every store's names are checked (:attr:`schemas`), not only this store's, and before
+        anything is written: the app opens its session store, then its checkpointer, on one file,
+        and a table in the checkpointer's way found only when the checkpointer migrates would
+        leave the file migrated by the session store behind a message saying nothing was written.
+        Read in one transaction, so another process's migration is seen whole or not at all.
+        """
+        try:
+            conn.execute("BEGIN")
+            try:
+                foreign = sqlite_foreign_objects(conn, self.schemas)
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise self._translate(exc, "reading the file's schema") from None
+        if foreign:
+            raise DatabaseFileError(foreign_objects_message(str(self.path), foreign, SQLITE_ELSEWHERE))
 
     def _check_version(self, version: int | None) -> None:
         if version is None:
@@ -450,7 +660,7 @@ class SQLiteDatabase:
         if version > self.schema.version:
             raise SchemaError(
                 f"{self.path} holds a lovia {self.schema.store} store at schema version {version}, "
-                f"newer than the {self.schema.version} this lovia knows. Upgrade lovia to open it; "
+                f"newer than the {self.schema.version} this lovia knows. Upgrade lovia to open it ({UPGRADE_HOW}); "
                 "the file was not modified."
             )
 

@@ -13,7 +13,8 @@ psycopg; this module does.
 - :class:`PostgresCheckpointer`: :mod:`lovia.stores._postgres_checkpoint`.
 
 Each store records its schema version in ``lovia_schema``, as the SQLite stores do; a database
-written by a newer lovia is refused, untouched.
+written by a newer lovia is refused, untouched, as is one holding a table of one of lovia's names
+that lovia did not create (whichever store opens first checks both stores' names).
 """
 
 from __future__ import annotations

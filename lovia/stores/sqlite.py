@@ -438,6 +438,8 @@ def _checkpoint_v2(conn: sqlite3.Connection) -> None:
 SESSION_SCHEMA = StoreSchema("session", (_session_v1, _session_v2, _session_v3, _session_v4, _session_v5,
                                          _session_v6))
 CHECKPOINT_SCHEMA = StoreSchema("checkpoint", (_checkpoint_v1, _checkpoint_v2))
+STORE_SCHEMAS = (SESSION_SCHEMA, CHECKPOINT_SCHEMA)
+"""Every store that may share a file: opening any of them checks all their tables' names first."""
 
 
 class _SQLiteStore:
@@ -446,7 +448,7 @@ class _SQLiteStore:
     _schema: StoreSchema
 
     def __init__(self, path: str | os.PathLike[str], *, wal: bool = False) -> None:
-        self._db = SQLiteDatabase(path, wal=wal, schema=self._schema)
+        self._db = SQLiteDatabase(path, wal=wal, schema=self._schema, others=STORE_SCHEMAS)
 
     @property
     def path(self) -> str:
