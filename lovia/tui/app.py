@@ -122,7 +122,6 @@ class LoviaApp(App[None]):
         self._tune_collector = tune_collector_for_startup
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
-        self._key_clash_notice: tuple[str, str, str] | None = None  # while shown (see withdraw_key_clashes)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -180,17 +179,22 @@ class LoviaApp(App[None]):
             if (shown.message, shown.title, shown.severity) == notice:
                 super()._unnotify(shown, refresh=False)
 
-    def withdraw_key_clashes(self, under: Screen[Any]) -> None:
-        """Take the start's key clash notice away from the screen ``under`` a dialog just opened: it
-        stayed 30 s over the dialog's own key line. The help screen lists the clashes for as long as
-        they last. Textual redraws the toasts of the screen on top only, so those of ``under`` are
-        brought up to date here (its ``ToastRack``, guarded in tests/tui/test_textual_private_names.py)."""
-        if self._key_clash_notice is None:
-            return
-        self._withdraw(self._key_clash_notice)
-        self._key_clash_notice = None
+    def withdraw_notices(self, under: Screen[Any]) -> None:
+        """Take the notices shown, errors aside, away from the screen ``under`` a dialog just opened.
+
+        They told of what was done there, and over the dialog they hid its text, what is typed
+        into it and its keys (at 80 columns a notice takes half the width): "Exported …" covered
+        the search box opened right after. The start's key clash notice goes too; the help screen
+        lists the clashes for as long as they last. An error stays its time: it says what failed
+        and what to do. Textual redraws the toasts of the screen on top only, so those of ``under``
+        are hidden here (its ``ToastRack``); its notices come back to it with the screen."""
+        for notice in [notice for notice in self._notifications if notice.severity != "error"]:
+            self._unnotify(notice, refresh=False)
         for rack in under.query("ToastRack"):
-            rack.show(self._notifications)  # type: ignore[attr-defined]
+            # Hidden there: the dialog shows what is left, and ``under`` shows through it, with its toasts
+            # where they were laid out last (an error moved up by the withdrawal showed twice). Textual
+            # shows the rack again, up to date, when the screen comes back.
+            rack.display = False
 
     def clear_notifications(self) -> None:
         self._notices_shown.clear()  # none is shown now: the next may be the same as one cleared
@@ -284,9 +288,7 @@ class LoviaApp(App[None]):
     def _report_key_clashes(self) -> None:
         said = self.lovia_keymap.clash_notice()  # what each clash does, in lines that fit at 80x24
         if said:
-            notice = (*said, "warning")
-            self.notify(notice[0], title=notice[1], severity="warning", timeout=30)
-            self._key_clash_notice = notice
+            self.notify(said[0], title=said[1], severity="warning", timeout=30)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown)):

@@ -315,7 +315,7 @@ async def test_the_clash_notice_leaves_a_dialog_uncovered_and_the_help_lists_the
         await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen))
         await pilot.pause()
         # Gone from the dialog and from the main screen under it, which showed through (dimmed)
-        assert not app.screen.query("Toast") and not main.query("Toast")
+        assert not app.screen.query("Toast") and not main.query_one("ToastRack").display
         assert "close" in app.export_screenshot().replace("&#160;", " ").split("Trash", 1)[1]
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))

@@ -453,25 +453,39 @@ async def test_four_notices_at_once_leave_the_message_box_in_sight_at_80x24(tmp_
         assert not any(toast.region.overlaps(composer.region) for toast in app.screen.query("Toast"))
 
 
-async def test_a_notice_shown_as_a_dialog_opens_is_drawn_once_clear_of_the_dialogs_keys(tmp_path):
-    # Placed apart on the main screen only, a notice given just before the export's dialog opened
-    # showed there at the top and again at the dialog's bottom right, over the message box and
-    # the dialog's line of keys.
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_notices_given_before_a_dialog_opens_leave_it_and_an_error_stays_clear_of_its_keys(tmp_path, size):
+    # A trial exported (ctrl+s, enter), then searched at once (ctrl+f): "Exported 1 run … to" covered
+    # the end of what was typed in the search box for its five seconds, and so over the help screen
+    # and the export's own dialog. Placed apart on the main screen only, a notice given just before
+    # a dialog opened once showed twice, there and at the dialog's bottom right over its keys.
     from lovia.tui.screens.prompt import PromptScreen
     from tests.tui.conftest import type_and_send
+    from tests.tui.test_streaming_speed import painted
 
     app = make_app(tmp_path / "lovia.db")
-    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+    async with app.run_test(size=size, notifications=True) as pilot:
         await type_and_send(pilot, "hello")
-        app.notify("Nothing to undo: a notice given just before the dialog opens.")
+        app.notify("Exported 1 run (2 entries) to ./lovia-s-1.md")
+        app.notify("The model refused: an error given just before the dialog opens.", severity="error")
+        await wait_for(pilot, lambda: len(app.screen.query("Toast")) == 2)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
-        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
         await pilot.pause()
-        dialog_toasts = [toast.region for toast in app.screen.query("Toast")]
-        under = [toast.region for screen in app.screen_stack[:-1] for toast in screen.query("Toast")]
-        assert all(region in dialog_toasts for region in under)  # in one place: seen once
+        await pilot.pause()
+        dialog_toasts = app.screen.query("Toast")
+        assert [toast.render().plain for toast in dialog_toasts] == [
+            "The model refused: an error given just before the dialog opens."]
+        # Seen once: the screen under the dialog shows through it, and shows none
+        assert not [screen for screen in app.screen_stack[:-1] for rack in screen.query("ToastRack") if rack.display]
+        shown = "\n".join("".join(text for text, _ in row) for row in painted(app, app.screen.region))
+        assert shown.count("The model refused") == 1 and "Exported" not in shown
         answer = app.screen.query_one("#answer")
         hint_row = max(w.region.bottom for w in app.screen.query("Static") if "escape" in str(w.render()))
-        assert not any(region.overlaps(answer.region) or region.y <= hint_row <= region.bottom
-                       for region in dialog_toasts)
+        assert not any(toast.region.overlaps(answer.region) or toast.region.y <= hint_row <= toast.region.bottom
+                       for toast in dialog_toasts)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen))
+        await pilot.pause()
+        assert [toast.render().plain for toast in app.screen.query("Toast")] == [
+            "The model refused: an error given just before the dialog opens."]  # back with its screen

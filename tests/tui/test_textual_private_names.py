@@ -216,7 +216,7 @@ def test_the_call_that_forgets_a_notification_exists():
 
 
 def test_the_toast_rack_a_covered_screen_is_brought_up_to_date_with_exists():
-    # LoviaApp.withdraw_key_clashes calls ToastRack.show(notifications) on the screen under a dialog:
+    # Textual shows the toasts again on a screen resumed (App._refresh_notifications), up to date:
     # Textual updates the toasts of the screen on top only (App._refresh_notifications).
     from textual.widgets._toast import ToastRack
 

@@ -810,9 +810,9 @@ class MainScreen(Screen):
 
     def on_screen_suspend(self) -> None:
         self._set_screen_class(True, "-covered")
-        withdraw_key_clashes = getattr(self.app, "withdraw_key_clashes", None)  # LoviaApp's, as first_paint_done
-        if withdraw_key_clashes is not None:
-            withdraw_key_clashes(self)  # not over the dialog's own keys: the help lists them
+        withdraw_notices = getattr(self.app, "withdraw_notices", None)  # LoviaApp's, as first_paint_done
+        if withdraw_notices is not None:
+            withdraw_notices(self)  # not over the dialog's text, input and keys
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         if not self._resumed_before:
