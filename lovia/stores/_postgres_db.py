@@ -709,7 +709,10 @@ def translate_error(exc: psycopg.Error, where: str, action: str, *, outcome: str
         # libpq could not reach the server, or lost it; its message names the host, never a password,
         # but is not quoted anyway. A refused password also lands here on some libpq versions.
         text = str(exc)
-        if "password authentication failed" in text or "no password supplied" in text:
+        if "no password supplied" in text:
+            reason = ("the server asks for a password and no password was given: put it in the URL "
+                      "(postgresql://USER:PASSWORD@HOST/DATABASE), in PGPASSWORD, or in ~/.pgpass")
+        elif "password authentication failed" in text:
             reason = "the server refused the user name or password"
         elif "does not exist" in text and "database" in text:
             reason = "the database does not exist on that server"

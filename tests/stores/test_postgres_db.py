@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -56,6 +57,21 @@ async def test_a_wrong_password_is_a_clear_error_and_nothing_is_written(postgres
         assert SECRET not in message
         assert "refused the user name or password" in message and database in message
         await store.close()
+    assert tables(postgres_url) == []
+
+
+async def test_no_password_at_all_says_where_one_is_given(postgres, postgres_url, monkeypatch, tmp_path):
+    """A trial's server wanted a password the URL did not hold: the error said the server "refused the
+    user name or password", which none was given, and not where libpq looks for one."""
+    database = postgres_url.rsplit("/", 1)[1]
+    parts = urlsplit(postgres.url(database))
+    no_password = urlunsplit((parts.scheme, f"{parts.username}@{parts.hostname}:{parts.port}", parts.path, "", ""))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "no-such-pgpass"))
+    with pytest.raises(StoreError) as raised:
+        await PostgresSession(no_password).open()
+    message = str(raised.value)
+    assert "no password was given" in message and "PGPASSWORD" in message and "~/.pgpass" in message
     assert tables(postgres_url) == []
 
 
