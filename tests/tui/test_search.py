@@ -337,19 +337,11 @@ def test_an_answer_s_snippet_reads_without_its_markdown_syntax_and_keeps_its_mat
     assert label.plain.splitlines()[1] == "  …as follows: x = 2**8 then bold text"
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-async def test_an_answer_s_snippet_leaves_out_the_marks_that_begin_its_lines(tmp_path, store):
-    """The list showed "resumes it - my project is called Atlas": a list item's "- ", joined to the
-    line before it, where the transcript shows a bullet. A heading's "#" and a quote's ">" too; a
-    dash inside a line and a code block's "#" stay."""
+async def snippets_shown(tmp_path, store: str, answers: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
+    """Each answer stored in a session of its own, then searched for by its key: the hit's snippet line
+    as the results list shows it, and the words highlighted there."""
     from lovia.tui.screens.search import hit_label
 
-    answers = {
-        "atlas": "The runs list resumes it\n- my project is called Atlas, then later what",
-        "borealis": "Deploy it - quickly, said Borealis",
-        "cygnus": "Intro\n## Cygnus notes\n> Cygnus quoted\n  1. Cygnus first\r\n* Cygnus starred\n+ Cygnus",
-        "dorado": "Run this:\n```python\n# Dorado setup\nx = 1\n```",
-    }
     session = InMemorySession() if store == "memory" else SQLiteSession(tmp_path / "lovia.db")
     shown: dict[str, tuple[str, list[str]]] = {}
     async with session:
@@ -360,6 +352,21 @@ async def test_an_answer_s_snippet_leaves_out_the_marks_that_begin_its_lines(tmp
             label = hit_label(hit, 200, now=0.0)
             lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
             shown[word] = (label.plain.splitlines()[1].strip(), lit)
+    return shown
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_an_answer_s_snippet_leaves_out_the_marks_that_begin_its_lines(tmp_path, store):
+    """The list showed "resumes it - my project is called Atlas": a list item's "- ", joined to the
+    line before it, where the transcript shows a bullet. A heading's "#" and a quote's ">" too; a
+    dash inside a line and a code block's "#" stay."""
+    answers = {
+        "atlas": "The runs list resumes it\n- my project is called Atlas, then later what",
+        "borealis": "Deploy it - quickly, said Borealis",
+        "cygnus": "Intro\n## Cygnus notes\n> Cygnus quoted\n  1. Cygnus first\r\n* Cygnus starred\n+ Cygnus",
+        "dorado": "Run this:\n```python\n# Dorado setup\nx = 1\n```",
+    }
+    shown = await snippets_shown(tmp_path, store, answers)
     line, lit = shown["atlas"]
     assert "resumes it my project is called Atlas, then later" in line and lit == ["Atlas"]
     line, lit = shown["borealis"]
@@ -376,24 +383,13 @@ async def test_an_answer_s_snippet_leaves_out_a_table_s_pipes_and_rule(tmp_path,
     """A trial's search showed "…2 | 3 | Final words…": a table's cell pipes, where the transcript
     draws a table. Its rows read as their cells' words, its rule under the header goes; a pipe in a
     line of prose, or escaped in a cell, stays."""
-    from lovia.tui.screens.search import hit_label
-
     answers = {
         "eridanus": "Results:\n\n| a | b |\n|---|:-:|\n| 1 | Eridanus |\n\nFinal words",
         "fornax": " ".join(f"w{i}" for i in range(40)) + "\n| 1 | 2 | 3 |\n| x | y | Fornax |\nFinal words",
         "grus": "Run ls | grep Grus to find it",
         "hydra": "| cmd | what |\n|--|--|\n| `a \\| b` | Hydra pipes |",
     }
-    session = InMemorySession() if store == "memory" else SQLiteSession(tmp_path / "lovia.db")
-    shown: dict[str, tuple[str, list[str]]] = {}
-    async with session:
-        for word, answer in answers.items():
-            await session.append(f"s-{word}", [UserMessage(text="tell me"), AssistantMessage(text=answer)])
-        for word in answers:
-            [hit] = await session.search(word)
-            label = hit_label(hit, 200, now=0.0)
-            lit = [label.plain[span.start:span.end] for span in label.spans if "reverse" in str(span.style)]
-            shown[word] = (label.plain.splitlines()[1].strip(), lit)
+    shown = await snippets_shown(tmp_path, store, answers)
     assert shown["eridanus"] == ("Results: a b 1 Eridanus Final words", ["Eridanus"])
     line, lit = shown["fornax"]
     assert "|" not in line and "x y Fornax Final words" in line and lit == ["Fornax"]
