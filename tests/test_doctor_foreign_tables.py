@@ -70,12 +70,18 @@ def test_export_names_a_foreign_lovia_schema(capsys, postgres_url):
     assert "SQLSTATE" not in err
 
 
-def test_sqlite_doctor_reports_a_foreign_table_beside_lovias_store(capsys, tmp_path):
+def session_file_then(tmp_path, statement: str):
+    """A SQLite file a session store made, then changed by ``statement`` run on it by another program."""
     path = tmp_path / "lovia.db"
     asyncio.run(open_and_close(SQLiteSession(path)))
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE lovia_runs (run_id TEXT PRIMARY KEY, payload TEXT)")
+        conn.execute(statement)
     conn.close()
+    return path
+
+
+def test_sqlite_doctor_reports_a_foreign_table_beside_lovias_store(capsys, tmp_path):
+    path = session_file_then(tmp_path, "CREATE TABLE lovia_runs (run_id TEXT PRIMARY KEY, payload TEXT)")
     status, out, err = run(capsys, "doctor", "--db", str(path))
     assert status == 1 and "table lovia_runs that lovia did not create" in out and "drop or rename" in out, out
 
@@ -100,11 +106,7 @@ def test_doctor_on_a_newer_postgres_database_says_to_update_the_checkout(capsys,
 
 
 def test_doctor_on_a_newer_sqlite_file_says_to_update_the_checkout(capsys, tmp_path):
-    path = tmp_path / "lovia.db"
-    asyncio.run(open_and_close(SQLiteSession(path)))
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE lovia_schema SET version = 99 WHERE store = 'session'")
-    conn.close()
+    path = session_file_then(tmp_path, "UPDATE lovia_schema SET version = 99 WHERE store = 'session'")
     status, out, err = run(capsys, "doctor", "--db", str(path))
     assert status == 1
     assert_upgrade_advice(out)
