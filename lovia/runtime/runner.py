@@ -266,6 +266,9 @@ class _Run:
         # Set when once_claimed failed, so the run ends before anything of it ran: whether the claim
         # stored it fresh (see _prepare_once_claimed); None otherwise.
         self._not_started: bool | None = None
+        # Set when a resume found an agent it needs missing and gave the run back as it was (see
+        # _check_resume_agents): the run ends, reported, with nothing marked on it.
+        self._given_back = False
         self._completed: RunResult | None = None  # set once the checkpoint says completed
         self._completion_reported = False
         # Active time: what earlier executions ran (read from the head at this one's first
@@ -291,9 +294,14 @@ class _Run:
             else:
                 snapshot = await self._existing_snapshot()
                 if snapshot is None or snapshot.head.status != "completed":
+                    if snapshot is not None:
+                        # A run this agent cannot resume is refused before the claim: it stays as it is.
+                        self._resume_agents(snapshot.head)
                     snapshot = await self._claim(snapshot)
             if snapshot is not None and snapshot.head.status == "completed":
                 return await self._replay(snapshot)  # maybe completed just now, elsewhere
+            if snapshot is not None:
+                await self._check_resume_agents(snapshot)
             async with self._renewing_lease():  # renewed while once_claimed runs too
                 await self._prepare_once_claimed(fresh=snapshot is None)
                 taken_from = snapshot.taken_from if snapshot is not None else None
@@ -334,6 +342,8 @@ class _Run:
             if self._not_started is not None:
                 await self._forget_not_started(self._not_started)
                 emit(RunFailed(self.run_id, exc))
+            elif self._given_back:
+                emit(RunFailed(self.run_id, exc))
             else:
                 await self._fail(exc)
             raise
@@ -372,6 +382,38 @@ class _Run:
                 await wait_out(asyncio.ensure_future(options.checkpointer.delete(self.run_id)))
             else:
                 await self._mark("interrupted")
+
+    def _resume_agents(self, head: RunHead) -> Agent[Any]:
+        """The agent a resume of the run whose head is ``head`` goes on with; its pending handoff's
+        target must be found too. Raises :class:`AgentResolutionError` for one the entry agent's
+        handoff graph lacks (renamed or removed, or another program's agent)."""
+        agent = self._agent_named(head.agent, what="the active agent")
+        if head.pending_handoff:
+            self._agent_named(head.pending_handoff, what="the handoff target")
+        return agent
+
+    async def _check_resume_agents(self, taken: RunSnapshot) -> None:
+        """Find the agents the resume of the run just claimed needs; when one is missing, give the run
+        back as the claim found it and raise.
+
+        The spec makes a missing agent a hard error for the resume, not for the run: nothing of it
+        ran, so it stays as it was (stopped, crashed or failed, its error kept) and resumes once
+        the agent is back, rather than reading ``failed`` for an error that was the caller's. A
+        checkpointer that does not report the head it took (``RunSnapshot.taken_from``) gets the
+        run back ``interrupted``, as a stop leaves it.
+        """
+        try:
+            self._resume_agents(taken.head)
+        except AgentResolutionError:
+            self._given_back = True  # execute reports the error, but marks nothing
+            options, head = self.checkpoint, self.head
+            if options is not None and head is not None:
+                found = taken.taken_from
+                back = (replace(found, claim=head.claim, lease_until=None) if found is not None
+                        else replace(head, status="interrupted", lease_until=None))
+                with contextlib.suppress(Exception):  # the resolution's error matters more
+                    await shielded(options.checkpointer.save(RunSnapshot(self.run_id, back, list(self.entries))))
+            raise
 
     async def _fail(self, exc: BaseException) -> None:
         await self._mark("failed", error=f"{type(exc).__name__}: {exc}")
@@ -597,9 +639,7 @@ class _Run:
         if resumed:
             # Every agent the resume needs is found before anything runs: a missing one is a
             # hard error that must not come after the dangling calls were executed again.
-            self.agent = self._agent_named(head.agent, what="the active agent")
-            if head.pending_handoff:
-                self._agent_named(head.pending_handoff, what="the handoff target")
+            self.agent = self._resume_agents(head)  # found at the claim (see _check_resume_agents)
             self._continue_in_own_session(head)
             # Their process died, last known to run at ``last_alive`` (the head the claim took up, its
             # journal counted): cut off then, when known, not drawn on through the time nobody ran it.

@@ -121,6 +121,22 @@ SEARCH_LIMIT = 200
 """Hits a search shows (the search screen's list, and what ``n``/``N`` step through across sessions)."""
 
 
+class AgentNotHere(UserError):
+    """A resume was refused before anything changed: the run needs an agent the app's agent does not reach
+    through its handoffs (another program's, or one renamed or removed). ``agent`` names it."""
+
+    def __init__(self, run_id: str, agent: str, app_agent: str) -> None:
+        self.run_id, self.agent = run_id, agent
+        super().__init__(f"Run {run_id} needs agent {agent!r}, which lovia's agent {app_agent!r} does not have (nor "
+                         f"hand off to), so it cannot resume here; it is left as it is. {RESUME_WITH_AGENT}")
+
+
+RESUME_WITH_AGENT = ("To resume it, start lovia on that agent: lovia --agent MODULE:ATTR (e.g. "
+                     "myproject.agents:support).")
+
+"""How a run whose agent the app lacks is resumed (see :class:`AgentNotHere`)."""
+
+
 class RunsNeedDecision(UserError):
     """Sending was refused, and nothing changed: crashed or failed runs of the session are not in it yet.
 
@@ -208,6 +224,9 @@ class TranscriptRun:
     ``meta["steps"]`` or an in-flight run's head; empty for runs stored before lovia recorded them."""
     saved_at: float | None = None
     """An in-flight run's last save (its head's ``updated_at``): it executed at least until then."""
+    needs_agents: tuple[str, ...] = ()
+    """The agents a resume of an in-flight run goes on with: its active agent, and the target of a handoff
+    not applied yet (see :meth:`ChatBackend.missing_agent`)."""
 
     @property
     def known_until(self) -> float | None:
@@ -265,7 +284,8 @@ class TranscriptRun:
         entries = (*snapshot.entries, cut_off) if cut_off is not None else tuple(snapshot.entries)
         return cls(snapshot.run_id, entries, state, head.started_at, None, head.error,
                    str(head.owner) if state == "elsewhere" else None,
-                   active_seconds=head.active_seconds or None, steps=tuple(head.steps), saved_at=head.updated_at)
+                   active_seconds=head.active_seconds or None, steps=tuple(head.steps), saved_at=head.updated_at,
+                   needs_agents=needed_agents(head))
 
 
 @dataclass(frozen=True)
@@ -946,7 +966,20 @@ class ChatBackend:
         if snapshot.head.status == "completed":
             raise UserError(f"run {run_id} already completed; nothing to resume")
         _refuse_held(run_id, snapshot.head)
+        missing = self.missing_agent(needed_agents(snapshot.head))
+        if missing is not None:  # the runner would refuse it too, but only once the run is claimed
+            raise AgentNotHere(run_id, missing, self.agent.name)
         return snapshot
+
+    def missing_agent(self, names: Sequence[str]) -> str | None:
+        """The first of ``names`` (agents a run needs to resume) that the app's agent does not reach through
+        its handoffs: a resume here refuses that run, as the spec makes it a hard error. ``None``
+        when it has every one (or two of its agents share a name: the resume says so itself)."""
+        try:
+            graph = agent_graph(self.agent)
+        except AgentResolutionError:
+            return None
+        return next((name for name in names if name not in graph), None)
 
     async def model_change(self, run_id: str) -> tuple[str, str] | None:
         """The model ``run_id`` last ran on and the one a resume goes on with, when they differ.
@@ -954,7 +987,8 @@ class ChatBackend:
         A resume re-resolves the run's agent by name, as the spec says: its model is the one the
         app's agent names now (``--model``, the config file), not necessarily the run's. ``None``
         when they are the same, or when the run's is not known (a head stored before lovia kept
-        its model). A run a resume would refuse is refused here, before anyone is asked.
+        its model). A run a resume would refuse is refused here, before anyone is asked: one
+        whose agent the app's agent does not have too (:class:`AgentNotHere`).
         """
         snapshot = await self._resumable(run_id)
         if not snapshot.head.model:
@@ -1479,6 +1513,11 @@ class ChatBackend:
 def new_app_run_id() -> str:
     """A run id for a run the app starts (see :data:`APP_RUN_PREFIX`)."""
     return f"{APP_RUN_PREFIX}{uuid.uuid4().hex}"
+
+
+def needed_agents(head: RunHead) -> tuple[str, ...]:
+    """The agents a resume of the run whose head is ``head`` needs (see :attr:`TranscriptRun.needs_agents`)."""
+    return tuple(name for name in (head.agent, head.pending_handoff) if name)
 
 
 def _ended_with(segment: Segment | None) -> str | None:

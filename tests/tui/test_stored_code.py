@@ -10,7 +10,8 @@ from textual.widgets.markdown import MarkdownFence
 from lovia import AssistantMessage, SQLiteSession, UserMessage
 from lovia.tui.widgets import stored_markdown
 from lovia.tui.widgets.stored_markdown import StoredFence
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
+from tests.tui.test_streaming_speed import painted
 
 SIZES = [(80, 24), (160, 45)]
 # Languages no other test colours: each test takes one this process has not coloured yet.
@@ -150,3 +151,42 @@ async def test_blocks_are_coloured_one_at_a_time(tmp_path, colouring):
         fences = list(app.screen.query(StoredFence))
         await wait_for(pilot, lambda: all(fence.coloured_with is not None for fence in fences))
     assert len(colouring.calls) == 3 and not any(on_main for _, on_main in colouring.calls)
+
+
+LONG_LINE = "print([fib(i) for i in range(20)])  # " + "a comment that goes on " * 8 + "THE-END"
+
+
+def screen_text(app) -> str:
+    return "\n".join("".join(text for text, _ in row) for row in painted(app, app.screen.region))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_code_line_wider_than_the_view_is_read_by_moving_its_block_sideways(tmp_path, size):
+    """Code is not wrapped: a line wider than the view went on past it with no sign, and no key
+    showed the rest (a trial at 80x24 and 200x50). Its block now shows a scrollbar under it, and
+    right / left (l / h) on the selected message move its wide blocks half a view at a time."""
+    db = tmp_path / "lovia.db"
+    await answer_with_code(db, ("python", f"import sys\n{LONG_LINE}\nx = 1"), ("", "short"))
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        wide, narrow = app.screen.query(MarkdownFence)
+        assert wide.max_scroll_x > 0 and wide.scrollbar_gutter.bottom == 1  # a scrollbar says the line goes on
+        assert narrow.max_scroll_x == 0 and narrow.scrollbar_gutter.bottom == 0
+        assert "THE-END" not in screen_text(app)
+        transcript = app.screen.query_one("Transcript")
+        transcript.focus()
+        await pilot.press("up")  # from the last message (the answer) to the question: no code there
+        await settle(pilot)
+        told(app).clear()
+        await pilot.press("right")
+        assert any("No code block of the selected message is wider" in str(t) for t in told(app))
+        await pilot.press("down")
+        for _ in range(8):
+            await pilot.press("right")
+        await settle(pilot)
+        assert wide.scroll_x == wide.max_scroll_x and "THE-END" in screen_text(app)
+        assert narrow.scroll_x == 0
+        await pilot.press("h", *["left"] * 8)
+        await settle(pilot)
+        assert wide.scroll_x == 0 and "import sys" in screen_text(app)

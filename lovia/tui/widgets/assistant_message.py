@@ -13,6 +13,7 @@ from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
 from lovia.stores._search import SearchQuery, match_text
+from lovia.tui.backend import CUT_OFF
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView, code_blocks, holds_code
@@ -22,6 +23,14 @@ from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 DRAWN_WITHIN = 2.0
 """Seconds an ended answer waits for its end to be drawn before it shows its blocks as stored."""
 
+STOPPED_NOTE = "cut off: you stopped the run while this streamed"
+"""Under an answer cut off because the user stopped its run (escape, quit), not because it crashed or failed."""
+
+
+def note_under(finish_reason: str | None, *, stopped: bool = False) -> str:
+    """What is said under an answer whose turn ended for ``finish_reason`` ("" for the usual ones);
+    ``stopped``: its run was stopped by the user, which the finish reason alone does not tell."""
+    return STOPPED_NOTE if stopped and finish_reason == CUT_OFF else finish_note(finish_reason)
 
 
 class AssistantMessageView(MessageView):
@@ -35,7 +44,8 @@ class AssistantMessageView(MessageView):
     code blocks highlighted whole, in the background), it paints as the stored message does.
 
     A message whose turn ended for an unusual reason says so under it, e.g. "cut off: the
-    model hit its token limit".
+    model hit its token limit"; one cut off as its run stopped says whether the user stopped it
+    (``stopped``) or the run ended otherwise (a crash, an error).
     """
 
     DEFAULT_CSS = """
@@ -43,10 +53,13 @@ class AssistantMessageView(MessageView):
     AssistantMessageView .who { color: $secondary; text-style: bold; }
     AssistantMessageView Markdown { margin: 0; padding: 0; background: transparent; }
     AssistantMessageView .finish { color: $warning; }
+    AssistantMessageView MarkdownFence { overflow-x: auto; scrollbar-size-horizontal: 1; }
     """
 
-    def __init__(self, text: str = "", agent: str | None = None, finish_reason: str | None = None) -> None:
+    def __init__(self, text: str = "", agent: str | None = None, finish_reason: str | None = None, *,
+                 stopped: bool = False) -> None:
         super().__init__()
+        self.stopped = stopped
         self._fragments = [text] if text else []
         self.agent = agent or "assistant"
         self.finish_reason = finish_reason
@@ -67,7 +80,7 @@ class AssistantMessageView(MessageView):
     def compose(self) -> ComposeResult:
         yield Static(self.agent, classes="who", markup=False)
         yield StoredMarkdown(self.text) if self.text else StreamingMarkdown()
-        if note := finish_note(self.finish_reason):
+        if note := note_under(self.finish_reason, stopped=self.stopped):
             yield Static(note, classes="finish", markup=False)
 
     async def write(self, fragment: str) -> None:
@@ -117,9 +130,10 @@ class AssistantMessageView(MessageView):
         finally:
             COLLECTOR.stream_ended()
 
-    async def finish(self, message: AssistantMessage | None = None) -> None:
+    async def finish(self, message: AssistantMessage | None = None, *, stopped: bool = False) -> None:
         """The message is complete: show what is pending, at its own height (the room kept for it to
-        grow into given back); ``message`` as stored says how its turn ended.
+        grow into given back); ``message`` as stored says how its turn ended (``stopped``: its run
+        was stopped by the user).
 
         Once that is drawn, its folded blocks are shown again as Textual shows a stored message when
         the user is idle (:mod:`lovia.tui.idle`); its code blocks are then highlighted whole in
@@ -139,8 +153,9 @@ class AssistantMessageView(MessageView):
             for fence in markdown.fences:
                 if not fence.exact:
                     fence.exact_soon()
-        if message is not None and not self.finish_reason and (note := finish_note(message.finish_reason)):
-            self.finish_reason = message.finish_reason
+        if message is not None and not self.finish_reason and (
+                note := note_under(message.finish_reason, stopped=stopped)):
+            self.finish_reason, self.stopped = message.finish_reason, stopped
             await self.mount(Static(note, classes="finish", markup=False))
 
     async def _drawn(self) -> None:
@@ -160,6 +175,20 @@ class AssistantMessageView(MessageView):
 
     def holds_code(self) -> bool:
         return holds_code(self.text)
+
+    def scroll_code(self, direction: int) -> bool | None:
+        """See :meth:`MessageView.scroll_code`: code is not wrapped, so a long line goes on past the
+        view (a scrollbar under its block says so), and is read by moving the block sideways. Blocks
+        folded into drawn rows while the answer streams are left as drawn."""
+        wide = [fence for fence in self.query(MarkdownFence) if fence.max_scroll_x > 0]
+        moved = False
+        for fence in wide:
+            step = max(1, fence.scrollable_content_region.width // 2)
+            target = min(max(0, round(fence.scroll_x) + direction * step), fence.max_scroll_x)
+            if target != round(fence.scroll_x):
+                fence.scroll_to(x=target, animate=False, immediate=True)
+                moved = True
+        return moved if wide else None
 
     def match_row(self, query: SearchQuery) -> int | None:
         """The first match's block, found by its source line; in a code block, the match's own line

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, Literal
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from lovia.entries import AssistantMessage, UserMessage
-from lovia.errors import LoviaError, MaxTurnsExceeded, RunClaimedError
+from lovia.errors import AgentResolutionError, LoviaError, MaxTurnsExceeded, RunClaimedError
 from lovia.runtime import (
     HandoffOccurred,
     MessageCompleted,
@@ -40,6 +40,7 @@ from lovia.tui.backend import (
     CUT_OFF,
     FORK_MARK,
     RESUMABLE_STATES,
+    RESUME_WITH_AGENT,
     STATE_LABELS,
     TRIM_KEEP_CHARS,
     ChatBackend,
@@ -50,6 +51,7 @@ from lovia.tui.backend import (
     StartedRun,
     Transcript as TranscriptData,
     TranscriptRun,
+    needed_agents,
     run_state,
 )
 from lovia.tui.clipboard import copy_text
@@ -291,23 +293,30 @@ class ChatPanel(Vertical):
         state = run_state(oldest.head)
         anew = ANSWER_ASKED_AGAIN if oldest.head.cut_off_text else ""
         started = format.when(oldest.head.started_at)
+        # A run that needs an agent lovia's does not have cannot resume here: not offered (see AgentNotHere).
+        missing = self.backend.missing_agent(needed_agents(oldest.head))
+        cannot = f"needs agent {missing!r}, which lovia's agent does not have: {RESUME_WITH_AGENT}"
         if len(need.runs) > 1:  # resume takes the oldest; keep and discard settle every one
+            resume = (f"• The oldest cannot be resumed here: it {cannot}\n" if missing is not None else
+                      f"• Resume the oldest: it goes on from its last saved step{anew}; your message waits in the "
+                      "composer.\n")
             question = (f"This session has {len(need.runs)} runs that did not finish, the oldest started {started}; "
                         "they are not in the conversation yet. Before your message is sent:\n"
-                        f"• Resume the oldest: it goes on from its last saved step{anew}; your message waits in the "
-                        "composer.\n"
+                        f"{resume}"
                         "• Keep as partial: what each did so far joins the conversation, marked as it stopped, "
                         "before your message.\n"
                         "• Discard them: their checkpoints are deleted; nothing of them reaches the conversation.")
         else:
+            resume = (f"• It cannot be resumed here: it {cannot}\n" if missing is not None else
+                      f"• Resume it: it goes on from its last saved step{anew}; your message waits in the composer.\n")
             question = (f"This session has a run that {STATE_LABELS.get(state, state)} (started {started}); it is not "
                         "in the conversation yet. Before your message is sent:\n"
-                        f"• Resume it: it goes on from its last saved step{anew}; your message waits in the composer.\n"
+                        f"{resume}"
                         "• Keep as partial: what it did so far joins the conversation, marked as "
                         f"{state}, before your message.\n"
                         "• Discard it: its checkpoint is deleted; nothing of it reaches the conversation.")
-        choices = [Choice("Resume", "r", "resume"), Choice("Keep as partial", "k", "keep"),
-                   Choice("Discard", "d", "discard")]
+        choices = [Choice("Resume", "r", "resume")] if missing is None else []
+        choices += [Choice("Keep as partial", "k", "keep"), Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
         if choice == "resume":
             if await self.resume(oldest.run_id, asked_while_sending=True):
@@ -340,6 +349,12 @@ class ChatPanel(Vertical):
         it streamed is asked for again, not continued, and the user is told so."""
         resume = keymap_of(self).key_text("chat.resume")
         anew = ANSWER_ASKED_AGAIN if run is not None and _cut_mid_answer(run) else ""
+        missing = self.backend.missing_agent(run.needs_agents) if run is not None else None
+        if missing is not None:  # the resume key would refuse it (see AgentNotHere): that is not offered
+            then = ("Sending your next message keeps what it did so far in the conversation, marked as stopped."
+                    if state == "interrupted" else "Sending a message first asks whether to keep or discard it.")
+            return (f"This run {STATE_LABELS.get(state, state)} and is not in the conversation yet. It needs agent "
+                    f"{missing!r}, which lovia's agent does not have. {RESUME_WITH_AGENT} {then}")
         if state == "interrupted":
             return (f"Stopped. {resume} resumes it{anew}; sending your next message keeps what it did so far in the "
                     "conversation, marked as stopped.")
@@ -464,6 +479,11 @@ class ChatPanel(Vertical):
                             self.composer.text = unsent.text
                             self.composer.move_cursor(self.composer.document.end)
                         hint = "Nothing of this run was stored: your message is back in the composer to send again."
+                    elif isinstance(event.error, AgentResolutionError):
+                        # A resume refused for an agent it needs (the backend refuses most first): the
+                        # runner left the run as it was, and the resume key would fail the same way.
+                        hint = ("The run is left as it was: it resumes once lovia runs with the agents it needs "
+                                "(lovia --agent MODULE:ATTR).")
                     else:
                         keys = keymap_of(self).key_text
                         # Out of turns, a retry fails at once: it needs more of them first.
@@ -510,9 +530,34 @@ class ChatPanel(Vertical):
         else:
             self.notify("Nothing is running.")
 
+    def on_key(self, event: events.Key) -> None:
+        """The keys of resume, regenerate and edit-last while an answer runs (or a message is being
+        sent): their bindings are off then, so the footer and the command palette leave them out,
+        and each key says why it does nothing, as enter and the session keys do."""
+        if not self._busy_now:
+            return
+        keys = keymap_of(self)
+        action = next((action for action in ("resume", "regenerate", "edit_last")
+                       if event.key in keys.keys(f"chat.{action}")), None)
+        if action is not None:
+            event.stop()
+            event.prevent_default()
+            self._say_busy(action)
+
+    @property
+    def _busy_now(self) -> bool:
+        """Whether an answer runs here, or a message is on its way to start one."""
+        return self.running or self._starting
+
+    def _say_busy(self, action: str) -> None:
+        """Say why ``action`` does nothing while an answer runs (see :data:`BUSY_NOTICES`)."""
+        self.notify(BUSY_NOTICES[action], severity="warning")
+
     def action_resume(self) -> None:
         """Resume this session's newest interrupted, crashed or failed run."""
-        if not self.running:
+        if self.running:
+            self._say_busy("resume")
+        else:
             self._resume_newest()
 
     @work(group="dialog")  # it may ask first (see resume)
@@ -537,7 +582,7 @@ class ChatPanel(Vertical):
         demo, or the other way round, without a word. While a message is being sent, only the
         question asked before it resumes (``asked_while_sending``)."""
         if self.running:
-            self.notify("A run is still going: stop it (escape) first.", severity="warning")
+            self._say_busy("resume")
             return False
         if self._starting and not asked_while_sending:  # (the question before a message: its own resume)
             self.notify("Your message is being sent: resume once its answer has started.", severity="warning")
@@ -571,7 +616,8 @@ class ChatPanel(Vertical):
 
     def action_regenerate(self) -> None:
         """Ask the last message again (a stopped or failed last run's own message, see ``ChatBackend.last_message``)."""
-        if self.running or self._starting:
+        if self._busy_now:
+            self._say_busy("regenerate")
             return
         if self.session_id is None or not self.has_history:
             self.notify("Nothing to regenerate yet: send a message first.")
@@ -586,6 +632,9 @@ class ChatPanel(Vertical):
         ``composer_then``: what the composer held when the edit was asked for (see :meth:`start_edit`);
         by default, what it holds as this begins.
         """
+        if self._busy_now:
+            self._say_busy("edit_last")
+            return
         if self.session_id is None:
             self.notify("Nothing to edit yet.")
             return
@@ -604,13 +653,19 @@ class ChatPanel(Vertical):
     @on(Composer.EditLastRequested)
     async def _edit_last_requested(self, event: Composer.EditLastRequested) -> None:
         event.stop()
-        if self.check_action("edit_last", ()) and self.has_history:  # up in a new session's composer: nothing
+        if self._busy_now and self.backend.can_rewind and self.has_history:
+            self._say_busy("edit_last")  # as ctrl+l says
+        elif self.check_action("edit_last", ()) and self.has_history:  # up in a new session's composer: nothing
             # Asked with the composer empty: what it holds by the time the edit starts was typed for the edit.
             await self.action_edit_last(composer_then="")
 
     @on(Transcript.EditRequested)
     async def _edit_requested(self, event: Transcript.EditRequested) -> None:
         event.stop()
+        if self._busy_now:  # the edit could not be sent until the answer is over
+            self.transcript.take_typed_ahead(end=True)
+            self._say_busy("edit")
+            return
         try:
             target = await self.backend.locate(self.session_id, event.message, position=event.position) \
                 if self.session_id else None
@@ -789,6 +844,10 @@ class ChatPanel(Vertical):
     @on(Transcript.TrimRequested)
     def _trim_requested(self, event: Transcript.TrimRequested) -> None:
         event.stop()
+        if self._busy_now and self.backend.can_trim:  # trim waits while an answer runs (see Transcript.applies)
+            self.transcript.take_typed_ahead(end=True)
+            self._say_busy("trim")
+            return
         if self.session_id is not None and self.backend.can_trim and self.transcript.may_hold_tool_output:
             self._trim()
             return
@@ -840,8 +899,8 @@ class ChatPanel(Vertical):
     @work(group="dialog")
     async def _undo_rewind(self, session_id: str) -> None:
         """Ask, then put the transcript back as it was before the last edit-and-resend or regenerate."""
-        if self.running or self._starting:
-            self.notify("Wait for the answer, or stop it with escape, then undo.", severity="warning")
+        if self._busy_now:
+            self._say_busy("undo")
             return
         try:
             undo = await self.backend.rewind_undo(session_id)
@@ -880,9 +939,9 @@ class ChatPanel(Vertical):
         What was typed right after ``f`` goes into the new session's composer (see :meth:`Transcript.on_key`).
         """
         transcript = self.transcript
-        if self.running or self._starting:  # forked meanwhile, the new session could not be opened
+        if self._busy_now:  # forked meanwhile, the new session could not be opened
             transcript.take_typed_ahead(end=True)
-            self.notify("Wait for the answer, or stop it with escape, before forking.", severity="warning")
+            self._say_busy("fork")
             return
         at_user_message = isinstance(transcript.selected_view, UserMessageView)
         try:
@@ -940,6 +999,18 @@ def _title_line(title: str | None) -> str:
 
 TITLE_CELLS = 1000
 """More cells than a terminal is wide: a title is cut here only to spare laying out a long first message."""
+
+
+BUSY_NOTICES = {
+    "resume": "A run is still going: stop it (escape) first.",
+    "regenerate": "Wait for the answer, or stop it with escape, then regenerate.",
+    "edit_last": "Wait for the answer, or stop it with escape, then edit.",
+    "edit": "Wait for the answer, or stop it with escape, then edit.",
+    "trim": "Wait for the answer, or stop it with escape, then trim.",
+    "undo": "Wait for the answer, or stop it with escape, then undo.",
+    "fork": "Wait for the answer, or stop it with escape, before forking.",
+}
+"""What a conversation key says while an answer runs, for what it would do (enter and the session keys say it too)."""
 
 
 MAX_TURNS_PREFIX = f"{MaxTurnsExceeded.__name__}: "

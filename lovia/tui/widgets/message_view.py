@@ -49,6 +49,11 @@ class MessageView(Widget):
         """Whether :meth:`code_blocks` finds any (cheaper, and asked for each message the cursor is on)."""
         return False
 
+    def scroll_code(self, direction: int) -> bool | None:
+        """Scroll the code blocks wider than their view half a view sideways (``direction`` 1 right,
+        -1 left), as far as they go; whether any moved, ``None`` when none is wider than its view."""
+        return None
+
     def match_row(self, query: SearchQuery) -> int | None:
         """Rows from this view's top to the first row that shows a match of ``query`` (a search hit
         opened here is scrolled to it); ``None`` when the view cannot say, and its top will do."""

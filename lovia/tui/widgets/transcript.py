@@ -116,6 +116,11 @@ class Transcript(SteadyScroll, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Previous", show=False, id="transcript.previous"),
         Binding("down,j", "cursor(1)", "Next", show=False, id="transcript.next"),
+        # Code is not wrapped: a line wider than the view is read by moving its block sideways.
+        Binding("right,l", "scroll_code(1)", "Code right", show=False, id="transcript.code_right",
+                tooltip="Move the selected message's code blocks wider than the view half a view right"),
+        Binding("left,h", "scroll_code(-1)", "Code left", show=False, id="transcript.code_left",
+                tooltip="Move them back left"),
         Binding("home", "cursor_home", "First", show=False, id="transcript.first"),
         Binding("end", "to_end", "Last", show=False, id="transcript.last"),
         # First of the keys the footer shows, and one entry there ("n/N Match"): offered only after
@@ -775,7 +780,7 @@ class Transcript(SteadyScroll, can_focus=True):
         if isinstance(entry, UserMessage):
             return UserMessageView(entry)
         if isinstance(entry, AssistantMessage):
-            return AssistantMessageView(entry.text, entry.agent, entry.finish_reason)
+            return AssistantMessageView(entry.text, entry.agent, entry.finish_reason, stopped=_stopped(item.of_run))
         if isinstance(entry, ToolCall):
             state = item.of_run.state if item.of_run is not None else "interrupted"
             view = ToolCallView(entry, item.result, dangling_state=PENDING_BY_RUN_STATE.get(state, WILL_RUN_AGAIN))
@@ -866,14 +871,15 @@ class Transcript(SteadyScroll, can_focus=True):
         await self._live_message.write(text)
         self._live_part_grew()
 
-    async def end_message(self, message: AssistantMessage | None = None) -> None:
-        """The streamed message is over; ``message`` is it as stored, to show how its turn ended."""
+    async def end_message(self, message: AssistantMessage | None = None, *, stopped: bool = False) -> None:
+        """The streamed message is over; ``message`` is it as stored, to show how its turn ended
+        (``stopped``: its run was stopped by the user)."""
         if self._live_message is None and message is not None and message.finish_reason:
             # A turn cut off before any text streamed: its (empty) message still says why.
             self._live_message = AssistantMessageView("", message.agent)
             await self._append(self._live_message)
         if self._live_message is not None:
-            await self._live_message.finish(message)
+            await self._live_message.finish(message, stopped=stopped)
             self._live_message = None
             self._live_part_grew()  # laid out whole at its end: it may take more rows
 
@@ -907,7 +913,8 @@ class Transcript(SteadyScroll, can_focus=True):
         calls left without a result say they were stopped and will run again; an answer it was
         streaming is marked cut off, as the stores keep it.
         """
-        await self.end_message(_cut_off(stored) if self._live_message is not None and state != "completed" else None)
+        await self.end_message(_cut_off(stored) if self._live_message is not None and state != "completed" else None,
+                               stopped=state == "interrupted")
         if state != "completed":
             self.follow_dangling_calls(STOPPED if state == "interrupted" else WILL_RUN_AGAIN)
         header = self._live_header
@@ -1324,6 +1331,13 @@ class Transcript(SteadyScroll, can_focus=True):
         else:
             self.notify("The selected message has no code block.", severity="warning")
 
+    def action_scroll_code(self, direction: int) -> None:
+        view = self.selected_view
+        if view is None:
+            self.notify("Select a message to move its code sideways (↑/↓).", severity="warning")
+        elif view.scroll_code(direction) is None:
+            self.notify("No code block of the selected message is wider than the view.", severity="warning")
+
     def action_edit(self) -> None:
         view = self.selected_view
         if not isinstance(view, UserMessageView):
@@ -1508,6 +1522,12 @@ def _cut_off(run: TranscriptRun | None) -> AssistantMessage | None:
     """The message the stores keep of the answer ``run`` was streaming when it stopped, if any."""
     last = run.entries[-1] if run is not None and run.entries else None
     return last if isinstance(last, AssistantMessage) and last.finish_reason == CUT_OFF else None
+
+
+def _stopped(run: TranscriptRun | None) -> bool:
+    """Whether ``run`` ended because the user stopped it (escape, quit): in flight ``interrupted``,
+    or finalized as a partial that ended so; a crash or an error cut an answer off otherwise."""
+    return run is not None and (run.state == "interrupted" or (run.partial and run.ended in ("stopped", "interrupted")))
 
 
 def _page_items(page: TranscriptPage) -> Iterable[_Item]:
