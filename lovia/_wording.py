@@ -48,8 +48,20 @@ _FINISH_NOTES = {
 }
 
 
-def finish_note(reason: str | None) -> str:
-    """What a transcript says under a turn that ended for an unusual ``reason``; "" for none."""
+STOPPED_NOTE = "cut off: you stopped the run while this streamed"
+"""Under an answer cut off because the user stopped its run (escape, quit), not because it crashed or failed."""
+
+PARTIAL_ENDS_STOPPED = frozenset({"stopped", "interrupted"})
+"""A finalized partial's ``meta["ended"]`` when its run was stopped by the user (see :func:`finish_note`)."""
+
+
+def finish_note(reason: str | None, *, stopped: bool = False) -> str:
+    """What a transcript says under a turn that ended for an unusual ``reason``; "" for none.
+
+    ``stopped``: the turn's run was stopped by the user, which the reason alone does not tell (a
+    cut-off answer's is the same whether the user stopped the run or it crashed)."""
     if not reason:
         return ""
+    if stopped and reason == "cut_off":
+        return STOPPED_NOTE
     return _FINISH_NOTES.get(reason, f"the model stopped early ({reason})")

@@ -65,7 +65,7 @@ from typing import Any, Literal, TextIO, cast
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from lovia._wording import NOT_TIMED, count, duration, finish_note, step_duration
+from lovia._wording import NOT_TIMED, PARTIAL_ENDS_STOPPED, count, duration, finish_note, step_duration
 from lovia.context import FileResultStore, archived_in
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage, entry_to_dict
@@ -363,6 +363,7 @@ def _fence_left_open(text: str) -> Token | None:
 class _Markdown:
     def __init__(self, out: TextIO) -> None:
         self.write: Callable[[str], Any] = out.write
+        self._stopped = False  # the run being written was stopped by the user (a partial that ended so)
 
     def session(self, session_id: str, info: SessionInfo | None, origin: ForkOrigin | None, now: float) -> None:
         title = (info.title if info is not None else "") or "Untitled session"
@@ -386,6 +387,8 @@ class _Markdown:
                  f"ran {ran}" if ran and ran != took else ""]
         self.write(f"\n## Run {index} · {' · '.join(part for part in times if part) or NOT_TIMED}\n\n")
         notes = [f"run `{span.run_id}`"]
+        # A partial the user stopped: its cut-off answer says so, as the transcript does.
+        self._stopped = bool(span.meta.get("partial")) and span.meta.get("ended") in PARTIAL_ENDS_STOPPED
         if span.meta.get("partial"):
             notes.append(f"did not complete ({span.meta.get('ended') or 'partial'})")
         steps = steps_from_meta(span.meta)
@@ -397,7 +400,7 @@ class _Markdown:
         if isinstance(entry, UserMessage):
             self.write(f"\n**You** · {_utc(entry.created_at)}\n\n{_fences_closed(entry.text)}\n")
         elif isinstance(entry, AssistantMessage):
-            note = finish_note(entry.finish_reason)  # as the transcript says it under the answer
+            note = finish_note(entry.finish_reason, stopped=self._stopped)  # as the transcript says it under the answer
             ended = f" · {note}" if note else ""
             who = entry.agent or "assistant"
             self.write(f"\n**{who}** · {_utc(entry.created_at)}{ended}\n\n{_fences_closed(entry.text)}\n")

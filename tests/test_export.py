@@ -317,6 +317,22 @@ async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(ses
     assert "cut_off" not in text and "(cut off: length)" not in text
 
 
+async def test_an_answer_the_user_stopped_says_so_as_in_the_transcript(session):
+    """A partial finalized after the user stopped its run: the transcript says "you stopped the run",
+    and the export said "the run ended while this streamed", a crash's words."""
+    await session.append("s-export-1", [
+        UserMessage(text="write a long story", created_at=999.0),
+        AssistantMessage(text="Once upon a", agent="bot", finish_reason="cut_off", created_at=1000.0),
+    ], run_id="r-stopped", meta={"partial": True, "ended": "stopped"})
+    await session.append("s-export-1", [
+        UserMessage(text="and another", created_at=2000.0),
+        AssistantMessage(text="There was", agent="bot", finish_reason="cut_off", created_at=2001.0),
+    ], run_id="r-crashed", meta={"partial": True, "ended": "crashed"})
+    text = await export_text(session, "md")
+    assert "UTC · cut off: you stopped the run while this streamed\n\nOnce upon a" in text
+    assert "UTC · cut off: the run ended while this streamed\n\nThere was" in text
+
+
 async def test_step_times_under_a_second_read_in_milliseconds_as_in_the_app(session):
     """A first token after 24 ms reads ``24ms``, not ``0.0 s``; a tool call of 40 ms reads ``40ms``."""
     steps = [

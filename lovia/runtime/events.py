@@ -110,7 +110,12 @@ class RunCompleted:
 
 @dataclass(frozen=True, slots=True)
 class RunFailed:
-    """The run stopped on an error; its checkpoint (if any) says ``failed``."""
+    """The run stopped on an error; its checkpoint (if any) says ``failed``.
+
+    Except for a resume refused because an agent it needs is missing from the handoff graph
+    (:class:`~lovia.errors.AgentResolutionError`): nothing of the run ran, and its checkpoint is
+    left as the resume found it (stopped, crashed or failed), to resume once the agent is back.
+    """
 
     run_id: str
     error: BaseException

@@ -13,7 +13,6 @@ from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
 from lovia.stores._search import SearchQuery, match_text
-from lovia.tui.backend import CUT_OFF
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView, code_blocks, holds_code
@@ -22,15 +21,6 @@ from lovia.tui.widgets.streaming_markdown import StreamingMarkdown
 
 DRAWN_WITHIN = 2.0
 """Seconds an ended answer waits for its end to be drawn before it shows its blocks as stored."""
-
-STOPPED_NOTE = "cut off: you stopped the run while this streamed"
-"""Under an answer cut off because the user stopped its run (escape, quit), not because it crashed or failed."""
-
-
-def note_under(finish_reason: str | None, *, stopped: bool = False) -> str:
-    """What is said under an answer whose turn ended for ``finish_reason`` ("" for the usual ones);
-    ``stopped``: its run was stopped by the user, which the finish reason alone does not tell."""
-    return STOPPED_NOTE if stopped and finish_reason == CUT_OFF else finish_note(finish_reason)
 
 
 class AssistantMessageView(MessageView):
@@ -80,7 +70,7 @@ class AssistantMessageView(MessageView):
     def compose(self) -> ComposeResult:
         yield Static(self.agent, classes="who", markup=False)
         yield StoredMarkdown(self.text) if self.text else StreamingMarkdown()
-        if note := note_under(self.finish_reason, stopped=self.stopped):
+        if note := finish_note(self.finish_reason, stopped=self.stopped):
             yield Static(note, classes="finish", markup=False)
 
     async def write(self, fragment: str) -> None:
@@ -154,7 +144,7 @@ class AssistantMessageView(MessageView):
                 if not fence.exact:
                     fence.exact_soon()
         if message is not None and not self.finish_reason and (
-                note := note_under(message.finish_reason, stopped=stopped)):
+                note := finish_note(message.finish_reason, stopped=stopped)):
             self.finish_reason, self.stopped = message.finish_reason, stopped
             await self.mount(Static(note, classes="finish", markup=False))
 

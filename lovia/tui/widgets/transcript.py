@@ -31,6 +31,7 @@ from textual.scrollbar import ScrollMessage
 from textual.widget import Widget
 from textual.worker import Worker
 
+from lovia._wording import PARTIAL_ENDS_STOPPED
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import LoviaError
 from lovia.stores._search import SearchQuery
@@ -1527,7 +1528,7 @@ def _cut_off(run: TranscriptRun | None) -> AssistantMessage | None:
 def _stopped(run: TranscriptRun | None) -> bool:
     """Whether ``run`` ended because the user stopped it (escape, quit): in flight ``interrupted``,
     or finalized as a partial that ended so; a crash or an error cut an answer off otherwise."""
-    return run is not None and (run.state == "interrupted" or (run.partial and run.ended in ("stopped", "interrupted")))
+    return run is not None and (run.state == "interrupted" or (run.partial and run.ended in PARTIAL_ENDS_STOPPED))
 
 
 def _page_items(page: TranscriptPage) -> Iterable[_Item]:
