@@ -21,7 +21,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from lovia.entries import Entry
@@ -649,6 +649,22 @@ class CheckpointOptions:
 ClaimStep = Literal["none", "store_start", "update", "leave"]
 """What a claim does to the store: nothing; store ``start`` (in place of any stored run);
 write the stored run's new head; or leave the stored run as it is."""
+
+
+def released_as_found(snapshot: RunSnapshot, token: str) -> RunHead:
+    """The head of a run claimed under ``token`` as the claim found it, released: what to store to give
+    the run back unchanged when nothing of it ran (a dangling call completed, a resume refused).
+
+    It keeps the claim's token (the stored head carries it, and a save under another is
+    refused) with no lease. A checkpointer that does not report the head it took
+    (``taken_from``) leaves the run ``interrupted``; one without claims (the head was only
+    loaded) leaves it as loaded.
+    """
+    if snapshot.head.claim != token:
+        return replace(snapshot.head, lease_until=None)
+    if snapshot.taken_from is None:
+        return replace(snapshot.head, status="interrupted", lease_until=None)
+    return replace(snapshot.taken_from, claim=token, lease_until=None)
 
 
 def plan_claim(

@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from dataclasses import replace
 
 from lovia.checkpoint import (
     DEFAULT_LEASE_SECONDS,
     Checkpointer,
     ClaimingCheckpointer,
-    RunHead,
     RunOwner,
     RunSnapshot,
     claim_refused,
     live_claim,
+    released_as_found,
 )
 from lovia.entries import ToolResult
 from lovia.errors import UserError
@@ -91,7 +90,7 @@ async def complete_dangling_call(
                             "(it may have been discarded, or finalized into its session)")
         if not taken:
             raise UserError(f"run {run_id!r} has completed, so none of its calls can be completed any more")
-        found = _as_found(snapshot, token)
+        found = released_as_found(snapshot, token)
         try:
             result = _result_for(snapshot, call_id, output, error)
             await checkpointer.save(RunSnapshot(run_id, found, [*snapshot.entries, result]))
@@ -100,20 +99,6 @@ async def complete_dangling_call(
                 await checkpointer.save(RunSnapshot(run_id, found, snapshot.entries))
             raise
         return result
-
-
-def _as_found(snapshot: RunSnapshot, token: str) -> RunHead:
-    """The run's head as the claim found it, released: nothing holds the run once this is stored.
-
-    It keeps the claim's token (the stored head carries it, and a save under another is
-    refused) with no lease. A checkpointer that does not report the head it took
-    (``taken_from``) leaves the run ``interrupted``.
-    """
-    if snapshot.head.claim != token:  # a checkpointer without claims: the head was only loaded
-        return replace(snapshot.head, lease_until=None)
-    if snapshot.taken_from is None:
-        return replace(snapshot.head, status="interrupted", lease_until=None)
-    return replace(snapshot.taken_from, claim=token, lease_until=None)
 
 
 def _result_for(snapshot: RunSnapshot, call_id: str, output: str | None, error: str | None) -> ToolResult:

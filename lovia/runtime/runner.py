@@ -51,6 +51,7 @@ from lovia.checkpoint import (
     plan_claim,
     register_live_claim,
     release_live_claim,
+    released_as_found,
 )
 from lovia.context import ContextPolicy
 from lovia.entries import USUAL_FINISH_REASONS, AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
@@ -406,11 +407,9 @@ class _Run:
             self._resume_agents(taken.head)
         except AgentResolutionError:
             self._given_back = True  # execute reports the error, but marks nothing
-            options, head = self.checkpoint, self.head
-            if options is not None and head is not None:
-                found = taken.taken_from
-                back = (replace(found, claim=head.claim, lease_until=None) if found is not None
-                        else replace(head, status="interrupted", lease_until=None))
+            options = self.checkpoint
+            if options is not None and self.head is not None:
+                back = released_as_found(taken, self._token)
                 with contextlib.suppress(Exception):  # the resolution's error matters more
                     await shielded(options.checkpointer.save(RunSnapshot(self.run_id, back, list(self.entries))))
             raise
