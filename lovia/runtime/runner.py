@@ -318,6 +318,8 @@ class _Run:
                     task.uncancel()
                 emit(RunFailed(self.run_id, failure))
                 raise failure from None
+            if self._given_back:  # refused for a missing agent, given back as found: a stop marks nothing
+                raise
             if self._completed is not None:
                 # Stopped once its checkpoint said completed: it did complete (a store error in
                 # its append heals on replay). A stop is the caller's own cancellation, raised;
@@ -410,8 +412,11 @@ class _Run:
             options = self.checkpoint
             if options is not None and self.head is not None:
                 back = released_as_found(taken, self._token)
-                with contextlib.suppress(Exception):  # the resolution's error matters more
+                try:
                     await shielded(options.checkpointer.save(RunSnapshot(self.run_id, back, list(self.entries))))
+                except Exception as error:  # the resolution's error is the one raised; this one is told
+                    self._warn(f"run {self.run_id!r} could not be given back as it was found ({type(error).__name__}); "
+                               "it stays claimed by this execution until its lease runs out")
             raise
 
     async def _fail(self, exc: BaseException) -> None:

@@ -69,3 +69,38 @@ async def test_a_resume_refused_for_a_missing_agent_leaves_the_run_as_it_was(tmp
         result = await Runner.run(worker, [], checkpoint=CheckpointOptions(checkpointer, "run-b",
                                                                           if_run_exists=policy))
         assert result.final_output == "done"
+
+
+async def test_a_stop_while_a_refused_resume_gives_the_run_back_marks_nothing(tmp_path):
+    """With ``alone_in_session`` the claim takes the run before its agent is looked for, then gives it
+    back; a cancellation landing in that save went on to mark the run interrupted, its error gone."""
+    import asyncio
+
+    released, saving = asyncio.Event(), asyncio.Event()
+    armed = False
+
+    class HeldSave(SQLiteCheckpointer):
+        async def save(self, snapshot):
+            if armed and not snapshot.head.is_held():  # the give-back
+                saving.set()
+                await released.wait()
+            return await super().save(snapshot)
+
+    async with HeldSave(tmp_path / "runs.db", wal=True) as checkpointer:
+        head = RunHead(agent="worker-B", status="failed", error="ModelError: boom", session_id="s-b",
+                       started_at=1.0, updated_at=2.0, turn=1, model="openai:slow")
+        await checkpointer.save(RunSnapshot("run-b", head, list(ENTRIES)))
+        armed = True
+        app_agent = Agent(name="assistant", model=ScriptedModel([]))
+        run = asyncio.create_task(Runner.run(
+            app_agent, [], session_id="s-b",
+            checkpoint=CheckpointOptions(checkpointer, "run-b", if_run_exists="resume", alone_in_session=True)))
+        await asyncio.wait_for(saving.wait(), 10)
+        run.cancel()
+        await asyncio.sleep(0.05)
+        released.set()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        after = await checkpointer.load("run-b")
+        assert after is not None and (after.head.status, after.head.error) == ("failed", "ModelError: boom")
+        assert not after.head.is_held()
