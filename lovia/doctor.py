@@ -125,7 +125,7 @@ def examine(path: Path, *, quick: bool = False, now: float | None = None) -> Rep
             raise CannotCheck(f"{report.path} is a SQLite database but not a lovia one (it has no lovia_schema "
                               "table): give lovia's file with --db PATH")
         try:
-            foreign = sqlite_foreign_objects(conn, STORE_SCHEMAS)
+            foreign = sqlite_foreign_objects(conn, STORE_SCHEMAS, whole=True)
         except sqlite3.DatabaseError:
             foreign = []  # the integrity finding says what is damaged
         tables -= _judge_foreign(foreign, report, SQLITE_ELSEWHERE, lovias=True)

@@ -11,7 +11,7 @@ import pytest
 
 from lovia.cli import main as lovia_main
 from lovia.stores.postgres import PostgresSession
-from lovia.stores.sqlite import SQLiteSession
+from lovia.stores.sqlite import SQLiteCheckpointer, SQLiteSession
 from tests.postgres_server import PASSWORD
 
 
@@ -84,6 +84,24 @@ def test_sqlite_doctor_reports_a_foreign_table_beside_lovias_store(capsys, tmp_p
     path = session_file_then(tmp_path, "CREATE TABLE lovia_runs (run_id TEXT PRIMARY KEY, payload TEXT)")
     status, out, err = run(capsys, "doctor", "--db", str(path))
     assert status == 1 and "table lovia_runs that lovia did not create" in out and "drop or rename" in out, out
+
+
+def test_sqlite_doctor_reports_a_table_of_lovias_made_again_with_other_columns(capsys, tmp_path):
+    """Both stores current, the stores' opening skips the check (no migration is to come), and the
+    doctor skipped it too: "All is well" over a lovia_run_partials another program made again."""
+    path = tmp_path / "lovia.db"
+
+    async def both_stores() -> None:
+        async with SQLiteSession(path), SQLiteCheckpointer(path):
+            pass
+
+    asyncio.run(both_stores())
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE lovia_run_partials")
+        conn.execute("CREATE TABLE lovia_run_partials (id INTEGER PRIMARY KEY, note TEXT)")
+    conn.close()
+    status, out, err = run(capsys, "doctor", "--db", str(path))
+    assert status == 1 and "lovia_run_partials" in out and "lovia did not create" in out, out
 
 
 # -- a database a newer lovia wrote: the advice names no package of someone else's --------------

@@ -156,7 +156,7 @@ POSTGRES_OBJECTS: dict[str, tuple[dict[str, frozenset[str] | None], ...]] = {
 """The objects each version of each PostgreSQL store creates under a name of its own: a table with its
 columns, an index, a sequence or a function with ``None``. Names PostgreSQL picks itself (a primary
 key's index, an identity column's sequence) are left out: PostgreSQL picks another when one is taken.
-``tests/stores/test_postgres_foreign_tables.py`` compares this with what the migrations create."""
+``tests/stores/test_foreign_tables.py`` compares this with what the migrations create."""
 
 
 def postgres_layouts() -> dict[str, tuple[Layout, ...]]:

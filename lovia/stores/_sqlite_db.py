@@ -484,13 +484,16 @@ def sqlite_layouts(schemas: Sequence[StoreSchema]) -> dict[str, Sequence[Layout]
     return {schema.store: _layouts_of(tuple(schema.steps)) for schema in schemas}
 
 
-def sqlite_foreign_objects(conn: sqlite3.Connection, schemas: Sequence[StoreSchema]) -> list[ForeignObject]:
+def sqlite_foreign_objects(conn: sqlite3.Connection, schemas: Sequence[StoreSchema], *,
+                           whole: bool = False) -> list[ForeignObject]:
     """The objects of lovia's names in the file on ``conn`` that lovia did not create (see :func:`foreign_objects`).
 
     Call it inside a transaction, so that another process's migration committing meanwhile is seen
-    whole or not at all.
+    whole or not at all. A store opening asks only what could stand in a migration's way; ``whole``
+    (``lovia doctor``) asks about every object, in a file whose stores are all current too (a table
+    of lovia's dropped and made again with other columns).
     """
-    if _every_store_current(conn, schemas):
+    if not whole and _every_store_current(conn, schemas):
         # No migration of any store is to come, so nothing can be in one's way: the check of every
         # object (a few milliseconds, the migrations run in memory once) is left to files that need it.
         return []
