@@ -388,6 +388,9 @@ async def test_an_answer_s_snippet_leaves_out_a_table_s_pipes_and_rule(tmp_path,
         "fornax": " ".join(f"w{i}" for i in range(40)) + "\n| 1 | 2 | 3 |\n| x | y | Fornax |\nFinal words",
         "grus": "Run ls | grep Grus to find it",
         "hydra": "| cmd | what |\n|--|--|\n| `a \\| b` | Hydra pipes |",
+        # Code whose block's opening fence the snippet cut off: read as text, its pipes are code's.
+        "ilium": "```elixir\n" + "a " * 30 + "\n|> Enum.map(fn x -> x end) # Ilium\n```",
+        "lyra": "```rust\n" + "b " * 30 + "\n|x| x + 1 // Lyra\n```",
     }
     shown = await snippets_shown(tmp_path, store, answers)
     assert shown["eridanus"] == ("Results: a b 1 Eridanus Final words", ["Eridanus"])
@@ -395,6 +398,8 @@ async def test_an_answer_s_snippet_leaves_out_a_table_s_pipes_and_rule(tmp_path,
     assert "|" not in line and "x y Fornax Final words" in line and lit == ["Fornax"]
     assert shown["grus"] == ("Run ls | grep Grus to find it", ["Grus"])
     assert shown["hydra"] == ("cmd what a | b Hydra pipes", ["Hydra"])
+    assert "|> Enum.map(fn x -> x end) # Ilium" in shown["ilium"][0]
+    assert "|x| x + 1 // Lyra" in shown["lyra"][0]
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])

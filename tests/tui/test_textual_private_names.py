@@ -215,13 +215,17 @@ def test_the_call_that_forgets_a_notification_exists():
     assert [(n.message, n.title, n.severity) for n in notifications] == [("shown", "t", "warning")]
 
 
-def test_the_toast_rack_a_covered_screen_is_brought_up_to_date_with_exists():
-    # Textual shows the toasts again on a screen resumed (App._refresh_notifications), up to date:
-    # Textual updates the toasts of the screen on top only (App._refresh_notifications).
+def test_the_toast_rack_hidden_under_a_dialog_is_shown_again_with_its_screen():
+    # LoviaApp.withdraw_notices hides the ToastRack of the screen under a dialog (display False),
+    # and counts on Textual to show it again, up to date, when that screen comes back: a resumed
+    # screen's notifications are refreshed (App._refresh_notifications), and ToastRack.show sets
+    # display from them.
+    from textual.screen import Screen
     from textual.widgets._toast import ToastRack
 
-    assert list(inspect.signature(ToastRack.show).parameters) == ["self", "notifications"]
+    assert "self.app._refresh_notifications()" in inspect.getsource(Screen._on_screen_resume)
     assert "toast_rack.show, self._notifications" in inspect.getsource(App._refresh_notifications)
+    assert "self.display = bool(notifications)" in inspect.getsource(ToastRack.show)
     assert ToastRack.__name__ == "ToastRack"  # the name the screen's query selects it by
 
 

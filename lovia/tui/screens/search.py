@@ -196,17 +196,23 @@ def _without_line_marks(text: str, begins_line: bool) -> str:
 def _without_table_pipes(text: str) -> str:
     """``text`` with a table's rows as their cells' words and its rule under the header left out.
 
-    A row is a line that begins or ends with a pipe (the snippet may have cut it on either side);
+    A row is a line that begins and ends with a pipe, or one of them (the snippet may have cut it
+    on either side) with a rule in the snippet or at least three pipes;
     a pipe inside a line of prose (``ls | grep``) is no table's, and an escaped one (``\\|``) is a
     cell's text, shown as ``|`` (in a code span too, as a table shows it)."""
-    lines = []
-    for line in text.split("\n"):
-        bare = line.strip(" \t" + MARK_OPEN + MARK_CLOSE + ELLIPSIS)
-        if "|" in bare and _TABLE_RULE.fullmatch(bare):
+    lines = text.split("\n")
+    bare = [line.strip(" \t" + MARK_OPEN + MARK_CLOSE + ELLIPSIS) for line in lines]
+    rules = {at for at, line in enumerate(bare) if "|" in line and _TABLE_RULE.fullmatch(line)}
+    kept = []
+    for at, (line, cells) in enumerate(zip(lines, bare, strict=True)):
+        if at in rules:
             continue
-        row = bare[:1] == "|" or bare[-1:] == "|"
-        lines.append(_CELL_PIPE.sub(" ", line).replace("\\|", "|") if row else line)
-    return "\n".join(lines)
+        # Both ends a pipe; or one (the snippet cut the row) where a rule shows it is a table, or with
+        # cells between: a code line the cut left outside its block (``|> Enum.map``, ``|x| x + 1``) is none.
+        ends = (cells[:1] == "|") + (cells[-1:] == "|")
+        row = ends == 2 or (ends == 1 and (bool(rules) or len(_CELL_PIPE.findall(cells)) >= 3))
+        kept.append(_CELL_PIPE.sub(" ", line).replace("\\|", "|") if row else line)
+    return "\n".join(kept)
 
 
 def _starts_outside_code(snippet: str) -> bool:
