@@ -20,7 +20,6 @@ from lovia.tui.widgets.assistant_message import AssistantMessageView
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 from tests.tui.test_stop_and_continue import blocking_tool, type_and_send_no_settle
 
-CRASH_NOTE = "cut off: the run ended while this streamed"
 STOPPED_NOTE = "cut off: you stopped the run while this streamed"
 
 
