@@ -34,6 +34,7 @@ from lovia.checkpoint import (
     RunSummary,
     claim_refused,
     live_claim,
+    released_as_found,
 )
 from lovia.context import ContextPolicy, archived_in
 from lovia.dangling import complete_dangling_call
@@ -447,17 +448,6 @@ def _unstored_listing(session_id: str, oldest: RunSummary, newest: RunSummary) -
     """A session only its unstored runs know: titled by the first one's input, with no entries or runs."""
     return SessionListing(session_id, title_from(oldest.head.first_input), 0, 0, oldest.head.started_at,
                           newest.head.updated_at, 0.0, state=run_state(newest.head), activity=newest.head.updated_at)
-
-
-def _given_back(taken: RunSnapshot) -> RunHead:
-    """The head of a run a claim took, as the claim found it, to store when the action fails.
-
-    It keeps the claim's token (the stored head carries it: a save under any other is refused)
-    with no lease, so nothing holds the run once the action's claim is released.
-    """
-    if taken.taken_from is None:
-        return replace(taken.head, status="interrupted", lease_until=None)
-    return replace(taken.taken_from, claim=taken.head.claim, lease_until=None)
 
 
 def _refuse_held(run_id: str, head: RunHead) -> None:
@@ -1152,10 +1142,10 @@ class ChatBackend:
             except BaseException:
                 if snapshot is not None and snapshot.head.claim == token:
                     with contextlib.suppress(Exception):  # the block's own error matters more
-                        await self._give_back(snapshot)
+                        await self._give_back(snapshot, token)
                 raise
 
-    async def _give_back(self, taken: RunSnapshot) -> None:
+    async def _give_back(self, taken: RunSnapshot, token: str) -> None:
         """Store the run a failed action took as it was found, unless the action already recorded it.
 
         A run the action deleted, or marked completed (its session has it), stays so: giving it
@@ -1163,7 +1153,7 @@ class ChatBackend:
         """
         stored = await self.checkpointer.load(taken.run_id)
         if stored is not None and stored.head.status != "completed":
-            await self.checkpointer.save(RunSnapshot(taken.run_id, _given_back(taken), taken.entries))
+            await self.checkpointer.save(RunSnapshot(taken.run_id, released_as_found(taken, token), taken.entries))
 
     # -- fork and export -----------------------------------------------------------------
 
