@@ -90,6 +90,8 @@ class ServersScreen(ModalScreen[None]):
             yield Static(id="mcp-keys")
 
     def on_mount(self) -> None:
+        if not self.is_attached:
+            return  # closed before its parts were mounted: the app quit as this opened
         self.show()
         self.query_one(ServerList).focus()
 

@@ -90,7 +90,8 @@ class TrashScreen(ModalScreen[str | None]):
 
     async def on_mount(self) -> None:
         await self.reload()
-        self.query_one(TrashList).focus()
+        if self.is_attached:
+            self.query_one(TrashList).focus()
 
     async def reload(self, highlight: int | None = None) -> None:
         """Read the trash again (purging what is due) and show it, the cursor on ``highlight`` when given."""
@@ -99,6 +100,8 @@ class TrashScreen(ModalScreen[str | None]):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             self.items = []
+        if not self.is_attached:
+            return  # closed while the trash was read (the app quit as this opened): nothing to show it on
         now = format.clock()
         listing = self.query_one(TrashList)
         listing.clear_options()

@@ -77,7 +77,9 @@ class ToolCallView(MessageView):
     def on_mount(self) -> None:
         # The transcript's cursor selects a call and enter expands it: its title taking focus made
         # tab stop on every call of the conversation, with nothing on screen to say where focus was.
-        title = self.query_one(CollapsibleTitle)
+        title = self.query_one_optional(CollapsibleTitle)
+        if title is None:
+            return  # removed before its parts were mounted (its session left, the app quit, as it loaded)
         title.can_focus = False
         self._show_title(title)
 
