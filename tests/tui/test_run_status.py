@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from lovia import Agent, tool
+from lovia import Agent, SQLiteSession, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.inspector import CheckpointInspector
@@ -311,3 +311,31 @@ async def test_a_rate_limited_request_counts_down_to_being_sent_again(tmp_path, 
             data = await app.backend.transcript(app.screen.chat.session_id)
             [run] = data.runs
             assert StepSummary.of(run.steps).first_token < 1.0  # the 2 s wait is not the model's
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_message_waiting_on_a_busy_database_says_so_until_its_run_starts(tmp_path, size):
+    """Another program held the database's write lock (a PostgreSQL server down did the same, for
+    the pool's 30 s): the message sat in the composer with nothing on screen until the store gave up."""
+    import sqlite3
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing: the run's claim waits for it
+        try:
+            await send(pilot, "hello")
+            await wait_for(pilot, lambda: status_line(app).startswith("Saving your message to the database"))
+            await pilot.pause(1.2)
+            assert re.fullmatch(r"Saving your message to the database · \ds", status_line(app)), status_line(app)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await wait_for(pilot, lambda: not app.screen.chat.running)
+        await settle(pilot)
+        assert status_line(app) == ""
+        session_id = app.screen.chat.session_id
+    stored = await SQLiteSession(db).load(session_id)
+    assert [type(entry).__name__ for entry in stored][:2] == ["UserMessage", "AssistantMessage"]

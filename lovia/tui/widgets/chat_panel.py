@@ -264,20 +264,27 @@ class ChatPanel(Vertical):
         the session executes) is shown in the transcript with its message, unless ``not_started``
         is given: it is then told of the error instead (a resend: nothing of it is shown).
         """
+        status = self.query_one(RunStatus)
+        status.saving_message()  # until the run starts: a busy or unreachable store can take its timeout
         self._starting = True
+        started: StartedRun | None = None
         try:
             try:
                 started = await begin(None)
             except RunsNeedDecision as exc:
+                status.clear()  # a question now, not a wait
                 settle = await self._ask_what_to_do(exc)
                 if settle is None:
                     return
+                status.saving_message()
                 started = await begin(settle)
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             return
         finally:
             self._starting = False
+            if started is None and not self.running and self.is_attached:  # not sent (a resumed run has the line)
+                status.clear()
         if composer == "draft":
             self._end_edit()
         elif composer == "clear":

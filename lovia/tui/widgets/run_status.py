@@ -27,8 +27,9 @@ TICK_SECONDS = 1.0
 
 class RunStatus(Widget):
     """Hidden while no run goes and nothing new is below the view. The chat panel tells it each step
-    as the run's events come (:meth:`waiting_for_model`, :meth:`asking_again`, :meth:`answering`,
-    :meth:`running_tools`, :meth:`clear`), and sets :attr:`new_below` as the transcript tells it."""
+    as a message is sent and the run's events come (:meth:`saving_message`, :meth:`waiting_for_model`,
+    :meth:`asking_again`, :meth:`answering`, :meth:`running_tools`, :meth:`clear`), and sets
+    :attr:`new_below` as the transcript tells it."""
 
     DEFAULT_CSS = """
     RunStatus {
@@ -50,6 +51,12 @@ class RunStatus(Widget):
         self._again_at: float | None = None  # while a failed request waits to be sent again: when it is
         self._again_timer: Timer | None = None  # what says the model is waited for once it is
         self._ticker: Timer | None = None
+
+    def saving_message(self) -> None:
+        """A message is being sent: stored, its run claimed, before the model is asked. A database
+        another program holds, or a server down, keeps it there for the store's timeout (30 s)."""
+        self._tools.clear()
+        self._set("Saving your message to the database")
 
     def waiting_for_model(self, model: str | None) -> None:
         """A model was asked, and nothing of its answer has come yet."""
