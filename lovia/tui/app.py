@@ -458,8 +458,9 @@ class LoviaApp(App[None]):
             yield SystemCommand("Copy message", f"Copy the selected message ({keys('transcript.copy')} in the "
                                 "transcript)", transcript.action_copy)
         if transcript.applies("copy_code"):
-            yield SystemCommand("Copy code block", f"Copy the selected message's last code block "
-                                f"({keys('transcript.copy_code')} in the transcript)", transcript.action_copy_code)
+            yield SystemCommand("Copy code block", "Copy the selected message's last code block; again, the one "
+                                f"before ({keys('transcript.copy_code')} in the transcript)",
+                                transcript.action_copy_code)
         if opened:
             yield SystemCommand("Timeline of a run", "Where the time went: the run under the transcript cursor (the "
                                 "last one when none is selected) as a waterfall of its steps "

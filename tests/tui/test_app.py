@@ -690,3 +690,39 @@ async def test_the_inspector_shows_a_new_run_from_its_head(tmp_path):
         await app.screen.inspect("run-b")  # the same run shown again (a refresh): where the reader was
         await settle(pilot)
         assert inspector.scroll_y == scrolled
+
+
+async def test_y_again_copies_the_code_block_before_so_every_block_of_a_message_can_be_copied(tmp_path):
+    # Only the last block could be copied: the first of a two-block answer had to be selected by mouse.
+    from lovia import AssistantMessage, SQLiteSession, UserMessage
+
+    answer = "Install it:\n\n```sh\npip install x\n```\n\nThen run:\n\n```python\nimport x\n```\n\nDone."
+    async with SQLiteSession(tmp_path / "lovia.db", wal=True) as session:
+        await session.append("s-code", [UserMessage(text="how?"), AssistantMessage(text=answer),
+                                        UserMessage(text="and?"), AssistantMessage(text="```\nmore\n```")],
+                              run_id="r-1")
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.main.open_session("s-code")
+        await settle(pilot)
+        transcript = app.main.chat.transcript
+        transcript.focus()
+        await pilot.press("end", "up", "up")  # the two-block answer
+        assert transcript.selected_view.code_blocks() == ["pip install x", "import x"]
+
+        async def copy() -> str:
+            await pilot.press("y")
+            await pilot.pause()
+            return told(app)[-1].message
+
+        # Each block told apart by its size: "import x" 8 characters, "pip install x" 13.
+        said = await copy()
+        assert said.startswith("Copied code block 2 of 2 (8 chars) ")
+        assert said.endswith(" y again copies the one before.")
+        assert (await copy()).startswith("Copied code block 1 of 2 (13 chars) ")
+        assert (await copy()).startswith("Copied code block 2 of 2 (8 chars) ")  # round again
+        await pilot.press("down", "down")  # a message with one block: its only one, said as before
+        assert (await copy()).startswith("Copied the code block (4 chars) ")
+        await pilot.press("up", "up")  # back: from its last again
+        assert (await copy()).startswith("Copied code block 2 of 2 (8 chars) ")

@@ -987,7 +987,7 @@ class ChatPanel(Vertical):
     def _copy(self, event: Transcript.CopyRequested) -> None:
         event.stop()
         how = copy_text(self.app, event.text)
-        self.notify(f"Copied the {event.what} ({format.size(len(event.text))}) {how}.")
+        self.notify(f"Copied {event.what} ({format.size(len(event.text))}) {how}.{event.then}")
 
     @on(Transcript.NewBelow)
     def _new_below(self, event: Transcript.NewBelow) -> None:
