@@ -206,10 +206,13 @@ class Transcript(SteadyScroll, can_focus=True):
         """The user asked to undo the last rewind (edit-and-resend or regenerate) of this session."""
 
     class CopyRequested(Message):
-        def __init__(self, text: str, what: str) -> None:
+        """Copy ``text``; the notice says "Copied ``what`` (its size) how.", then ``then``."""
+
+        def __init__(self, text: str, what: str, then: str = "") -> None:
             super().__init__()
             self.text = text
             self.what = what
+            self.then = then
 
     class TimelineRequested(Message):
         """The user asked for the timeline of ``run`` (as its header shows it)."""
@@ -258,6 +261,7 @@ class Transcript(SteadyScroll, can_focus=True):
         self._live_header: RunHeader | None = None
         self._tool_views: dict[str, ToolCallView] = {}
         self._selected_run: str | None = None  # the run of the selected message, as last reported
+        self._code_copied: tuple[MessageView, int] | None = None  # the block y copied last, of which view
         self._scroll_to_selection = True  # whether selecting a message brings it into view
         # Rows page keys asked for past the pages mounted (negative: up), gone once the next page
         # is read (see page_cut_short); any other move forgets them.
@@ -477,6 +481,10 @@ class Transcript(SteadyScroll, can_focus=True):
             if keep.is_attached:
                 self.scroll_to(y=self._heading_to() + keep.virtual_region.y - y_before, animate=False,
                                immediate=True)
+                # The cursor keys placed was brought into sight on the new layout meanwhile (see
+                # _selected_in_sight): moved again with the first widget, it went out of sight.
+                if (selected := self.selected_view) is not None and selected is self._placed_for:
+                    self._selected_in_sight(selected)
 
         def paged() -> None:
             self.refresh_bindings()
@@ -1025,6 +1033,7 @@ class Transcript(SteadyScroll, can_focus=True):
             self._scroll_to_selection = True
 
     def watch_selected(self, old: int, new: int) -> None:
+        self._code_copied = None  # y on the message selected next copies its last block first
         views = self.views
         if self._selected_view is not None:
             self._selected_view.select(False)
@@ -1320,17 +1329,26 @@ class Transcript(SteadyScroll, can_focus=True):
         if view is None:
             self.notify("Select a message to copy it (↑/↓).", severity="warning")
         else:
-            self.post_message(self.CopyRequested(view.copy_text(), view.copy_what()))
+            self.post_message(self.CopyRequested(view.copy_text(), f"the {view.copy_what()}"))
 
     def action_copy_code(self) -> None:
+        """Copy the selected message's last code block; again on the same message, the one before it
+        (round to the last after the first): every block can be copied from the keyboard."""
         view = self.selected_view
         blocks = view.code_blocks() if view is not None else []
         if view is None:
             self.notify("Select a message to copy its last code block (↑/↓).", severity="warning")
-        elif blocks:
-            self.post_message(self.CopyRequested(blocks[-1], "code block"))
-        else:
+        elif not blocks:
             self.notify("The selected message has no code block.", severity="warning")
+        elif len(blocks) == 1:
+            self.post_message(self.CopyRequested(blocks[0], "the code block"))
+        else:
+            copied = self._code_copied
+            index = (copied[1] - 1) % len(blocks) if copied is not None and copied[0] is view else len(blocks) - 1
+            self._code_copied = (view, index)
+            key = keymap_of(self).first_key_text("transcript.copy_code")
+            self.post_message(self.CopyRequested(blocks[index], f"code block {index + 1} of {len(blocks)}",
+                                                 f" {key} again copies the one before."))
 
     def action_scroll_code(self, direction: int) -> None:
         view = self.selected_view
