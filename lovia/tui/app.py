@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 from types import FrameType
 from typing import Any, ClassVar
 
@@ -19,6 +20,9 @@ from textual.binding import Binding, BindingType
 from textual.notifications import Notification, SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
+from textual.widget import Widget
+from textual.widgets import Input, TextArea
+from textual.worker import Worker
 
 from lovia.themes import DEFAULT_THEME, THEME_NAMES, THEMES
 from lovia.themes.light import readable_on_light
@@ -36,6 +40,16 @@ from lovia.tui.widgets.runs_pane import RunList, RunsPane
 from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
 
+OPENS_SOMETHING = frozenset({
+    "app.help", "app.command_palette", "main.search", "main.export", "main.trash", "main.mcp_servers",
+    "main.toggle_sessions", "main.toggle_runs",
+})
+"""The actions that open a dialog or move focus to a pane: the keys typed right after one go there
+(see ``LoviaApp.hold_keys``)."""
+KEYS_HELD_AT_MOST = 0.5
+"""Seconds the keys typed after a dialog's key wait for it to take focus (see ``LoviaApp.hold_keys``)."""
+KEYS_HELD_CHECK = 0.01
+"""How often the keys held look whether focus has moved (the first look lets the key be handled)."""
 COLLECTOR_RESUMES_AFTER = 1.0
 """Seconds after the first paint at which a collector paused for start-up runs again: its first
 collection walks every object start-up made (~25 ms here), and the lists read after the first paint
@@ -122,6 +136,8 @@ class LoviaApp(App[None]):
         self._tune_collector = tune_collector_for_startup
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
+        self._keys_held: list[events.Key] | None = None  # see hold_keys
+        self._held_key_handled = False  # whether the key that holds them has run its binding
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -293,7 +309,89 @@ class LoviaApp(App[None]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown)):
             IDLE_WORK.input_seen()
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if self._keys_held is not None:
+                self._keys_held.append(event)  # see hold_keys
+            else:
+                await self._take_key(event)
+            return
         await super().on_event(event)
+
+    async def _take_key(self, key: events.Key) -> None:
+        """Send ``key`` where focus is, as Textual does; one that opens a dialog or a pane holds the
+        keys after it (see :meth:`hold_keys`)."""
+        bound = self._opening_binding(key) if key.key in self._keys_that_open else None
+        if bound is None:
+            await super().on_event(key)
+            return
+        # As it was before the key: a priority binding's action runs in the next line; any other's
+        # once the key has come back up to the app (on_key)
+        before = (self.screen, self.focused, set(self.workers))
+        self._held_key_handled = bound.priority
+        await super().on_event(key)
+        self.hold_keys(before)
+
+    def on_key(self, event: events.Key) -> None:
+        # After Textual's own handler: the key's bindings have run (see _take_key)
+        if self._keys_held is not None:
+            self._held_key_handled = True
+
+    # -- keys typed right after a dialog's or a pane's key -----------------------------------
+
+    @cached_property
+    def _keys_that_open(self) -> frozenset[str]:
+        return frozenset(key for name in OPENS_SOMETHING for key in self.lovia_keymap.keys(name))
+
+    def _opening_binding(self, key: events.Key) -> Binding | None:
+        """The binding of :data:`OPENS_SOMETHING` ``key`` runs where focus is now, if any: the action
+        applies, and a text box there does not type it (a letter moved onto one in ``[keys]``)."""
+        if key.is_printable and isinstance(self.focused, (Input, TextArea)):
+            return None
+        bound = self.screen.active_bindings.get(key.key)
+        return bound.binding if bound is not None and bound.enabled and bound.binding.id in OPENS_SOMETHING else None
+
+    def hold_keys(self, before: tuple[Screen, Widget | None, set[Worker]] | None = None) -> None:
+        """Keys typed from now on wait until focus has moved (the dialog or the pane the key just
+        read opens takes it), then go where it is; when nothing took it, once the work the key
+        started (its workers) is done, or after :data:`KEYS_HELD_AT_MOST` at most, they go where
+        focus is all the same.
+
+        Textual sends each key to the focus of the moment it reads the key, and a dialog takes
+        focus a moment after its key (a worker shows it, its resume focuses it): ``ctrl+f time
+        enter`` in one burst searched for nothing while "time" went into the message box and enter
+        sent it. Called as a key of :data:`OPENS_SOMETHING` is read, before the next is. The wait
+        is a worker, so whoever waits for the app's workers waits for the keys held too. ``before``:
+        the screen, the focus and the workers as they were before the key (default: now).
+        """
+        if self._keys_held is None:
+            self._keys_held = []
+            screen, focused, workers = before or (self.screen, self.focused, set(self.workers))
+            self.run_worker(self._wait_for_focus_to_move(screen, focused, workers),
+                            group="keys held", exit_on_error=False)
+
+    async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker]) -> None:
+        since = time.monotonic()
+        while True:
+            await asyncio.sleep(KEYS_HELD_CHECK)
+            if self.screen is not screen:
+                # A dialog: it takes focus as it is shown (its resume comes before this in its queue),
+                # and the keys are let go from the app's own queue, in order with those read after.
+                self.screen.call_later(self.call_later, self._let_go_held_keys)
+                return
+            done = self._held_key_handled and not [
+                worker for worker in self.workers
+                if worker not in workers and worker.group != "keys held" and not worker.is_finished]
+            if self.focused is not focused or done or time.monotonic() - since > KEYS_HELD_AT_MOST:
+                self.call_later(self._let_go_held_keys)
+                return
+
+    async def _let_go_held_keys(self) -> None:
+        keys, self._keys_held = self._keys_held or [], None
+        for index, key in enumerate(keys):
+            await self._take_key(key)
+            if self._keys_held is not None:  # that key opened something too: the rest wait for it
+                self._keys_held[:0] = keys[index + 1:]
+                return
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()

@@ -1,0 +1,79 @@
+"""Keys typed right after a key that opens a dialog or a pane go to what it opened.
+
+A new user's trial: ``ctrl+f time down enter`` in one burst opened the search with an empty query
+while "time" went into the message box and enter sent it to the open session (settling its stopped
+run as a partial on the way); ``ctrl+s ctrl+u abc enter`` sent "abc" as a message and exported
+nothing; ``f1 q`` typed ``q``; ``ctrl+b down enter`` moved nothing in the sessions list. The app
+sends each key to the focus of the moment it reads it, and the dialog took focus a moment later.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lovia import SQLiteSession
+from lovia.tui.screens.help import HelpScreen
+from lovia.tui.screens.search import SearchScreen
+from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_new_user_pass import burst, stored_sessions
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_typing_right_after_ctrl_f_goes_into_the_search_not_the_message_box(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "Timing notes", "Other")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        burst(app, "ctrl+f", "t", "i", "m", "e")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await wait_for(pilot, lambda: app.screen.query_one("#search-query").value == "time")
+        await app.screen.dismiss(None)
+        await settle(pilot)
+        assert app.main.chat.composer.text == ""
+
+
+async def test_enter_right_after_ctrl_s_answers_the_export_not_the_message_box(tmp_path):
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "Exported")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.main.open_session(ids[0])
+        await settle(pilot)
+        app.main.chat.composer.focus()
+        await settle(pilot)
+        target = tmp_path / "notes.md"
+        burst(app, "ctrl+s", "ctrl+u", *str(target), "enter")
+        await wait_for(pilot, target.exists)
+        await settle(pilot)
+        assert app.screen is app.main and app.main.chat.composer.text == ""
+    async with SQLiteSession(db) as session:  # nothing was sent
+        assert len(await session.load(ids[0])) == 2
+
+
+async def test_a_key_right_after_f1_reaches_the_help(tmp_path):
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        burst(app, "f1", "q")  # q closes the help
+        await settle(pilot)
+        await pilot.pause(0.6)
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.main.chat.composer.text == ""
+
+
+async def test_keys_right_after_ctrl_b_move_in_the_sessions_list(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "First", "Second", "Third")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        listing = app.screen.query_one("#session-list")
+        before = listing.highlighted
+        burst(app, "ctrl+b", "down")
+        await settle(pilot)
+        await pilot.pause(0.6)
+        assert app.focused is listing
+        assert listing.highlighted == (before or 0) + 1
+        assert app.main.chat.composer.text == ""
