@@ -40,16 +40,19 @@ DIALOGS = {
 
 
 @pytest.mark.parametrize("dialog", DIALOGS)
-async def test_quitting_as_a_dialog_opens_ends_the_app_without_an_error(tmp_path, dialog):
+@pytest.mark.parametrize("ending", ["exit", "closed"])
+async def test_quitting_as_a_dialog_opens_ends_the_app_without_an_error(tmp_path, dialog, ending):
     db = tmp_path / "lovia.db"
     await timed_db(db, crashed=True)
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         app.push_screen(DIALOGS[dialog](app.screen.backend))
-        app.exit()  # before the dialog's parts are mounted
+        if ending == "exit":
+            app.exit()  # before the dialog's parts are mounted
+        # else the app is closed as run_test ends (the CI's failure), before they are mounted too
     # run_test raises what the app caught; its return code says the same to a terminal's shell
-    assert app.return_code == 0
+    assert ending == "closed" or app.return_code == 0
 
 
 async def test_quitting_as_the_app_starts_ends_it_without_an_error(tmp_path):

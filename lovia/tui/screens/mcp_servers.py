@@ -90,7 +90,7 @@ class ServersScreen(ModalScreen[None]):
             yield Static(id="mcp-keys")
 
     def on_mount(self) -> None:
-        if not self.is_attached:
+        if self.query_one_optional(ServerList) is None:
             return  # closed before its parts were mounted: the app quit as this opened
         self.show()
         self.query_one(ServerList).focus()

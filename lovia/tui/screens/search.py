@@ -280,9 +280,9 @@ class SearchScreen(ModalScreen[SearchResults | None]):
             yield StoppingOptionList(id="search-results")
 
     def on_mount(self) -> None:
-        if not self.is_attached:
+        query = self.query_one_optional("#search-query", Input)
+        if query is None:
             return  # closed before its parts were mounted: the app quit as this opened
-        query = self.query_one("#search-query", Input)
         self.set_focus(query)
         # The last query, selected: typing replaces it (a new word was appended to it), and a cursor
         # key keeps it to refine. Once, not on every focus: back from the results, it is as left.

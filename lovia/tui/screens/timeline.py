@@ -422,9 +422,10 @@ class TimelineScreen(ModalScreen[None]):
             yield Static(legend("esc" if close_key == "escape" else close_key), id="timeline-legend")
 
     def on_mount(self) -> None:
-        if not self.is_attached:
+        scroll = self.query_one_optional("#timeline-scroll")
+        if scroll is None:
             return  # closed before its parts were mounted: the app quit as this opened
-        self.query_one("#timeline-scroll").focus()
+        scroll.focus()
         if self._reread is not None and self.run.state in LIVE_STATES:
             self._follow = self.set_interval(FOLLOW_SECONDS, self.follow, name="timeline follow")
 

@@ -90,8 +90,8 @@ class TrashScreen(ModalScreen[str | None]):
 
     async def on_mount(self) -> None:
         await self.reload()
-        if self.is_attached:
-            self.query_one(TrashList).focus()
+        if (listing := self.query_one_optional(TrashList)) is not None:
+            listing.focus()
 
     async def reload(self, highlight: int | None = None) -> None:
         """Read the trash again (purging what is due) and show it, the cursor on ``highlight`` when given."""
@@ -100,10 +100,10 @@ class TrashScreen(ModalScreen[str | None]):
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             self.items = []
-        if not self.is_attached:
-            return  # closed while the trash was read (the app quit as this opened): nothing to show it on
+        listing = self.query_one_optional(TrashList)
+        if listing is None:
+            return  # closed before its parts were mounted, or while the trash was read: the app quit
         now = format.clock()
-        listing = self.query_one(TrashList)
         listing.clear_options()
         listing.add_options([self._option(item, now) for item in self.items])
         self.set_class(not self.items, "-empty")
