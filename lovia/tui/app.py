@@ -371,19 +371,22 @@ class LoviaApp(App[None]):
 
     async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker]) -> None:
         since = time.monotonic()
-        while True:
-            await asyncio.sleep(KEYS_HELD_CHECK)
-            if self.screen is not screen:
-                # A dialog: it takes focus as it is shown (its resume comes before this in its queue),
-                # and the keys are let go from the app's own queue, in order with those read after.
-                self.screen.call_later(self.call_later, self._let_go_held_keys)
-                return
-            done = self._held_key_handled and not [
-                worker for worker in self.workers
-                if worker not in workers and worker.group != "keys held" and not worker.is_finished]
-            if self.focused is not focused or done or time.monotonic() - since > KEYS_HELD_AT_MOST:
-                self.call_later(self._let_go_held_keys)
-                return
+        try:
+            while time.monotonic() - since <= KEYS_HELD_AT_MOST:  # ctrl+q and escape wait no longer
+                await asyncio.sleep(KEYS_HELD_CHECK)
+                if self.screen is not screen:
+                    if self.focused is not None:
+                        return  # a dialog, once it has taken focus (as it is shown, or once it read what it shows)
+                    continue
+                done = self._held_key_handled and not [
+                    worker for worker in self.workers
+                    if worker not in workers and worker.group != "keys held" and not worker.is_finished]
+                if self.focused is not focused or done:
+                    return
+        finally:
+            # From the app's own queue, in order with the keys read after; whatever ended the wait
+            # (an error, the app closing): the keys are never held for good.
+            self.call_later(self._let_go_held_keys)
 
     async def _let_go_held_keys(self) -> None:
         keys, self._keys_held = self._keys_held or [], None
