@@ -332,7 +332,8 @@ class LoviaApp(App[None]):
         self.hold_keys(before)
 
     def on_key(self, event: events.Key) -> None:
-        # After Textual's own handler: the key's bindings have run (see _take_key)
+        # The held key has come back up to the app. Textual calls this just before its own _on_key
+        # runs the key's binding, in the same message: the first look of the wait comes after it.
         if self._keys_held is not None:
             self._held_key_handled = True
 
