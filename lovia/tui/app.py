@@ -18,7 +18,7 @@ from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import Notification, SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.theme import Theme
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
@@ -46,6 +46,14 @@ OPENS_SOMETHING = frozenset({
 })
 """The actions that open a dialog or move focus to a pane: the keys typed right after one go there
 (see ``LoviaApp.hold_keys``)."""
+CLOSES_SOMETHING = frozenset({
+    "help.close", "search.close", "trash.close", "trash.restore", "timeline.close", "mcp.close", "confirm.yes",
+    "confirm.no", "choice.cancel", "prompt.cancel", "main.close_overlay",
+})
+"""The actions that close a dialog or fold a pane: the keys typed right after one go where focus comes
+back to, not to the dialog going away (``f8 escape ab`` typed "ab" nowhere). Enter in a dialog (the
+choice of a list, the answer of a prompt) holds them too."""
+MOVES_FOCUS = OPENS_SOMETHING | CLOSES_SOMETHING
 KEYS_HELD_AT_MOST = 0.5
 """Seconds the keys typed after a dialog's key wait for it to take focus (see ``LoviaApp.hold_keys``)."""
 KEYS_HELD_CHECK = 0.01
@@ -78,7 +86,7 @@ class LoviaApp(App[None]):
     # dialog's line of keys; placed apart on the main screen only, one shown as a dialog opened was
     # drawn twice. One line of padding less: four at once reached the message box at 24 rows.
     CSS = """
-    ToastRack { dock: top; align: right top; margin-bottom: 0; margin-top: 1; }
+    ToastRack { dock: top; align: right top; margin-bottom: 0; margin-top: 1; overflow-y: hidden; }
     Toast { padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -320,7 +328,7 @@ class LoviaApp(App[None]):
     async def _take_key(self, key: events.Key) -> None:
         """Send ``key`` where focus is, as Textual does; one that opens a dialog or a pane holds the
         keys after it (see :meth:`hold_keys`)."""
-        bound = self._opening_binding(key) if key.key in self._keys_that_open else None
+        bound = self._focus_moving_binding(key) if key.key in self._keys_that_move_focus else None
         if bound is None:
             await super().on_event(key)
             return
@@ -340,16 +348,21 @@ class LoviaApp(App[None]):
     # -- keys typed right after a dialog's or a pane's key -----------------------------------
 
     @cached_property
-    def _keys_that_open(self) -> frozenset[str]:
-        return frozenset(key for name in OPENS_SOMETHING for key in self.lovia_keymap.keys(name))
+    def _keys_that_move_focus(self) -> frozenset[str]:
+        return frozenset({"enter", *(key for name in MOVES_FOCUS for key in self.lovia_keymap.keys(name))})
 
-    def _opening_binding(self, key: events.Key) -> Binding | None:
-        """The binding of :data:`OPENS_SOMETHING` ``key`` runs where focus is now, if any: the action
-        applies, and a text box there does not type it (a letter moved onto one in ``[keys]``)."""
+    def _focus_moving_binding(self, key: events.Key) -> Binding | None:
+        """The binding of :data:`MOVES_FOCUS` (or enter's in a dialog) ``key`` runs where focus is now,
+        if any: the action applies, and a text box there does not type it (a letter moved onto one in
+        ``[keys]``)."""
         if key.is_printable and isinstance(self.focused, (Input, TextArea)):
             return None
         bound = self.screen.active_bindings.get(key.key)
-        return bound.binding if bound is not None and bound.enabled and bound.binding.id in OPENS_SOMETHING else None
+        if bound is None or not bound.enabled:
+            return None
+        if bound.binding.id in MOVES_FOCUS or (key.key == "enter" and isinstance(self.screen, ModalScreen)):
+            return bound.binding
+        return None
 
     def hold_keys(self, before: tuple[Screen, Widget | None, set[Worker]] | None = None) -> None:
         """Keys typed from now on wait until focus has moved (the dialog or the pane the key just
@@ -360,7 +373,7 @@ class LoviaApp(App[None]):
         Textual sends each key to the focus of the moment it reads the key, and a dialog takes
         focus a moment after its key (a worker shows it, its resume focuses it): ``ctrl+f time
         enter`` in one burst searched for nothing while "time" went into the message box and enter
-        sent it. Called as a key of :data:`OPENS_SOMETHING` is read, before the next is. The wait
+        sent it. Called as a key of :data:`MOVES_FOCUS` is read, before the next is. The wait
         is a worker, so whoever waits for the app's workers waits for the keys held too. ``before``:
         the screen, the focus and the workers as they were before the key (default: now).
         """

@@ -1,4 +1,5 @@
-"""Keys typed right after a key that opens a dialog or a pane go to what it opened.
+"""Keys typed right after a key that opens a dialog or a pane go to what it opened; those typed right
+after a key that closes one go where focus comes back to.
 
 A new user's trial: ``ctrl+f time down enter`` in one burst opened the search with an empty query
 while "time" went into the message box and enter sent it to the open session (settling its stopped
@@ -13,7 +14,9 @@ import pytest
 
 from lovia import SQLiteSession
 from lovia.tui.screens.help import HelpScreen
+from lovia.tui.screens.mcp_servers import ServersScreen
 from lovia.tui.screens.search import SearchScreen
+from lovia.tui.screens.trash import TrashScreen
 from tests.tui.conftest import make_app, settle, wait_for
 from tests.tui.test_new_user_pass import burst, stored_sessions
 
@@ -77,3 +80,38 @@ async def test_keys_right_after_ctrl_b_move_in_the_sessions_list(tmp_path):
         assert app.focused is listing
         assert listing.highlighted == (before or 0) + 1
         assert app.main.chat.composer.text == ""
+
+
+@pytest.mark.parametrize("key,dialog", [("f8", TrashScreen), ("ctrl+f", SearchScreen), ("f1", HelpScreen),
+                                        ("f5", ServersScreen)])
+async def test_keys_right_after_escape_closes_a_dialog_go_to_the_message_box(tmp_path, key, dialog):
+    """``f8 escape ab``: "ab" went to the trash as it closed, and was typed nowhere."""
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "First", "Second")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.main.chat.composer.focus()
+        await settle(pilot)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: isinstance(app.screen, dialog) and app.focused is not None
+                       and app.focused.screen is app.screen)
+        await pilot.pause(0.3)  # its list read (a dialog waits on it: not settled)
+        burst(app, "escape", "a", "b")
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
+        assert app.screen is app.main and app.focused is app.main.chat.composer
+
+
+async def test_keys_right_after_escape_folds_the_sessions_pane_go_to_the_message_box(tmp_path):
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "First", "Second")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")
+        await settle(pilot)
+        assert app.focused is app.screen.query_one("#session-list")
+        burst(app, "escape", "a", "b")
+        await settle(pilot)
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
+        assert app.focused is app.main.chat.composer

@@ -453,6 +453,26 @@ async def test_four_notices_at_once_leave_the_message_box_in_sight_at_80x24(tmp_
         assert not any(toast.region.overlaps(composer.region) for toast in app.screen.query("Toast"))
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_notice_shows_its_last_line(tmp_path, size):
+    """A new user's trial: at 80 columns a notice whose first line just filled the width lost its last
+    line ("Forked: … The original is" without "unchanged."). Textual's notice rack keeps room for a
+    scrollbar: its height was worked out at its full width, its notices wrapped two cells narrower."""
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        for message in ("Forked: a new session with 13 entries of this one, open to go on from there. The "
+                        "original is unchanged.",
+                        "A run of this session (lovia-run-31b7) is being executed here; its answer would land "
+                        "after your message: wait for it to finish, or stop it there, then send."):
+            app.clear_notifications()
+            app.notify(message)
+            await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
+            await pilot.pause()
+            shown = " ".join(app.export_screenshot().replace("&#160;", " ").split())
+            assert message.rsplit(" ", 1)[-1] in shown, message
+
+
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)])
 async def test_notices_given_before_a_dialog_opens_leave_it_and_an_error_stays_clear_of_its_keys(tmp_path, size):
     # A trial exported (ctrl+s, enter), then searched at once (ctrl+f): "Exported 1 run … to" covered
