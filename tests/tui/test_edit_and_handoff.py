@@ -450,3 +450,30 @@ async def test_a_fork_from_the_command_palette_leaves_the_transcripts_keys_alone
         chat.composer.focus()
         await pilot.pause()
         assert chat.composer.text == ""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_regenerate_is_refused_while_a_message_is_edited_and_the_edit_still_resends(tmp_path, size):
+    """A new user's trial: ctrl+l, a few keys, then ctrl+g (the footer offered it) regenerated the old
+    message's answer under the edit, and enter then refused: "That message is not in this session any
+    more"; only escape got out of the edit."""
+    from lovia.tui.widgets.footer import LoviaFooter
+    from tests.tui.conftest import told
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "edited reply", "never asked"]))
+    async with app.run_test(size=size) as pilot:
+        await type_and_send(pilot, "first")
+        chat = app.screen.chat
+        await pilot.press("ctrl+l", *" XX")
+        await pilot.pause()
+        assert "regenerate" not in {entry.action for entry in app.screen.query_one(LoviaFooter).entries}
+        await pilot.press("ctrl+g")
+        await settle(pilot)
+        assert any(n.message.startswith("A message is being edited: enter resends it, escape cancels")
+                   for n in told(app))
+        assert chat.has_class("-editing") and chat.composer.text == "first XX"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert await stored_texts(db, chat.session_id) == ["first XX", "edited reply"]
+        assert not chat.has_class("-editing")

@@ -118,3 +118,43 @@ async def test_the_footer_leaves_out_regenerate_and_edit_last_while_a_run_of_the
             await checkpointer.delete("run-live")
         await app.screen.refresh_changed()
         await wait_for(pilot, lambda: {"regenerate", "edit_last"} <= offered())
+
+
+async def test_a_resume_another_window_claimed_first_is_told_and_not_shown_as_failed(tmp_path, monkeypatch):
+    """A new user's trial: two windows pressed ctrl+r on one stopped run at once. The one whose claim
+    came second showed the run as failed, under "ctrl+r retries the run from its checkpoint", while it
+    ran in the other window."""
+    import dataclasses
+
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append("s-a", [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        head = RunHead(agent="assistant", status="interrupted", turn=1, session_id="s-a", first_input="job")
+        await checkpointer.save(RunSnapshot("run-stopped", head, [UserMessage(text="job")]))
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-a"
+        checkpointer = app.backend.checkpointer
+        claim = checkpointer.claim_alone  # a resume's claim: alone in its session
+
+        async def claimed_elsewhere_first(*args, **kwargs):
+            # The other window's claim lands between this one's check and its claim.
+            stored = await checkpointer.load("run-stopped")
+            await checkpointer.save(RunSnapshot("run-stopped", dataclasses.replace(
+                stored.head, status="running", owner=BUILD_HOST, claim="token-other",
+                lease_until=time.time() + 3600), stored.entries))
+            return await claim(*args, **kwargs)
+
+        monkeypatch.setattr(checkpointer, "claim_alone", claimed_elsewhere_first)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert any(n.message.startswith("Not resumed: run 'run-stopped' is being executed by process 4242 on build-7")
+                   for n in told(app)), [n.message for n in told(app)]
+        shown = " ".join(view.copy_text() for view in app.screen.chat.transcript.views)
+        assert "retries the run" not in shown and "Failed" not in shown
+        headers = [plain(h.render()) for h in app.screen.chat.transcript.query(RunHeader)]
+        assert not any("failed" in header for header in headers), headers
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        held = (await checkpointer.load("run-stopped")).head
+        assert (held.status, held.owner, held.claim) == ("running", BUILD_HOST, "token-other")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from lovia import UserMessage
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 from tests.tui.test_new_user_pass import burst, stored_sessions
 
 SIZES = [(80, 24), (160, 45)]
@@ -110,3 +111,46 @@ async def test_a_reload_of_the_open_session_leaves_the_composer_as_it_is(tmp_pat
         await chat.open_session(chat.session_id)
         await settle(pilot)
         assert composer_text(app) == "draft"
+
+
+def user_texts(app) -> list[str]:
+    from lovia.tui.widgets.user_message import UserMessageView
+
+    return [view.message.text for view in app.screen.query(UserMessageView)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_what_is_typed_right_after_enter_stays_for_the_next_message(tmp_path, size):
+    """A new user's trial (``hello`` enter ``abc`` in one burst): "abc" was wiped with the message
+    once its run started, the composer being cleared then rather than as enter was read."""
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.screen.chat.composer.focus()
+        await pilot.pause()
+        burst(app, *"hello", "enter", *"abc")
+        await settle(pilot)
+        assert user_texts(app) == ["hello"]
+        assert composer_text(app) == "abc"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_second_enter_while_the_first_message_is_sent_is_refused_and_keeps_the_second(tmp_path, size):
+    """``hello`` enter ``second`` enter in one burst sent "hellosecond" (the first message was still
+    in the composer, the second enter not refused) and left "hello" as a run stopped at 0.0 s."""
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.screen.chat.composer.focus()
+        await pilot.pause()
+        burst(app, *"hello", "enter", *"second", "enter")
+        await settle(pilot)
+        assert user_texts(app) == ["hello"]
+        assert composer_text(app) == "second"
+        assert any(n.message.startswith("Wait for the answer") for n in told(app))
+        # The first message's run completed; no other was begun (nor left stopped at 0.0 s).
+        assert [run.head.status for run in await app.backend.checkpointer.list_runs()] == ["completed"]
+        stored = await app.backend.session.load(app.screen.chat.session_id)
+        assert [entry.text for entry in stored if isinstance(entry, UserMessage)] == ["hello"]

@@ -245,28 +245,50 @@ class ChatPanel(Vertical):
         if editing is not None:
             self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text,
                                                                       settle=settle, position=editing.position),
-                            composer="draft", not_started=lambda error: self._resend_refused(error, editing, text))
+                            composer="draft", sent=text,
+                            not_started=lambda error: self._resend_refused(error, editing, text))
         else:
-            self._start_run(lambda settle: self.backend.send(session_id, text, settle=settle), composer="clear")
+            self._start_run(lambda settle: self.backend.send(session_id, text, settle=settle), composer="clear",
+                            sent=text)
 
-    @work(group="dialog")  # a user action: the several-windows watcher leaves the transcript alone meanwhile
-    async def _start_run(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
-                         composer: Literal["clear", "draft", "keep"],
-                         not_started: Callable[[BaseException | None], None] | None = None) -> None:
+    def _start_run(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
+                   composer: Literal["clear", "draft", "keep"], sent: str = "",
+                   not_started: Callable[[BaseException | None], None] | None = None) -> None:
         """Start the run ``begin`` makes, and show it.
+
+        From this call on, the panel is sending (an enter or a ctrl+g read before the run starts
+        is refused, as while it runs), and ``sent``, the text the composer submitted (``clear``,
+        ``draft``), is taken out of it: what was typed after it stays for the next message,
+        keys read after enter and before the submission reached the panel included. Should
+        the message not go (refused, a question answered with resume or escape), it comes
+        back, before what was typed meanwhile. Both were done once the run started: a second
+        enter sent the two messages run together, and the keys typed right after enter were
+        wiped with the message.
 
         When crashed or failed runs of the session are not in it yet, the user is asked first
         (resume, keep as partial, discard; see :meth:`ChatBackend.send`). Once the run starts,
-        the composer is cleared, gets back the draft an edit put aside, or is kept as it is.
+        the composer gets back the draft an edit put aside (``draft``), or is kept as it is.
         Runs settled on the way (a stopped run finalized, say) are stored by the time the run
         holds the session, and an edit's rewind is made then: the session is shown again, as
         stored, before the new run. A run that fails before it starts (refused: another run of
         the session executes) is shown in the transcript with its message, unless ``not_started``
         is given: it is then told of the error instead (a resend: nothing of it is shown).
         """
-        status = self.query_one(RunStatus)
-        status.saving_message()  # until the run starts: a busy or unreachable store can take its timeout
         self._starting = True
+        # Until the run starts: a busy or unreachable store can take its timeout.
+        self.query_one(RunStatus).saving_message()
+        held = self.composer.text
+        taken = sent if composer != "keep" and held.startswith(sent) else ""
+        if taken:  # (and the blank end the composer cut off what it sent)
+            self._put_in_composer(held[len(taken):].lstrip())
+        self._send_and_show(begin, composer=composer, taken=taken, not_started=not_started)
+
+    @work(group="dialog")  # a user action: the several-windows watcher leaves the transcript alone meanwhile
+    async def _send_and_show(self, begin: Callable[[Settle | None], Awaitable[StartedRun]], *,
+                             composer: Literal["clear", "draft", "keep"], taken: str,
+                             not_started: Callable[[BaseException | None], None] | None) -> None:
+        """The rest of :meth:`_start_run`, from a worker; ``taken``: what it took out of the composer."""
+        status = self.query_one(RunStatus)
         started: StartedRun | None = None
         try:
             try:
@@ -283,12 +305,15 @@ class ChatPanel(Vertical):
             return
         finally:
             self._starting = False
-            if started is None and not self.running and self.is_attached:  # not sent (a resumed run has the line)
-                status.clear()
+            if started is None and self.is_attached:  # not sent
+                self._give_back(taken)
+                if not self.running:  # (a resumed run has the line)
+                    status.clear()
         if composer == "draft":
+            typed = self.composer.text
             self._end_edit()
-        elif composer == "clear":
-            self.composer.clear()
+            if typed:
+                self._give_back(typed, before=False)
         # settled runs moved, or an edit rewinds (see ChatBackend.resend_edited)
         self._drive(started.stream, message=started.message,
                     show_stored_first=bool(started.settled) or composer != "clear", not_started=not_started)
@@ -425,6 +450,7 @@ class ChatPanel(Vertical):
         reported: BaseException | None = None
         interrupted = False
         retried = False  # a failed run taken up again
+        begun = False  # RunStarted came: the run was claimed here
         try:
             async for event in stream:
                 model = self._tell_status(status, event, model)
@@ -432,6 +458,7 @@ class ChatPanel(Vertical):
                     show_stored_first = False
                     await self._show_session()
                 if isinstance(event, RunStarted):
+                    begun = True
                     retried = event.resumed_from == "failed"
                     stored = await self._stored_run(event.run_id)
                     await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
@@ -471,6 +498,13 @@ class ChatPanel(Vertical):
                     reported = event.error  # before it started: told, not shown as a run
                     message = None
                     not_started(event.error)
+                elif isinstance(event, RunFailed) and message is None and not begun \
+                        and isinstance(event.error, RunClaimedError):
+                    # A resume another window or worker claimed first (both asked at once): the run
+                    # goes on there and shows here as running elsewhere; it did not fail, and the
+                    # resume key would be refused the same way.
+                    reported = event.error
+                    self.notify(f"Not resumed: {event.error}", severity="warning", timeout=10)
                 elif isinstance(event, RunFailed):
                     reported = event.error
                     unsent = message
@@ -628,6 +662,12 @@ class ChatPanel(Vertical):
             return
         if self.session_id is None or not self.has_history:
             self.notify("Nothing to regenerate yet: send a message first.")
+            return
+        if self._editing is not None:
+            # The regenerate would drop the message being edited, or its answer, from under the edit.
+            keys = keymap_of(self).key_text
+            self.notify(f"A message is being edited: {keys('chat.resend')} resends it, {keys('chat.cancel_edit')} "
+                        "cancels the edit; then regenerate.", severity="warning")
             return
         session_id = self.session_id
         self._start_run(lambda settle: self.backend.regenerate(session_id, settle=settle), composer="keep",
@@ -805,6 +845,14 @@ class ChatPanel(Vertical):
         self.composer.text = text
         self.composer.move_cursor(self.composer.document.end)
 
+    def _give_back(self, text: str, *, before: bool = True) -> None:
+        """Put ``text`` back in the composer, on lines of its own before what it holds now (``before``)
+        or after it: what was typed while a message was being sent is kept."""
+        if not text:
+            return
+        held = self.composer.text
+        self._put_in_composer(text if not held else f"{text}\n{held}" if before else f"{held}\n{text}")
+
     def _bindings_changed(self) -> None:
         self.refresh_bindings()
         self.composer.refresh_bindings()
@@ -824,10 +872,12 @@ class ChatPanel(Vertical):
 
     def hidden_in_footer(self, action: str) -> bool:
         """Resume while the session has no run to resume, regenerate and edit-last while it has no
-        message or another process runs a run of it (see
+        message or another process runs a run of it, regenerate while a message is edited (see
         :class:`~lovia.tui.widgets.footer.HidesInFooter`): pressed all the same, each says so."""
         if action == "resume":
             return not self.has_resumable_run
+        if action == "regenerate" and self._editing is not None:
+            return True  # refused while an edit is open (see action_regenerate)
         return action in ("regenerate", "edit_last") and (not self.has_history or self.runs_elsewhere)
 
     @property
