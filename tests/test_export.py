@@ -141,7 +141,7 @@ async def test_a_session_whose_first_run_was_stored_after_it_began_is_dated_from
     stored = (await session.session_info("s-export-1")).created_at
     assert stored > began + 5  # what the store keeps: when the session was first written
     text = await export_text(session, "md")
-    when = datetime.datetime.fromtimestamp(began, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    when = datetime.datetime.fromtimestamp(began, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     assert f"- Created: {when}; " in text and f"## Run 1 · {when} · 5.0s" in text
     record = json.loads((await export_text(session, "jsonl")).splitlines()[0])
     assert record["created_at"] == began

@@ -80,7 +80,7 @@ def test_the_help_screen_lists_every_key_of_the_readme_table_in_its_place():
     missing = []
     for line in table.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) < 3 or set(cells[0]) <= {"-"} and cells[0] or cells[0] == "where":
+        if len(cells) < 3 or (set(cells[0]) <= {"-"} and cells[0]) or cells[0] == "where":
             continue
         place = cells[0].lower() or place
         shown = set().union(*(in_help.get(title, set()) for title in README_PLACES.get(place, (place,))))

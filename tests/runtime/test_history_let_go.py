@@ -13,8 +13,7 @@ import pytest
 
 from lovia import Agent, CheckpointOptions, InMemoryCheckpointer, Runner, SQLiteSession, UserMessage
 from lovia.entries import AssistantMessage
-from lovia.models import ScriptedModel, ScriptedTurn
-from lovia.models import call as tool_call
+from lovia.models import ScriptedModel, ScriptedTurn, call as tool_call
 from lovia.tools import tool
 
 HISTORY = 300

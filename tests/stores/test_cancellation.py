@@ -12,7 +12,7 @@ import pytest
 from lovia import AssistantMessage, RunHead, RunSnapshot, SQLiteSession, ToolCall, ToolResult, UserMessage
 
 # Enough loop steps to cancel before, during and after every await of an operation.
-CANCEL_POINTS = list(range(0, 15)) + [20, 40]
+CANCEL_POINTS = list(range(15)) + [20, 40]
 
 
 async def cancel_after(make_operation, steps: int) -> bool:

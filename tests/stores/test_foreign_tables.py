@@ -13,13 +13,13 @@ import sqlite3
 import psycopg
 import pytest
 
-from lovia import DatabaseFileError, SQLiteCheckpointer, SQLiteSession
+from lovia import DatabaseFileError, SQLiteCheckpointer, SQLiteSession, UserMessage
 from lovia.cli import open_postgres_stores, open_stores
 from lovia.db_location import parse_db_location
 from lovia.stores._postgres_db import PostgresSchema
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema
 from lovia.stores.postgres import PostgresCheckpointer, PostgresSession
-from lovia.stores.sqlite import SESSION_SCHEMA
+from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA
 from tests.postgres_server import PASSWORD
 
 FOREIGN_RUNS = "CREATE TABLE lovia_runs (run_id TEXT PRIMARY KEY, payload TEXT)"
@@ -158,8 +158,20 @@ async def test_sqlite_a_lovia_schema_of_another_shape_is_named(tmp_path):
 
 
 async def test_sqlite_a_file_lovia_wrote_opens_as_before(tmp_path):
+    """lovia's own tables are never taken for foreign ones: the second open reads what the first wrote."""
     path = tmp_path / "lovia.db"
-    for _ in range(2):
-        session, checkpointer = await open_stores(path)
+    session, checkpointer = await open_stores(path)
+    await session.append("s-1", [UserMessage(text="kept")], run_id="run-1")
+    await session.close()
+    await checkpointer.close()
+    session, checkpointer = await open_stores(path)
+    try:
+        assert [entry.text for entry in await session.load("s-1")] == ["kept"]
+        assert await checkpointer.list_runs() == []
+    finally:
         await session.close()
         await checkpointer.close()
+    with sqlite3.connect(path) as conn:
+        versions = dict(conn.execute("SELECT store, version FROM lovia_schema").fetchall())
+    conn.close()
+    assert versions == {"session": SESSION_SCHEMA.version, "checkpoint": CHECKPOINT_SCHEMA.version}

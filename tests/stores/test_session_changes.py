@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from lovia import AssistantMessage, ChangeTrackingSession, SQLiteSession, UserMessage
-from lovia.stores.postgres import PostgresSession
 from lovia.stores import sqlite as sqlite_store
 from lovia.stores._sqlite_db import SQLiteDatabase, StoreSchema
+from lovia.stores.postgres import PostgresSession
 
 
 def exchange(text: str) -> list:
@@ -116,13 +116,12 @@ async def test_postgres_a_change_committed_after_a_later_one_is_not_skipped(post
         await writer.append("s-slow", exchange("one"))
         await writer.append("s-fast", exchange("two"))
         mark = (await reader.sessions_changed(None)).mark
-        async with await psycopg.AsyncConnection.connect(postgres_url) as slow:
-            async with slow.transaction():
-                await slow.execute("UPDATE lovia_session_info SET title = 'Slow' WHERE session_id = 's-slow'")
-                await writer.rename_session("s-fast", "Fast")  # begun after, committed first
-                seen = await reader.sessions_changed(mark)
-                assert seen.session_ids == ("s-fast",)
-                mark = seen.mark
+        async with await psycopg.AsyncConnection.connect(postgres_url) as slow, slow.transaction():
+            await slow.execute("UPDATE lovia_session_info SET title = 'Slow' WHERE session_id = 's-slow'")
+            await writer.rename_session("s-fast", "Fast")  # begun after, committed first
+            seen = await reader.sessions_changed(mark)
+            assert seen.session_ids == ("s-fast",)
+            mark = seen.mark
             # the slow one commits now, after the reader's mark moved past the fast one
         later = await reader.sessions_changed(mark)
         assert later.session_ids is not None and "s-slow" in later.session_ids
