@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 
 from lovia.tui.widgets.chat_panel import ChatPanel
-from tests.tui.test_fork_and_export import select, two_runs
 from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_fork_and_export import select, two_runs
 
 
 async def test_fork_and_export_leave_a_starting_run_alone(tmp_path):

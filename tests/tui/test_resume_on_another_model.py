@@ -7,8 +7,8 @@ import pytest
 from lovia import SQLiteCheckpointer, SQLiteSession
 from lovia.checkpoint import RunHead, RunSnapshot
 from lovia.entries import AssistantMessage, UserMessage
-from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.choice import ChoiceScreen
+from lovia.tui.screens.confirm import ConfirmScreen
 from tests.tui.conftest import make_app, settle, told, wait_for
 from tests.tui.test_stop_and_continue import type_and_send_no_settle
 

@@ -22,7 +22,6 @@ from lovia import (
     UserMessage,
 )
 from lovia.entries import entry_to_dict
-from lovia.errors import ModelError
 from lovia.tui.backend import ChatBackend
 from tests.tui.test_backend_run_actions import a_dead_owner, stored_head
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lovia import UserMessage
-from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 from tests.tui.test_new_user_pass import burst, stored_sessions
 
 SIZES = [(80, 24), (160, 45)]

@@ -27,7 +27,15 @@ from lovia.session import SessionInfo
 from lovia.timing import ModelStep, ToolStep, step_from_dict, step_to_dict, steps_to_meta
 from lovia.tui import format
 from lovia.tui.backend import TranscriptRun
-from lovia.tui.screens.timeline import Columns, TimelineScreen, axis_of, draw_rows, joined_to_fit, step_figures, summary_parts
+from lovia.tui.screens.timeline import (
+    Columns,
+    TimelineScreen,
+    axis_of,
+    draw_rows,
+    joined_to_fit,
+    step_figures,
+    summary_parts,
+)
 from lovia.tui.widgets.run_header import RunHeader, StepSummary, busy_seconds, header_line, timing_parts
 from lovia.tui.widgets.sessions_pane import PAGE, TIME_VIEWS, SessionsPane
 from lovia.tui.widgets.tool_call_view import ToolCallView
