@@ -547,7 +547,7 @@ class LoviaApp(App[None]):
         if chat.check_action("resume", ()) and not chat.hidden_in_footer("resume"):
             yield SystemCommand("Resume", f"Resume this session's stopped, crashed or failed run "
                                 f"({keys('chat.resume')})", chat.action_resume)
-        if opened and chat.check_action("regenerate", ()):
+        if opened and chat.check_action("regenerate", ()) and not chat.hidden_in_footer("regenerate"):
             yield SystemCommand("Regenerate", f"Drop the last answer and ask again ({keys('chat.regenerate')})",
                                 chat.action_regenerate)
         if opened and chat.check_action("edit_last", ()):

@@ -468,6 +468,7 @@ async def test_regenerate_is_refused_while_a_message_is_edited_and_the_edit_stil
         await pilot.press("ctrl+l", *" XX")
         await pilot.pause()
         assert "regenerate" not in {entry.action for entry in app.screen.query_one(LoviaFooter).entries}
+        assert "Regenerate" not in {command.title for command in app.get_system_commands(app.screen)}
         await pilot.press("ctrl+g")
         await settle(pilot)
         assert any(n.message.startswith("A message is being edited: enter resends it, escape cancels")
