@@ -32,6 +32,7 @@ from lovia.tui.collector import COLLECTOR
 from lovia.tui.config import RememberedState
 from lovia.tui.idle import IDLE_WORK
 from lovia.tui.keymap import Keymap
+from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.main import MainScreen
@@ -52,7 +53,8 @@ CLOSES_SOMETHING = frozenset({
 })
 """The actions that close a dialog or fold a pane: the keys typed right after one go where focus comes
 back to, not to the dialog going away (``f8 escape ab`` typed "ab" nowhere). Enter in a dialog (the
-choice of a list, the answer of a prompt) holds them too."""
+choice of a list, the answer of a prompt) and the answer keys of a question (``ChoiceScreen``) hold
+them too."""
 MOVES_FOCUS = OPENS_SOMETHING | CLOSES_SOMETHING
 KEYS_HELD_AT_MOST = 0.5
 """Seconds the keys typed after a dialog's key wait for it to take focus (see ``LoviaApp.hold_keys``)."""
@@ -326,16 +328,19 @@ class LoviaApp(App[None]):
         await super().on_event(event)
 
     async def _take_key(self, key: events.Key) -> None:
-        """Send ``key`` where focus is, as Textual does; one that opens a dialog or a pane holds the
-        keys after it (see :meth:`hold_keys`)."""
+        """Send ``key`` where focus is, as Textual does; one that opens or closes a dialog or a pane
+        holds the keys after it (see :meth:`hold_keys`)."""
         bound = self._focus_moving_binding(key) if key.key in self._keys_that_move_focus else None
-        if bound is None:
+        screen = self.screen
+        answers = isinstance(screen, ChoiceScreen) and screen.answers_on(key.key)
+        if bound is None and not answers:
             await super().on_event(key)
             return
         # As it was before the key: a priority binding's action runs in the next line; any other's
-        # once the key has come back up to the app (on_key)
-        before = (self.screen, self.focused, set(self.workers))
-        self._held_key_handled = bound.priority
+        # once the key has come back up to the app (on_key). A choice's key never comes back up:
+        # the question takes it, and the wait ends as the question goes.
+        before = (screen, self.focused, set(self.workers))
+        self._held_key_handled = bound is not None and bound.priority
         await super().on_event(key)
         self.hold_keys(before)
 

@@ -115,3 +115,25 @@ async def test_keys_right_after_escape_folds_the_sessions_pane_go_to_the_message
         await settle(pilot)
         await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
         assert app.focused is app.main.chat.composer
+
+
+async def test_keys_right_after_enter_answers_a_dialog_go_to_the_message_box(tmp_path):
+    """Enter in a dialog (here the export's path) closes it: what comes right after went to the
+    closing dialog's box and was lost."""
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "Exported")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.main.open_session(ids[0])
+        await settle(pilot)
+        app.main.chat.composer.focus()
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not app.main and app.focused is not None
+                       and app.focused.screen is app.screen)
+        target = tmp_path / "notes.md"
+        burst(app, "ctrl+u", *str(target), "enter", "a", "b")
+        await wait_for(pilot, target.exists)
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
+        assert app.screen is app.main and app.focused is app.main.chat.composer

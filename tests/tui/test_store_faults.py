@@ -66,3 +66,23 @@ async def test_a_message_whose_run_could_not_be_stored_at_all_goes_back_to_the_c
         assert chat.composer.text == "my long careful question"  # its only copy was on screen
         notice = chat.transcript.query(NoticeView).last()
         assert "disk is full" in notice.text and "back in the composer" in notice.hint
+
+
+async def test_a_message_whose_run_could_not_be_stored_comes_back_before_what_was_typed_after_it(tmp_path):
+    """What is typed right after enter stays in the composer; the message that could not be stored
+    came back only into an empty one, and was lost beside it."""
+    from tests.tui.conftest import settle
+    from tests.tui.test_new_user_pass import burst
+
+    db = tmp_path / "lovia.db"
+    agent = Agent(name="assistant", tools=BUILTIN_TOOLS, model=DemoModel(delay=0))
+    backend = ChatBackend(SQLiteSession(db, wal=True), UnwritableCheckpoints(SQLiteCheckpointer(db, wal=True)), agent)
+    app = LoviaApp(backend, model_label="demo", state=RememberedState(tmp_path / "state.json"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        chat.composer.focus()
+        await pilot.pause()
+        burst(app, *"question", "enter", *"next")
+        await settle(pilot)
+        assert chat.composer.text == "question\nnext"

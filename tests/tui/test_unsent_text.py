@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lovia import UserMessage
-from tests.tui.conftest import make_app, settle, told, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 from tests.tui.test_new_user_pass import burst, stored_sessions
 
 SIZES = [(80, 24), (160, 45)]
@@ -154,3 +154,83 @@ async def test_a_second_enter_while_the_first_message_is_sent_is_refused_and_kee
         assert [run.head.status for run in await app.backend.checkpointer.list_runs()] == ["completed"]
         stored = await app.backend.session.load(app.screen.chat.session_id)
         assert [entry.text for entry in stored if isinstance(entry, UserMessage)] == ["hello"]
+
+
+async def test_escape_while_an_edit_is_being_resent_is_refused_and_the_draft_comes_back_once(tmp_path, monkeypatch):
+    """Escape read after enter and before the resend's run began (its store read slow) cancelled the
+    edit, its draft coming back, while the resend went on; once it began, the draft came back again."""
+    import asyncio
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "first")
+        chat = app.screen.chat
+        await pilot.press(*"mydraft", "ctrl+l")
+        await settle(pilot)
+        await pilot.press(*" XX")
+        store_answers = asyncio.Event()
+        resend_edited = app.backend.resend_edited
+
+        async def slow_resend(*args, **kwargs):
+            await store_answers.wait()  # a store slow to answer the resend's reads
+            return await resend_edited(*args, **kwargs)
+
+        monkeypatch.setattr(app.backend, "resend_edited", slow_resend)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: chat.sending)
+        await pilot.press("escape", *"abc")
+        assert any(n.message.startswith("The edited message is being sent") for n in told(app))
+        store_answers.set()
+        await settle(pilot)
+        assert composer_text(app) == "mydraft\nabc"
+        assert not chat.has_class("-editing")
+        stored = await app.backend.session.load(chat.session_id)
+        assert [entry.text for entry in stored if isinstance(entry, UserMessage)] == ["first XX"]
+
+
+async def crashed_run_in(db, session_id: str) -> None:
+    from lovia import AssistantMessage, RunHead, RunOwner, RunSnapshot, SQLiteCheckpointer, SQLiteSession
+
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        await session.append(session_id, [UserMessage(text="earlier"), AssistantMessage(text="ok")], run_id="old")
+        head = RunHead(agent="assistant", status="running", turn=1, session_id=session_id, first_input="job",
+                       owner=RunOwner(host="gone-host", pid=4242, started=1), claim="token", lease_until=1.0)
+        await checkpointer.save(RunSnapshot("run-crashed", head, [UserMessage(text="job")]))
+
+
+@pytest.mark.parametrize(("answer", "composer"), [("r", "helloabc"), ("escape", "helloabc"), ("d", "abc")])
+async def test_keys_typed_right_after_answering_the_question_before_a_message_go_to_the_composer(
+        tmp_path, answer, composer):
+    """The question's answer keys are not bindings: "r abc" in one burst went to the question as it
+    closed, and "abc" was lost."""
+    from lovia.tui.screens.choice import ChoiceScreen
+
+    db = tmp_path / "lovia.db"
+    await crashed_run_in(db, "s-a")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.screen.chat.session_id == "s-a"
+        app.screen.chat.composer.focus()
+        await pilot.press(*"hello", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.pause(0.2)
+        burst(app, answer, *"abc")
+        await settle(pilot)
+        await pilot.pause(0.5)
+        assert composer_text(app) == composer
+
+
+async def test_a_message_changed_with_the_enter_that_sent_it_leaves_the_composer_whole(tmp_path):
+    """``hello`` enter backspace in one burst: the backspace reached the composer before the panel read
+    the message, "hell" no longer began with what was sent, and stayed there to be sent again."""
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.chat.composer.focus()
+        await pilot.pause()
+        burst(app, *"hello", "enter", "backspace")
+        await settle(pilot)
+        assert user_texts(app) == ["hello"]
+        assert composer_text(app) == ""

@@ -54,6 +54,10 @@ class ChoiceScreen(ModalScreen[str | None]):
                     yield Button(Content(f"{choice.label} ({choice.key})"), id=f"choice-{choice.value}",
                                  variant="warning")
 
+    def answers_on(self, key: str) -> bool:
+        """Whether ``key`` picks one of the choices (it dismisses the question)."""
+        return any(choice.key == key for choice in self.choices)
+
     def on_key(self, event: events.Key) -> None:
         value = next((c.value for c in self.choices if event.key == c.key), None)
         if value is not None:

@@ -277,9 +277,12 @@ class ChatPanel(Vertical):
         self._starting = True
         # Until the run starts: a busy or unreachable store can take its timeout.
         self.query_one(RunStatus).saving_message()
-        held = self.composer.text
-        taken = sent if composer != "keep" and held.startswith(sent) else ""
-        if taken:  # (and the blank end the composer cut off what it sent)
+        held, taken = self.composer.text, ""
+        if composer != "keep":
+            # What was typed after it stays (past the blank end the composer cut off what it sent);
+            # should the text have changed before the submission got here (a backspace read with
+            # the enter), it all goes, as it went before once the run started.
+            taken = sent if held.startswith(sent) else held
             self._put_in_composer(held[len(taken):].lstrip())
         self._send_and_show(begin, composer=composer, taken=taken, not_started=not_started)
 
@@ -296,7 +299,12 @@ class ChatPanel(Vertical):
             except RunsNeedDecision as exc:
                 status.clear()  # a question now, not a wait
                 settle = await self._ask_what_to_do(exc)
-                if settle is None:
+                if settle is None or settle == "resume":
+                    # Back at once, before the keys typed after the answer reach the composer.
+                    self._give_back(taken)
+                    taken = ""
+                    if settle == "resume" and await self.resume(exc.runs[0].run_id, asked_while_sending=True):
+                        self.notify("Your message stays in the composer: send it when the run is done.")
                     return
                 status.saving_message()
                 started = await begin(settle)
@@ -309,17 +317,17 @@ class ChatPanel(Vertical):
                 self._give_back(taken)
                 if not self.running:  # (a resumed run has the line)
                     status.clear()
-        if composer == "draft":
+        if composer == "draft" and self._editing is not None:
             typed = self.composer.text
             self._end_edit()
-            if typed:
-                self._give_back(typed, before=False)
+            self._give_back(typed, before=False)
         # settled runs moved, or an edit rewinds (see ChatBackend.resend_edited)
         self._drive(started.stream, message=started.message,
                     show_stored_first=bool(started.settled) or composer != "clear", not_started=not_started)
 
-    async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | None:
-        """Ask what happens to crashed or failed runs before a message goes; ``None``: nothing is sent."""
+    async def _ask_what_to_do(self, need: RunsNeedDecision) -> Settle | Literal["resume"] | None:
+        """Ask what happens to crashed or failed runs before a message goes: settle them so (keep,
+        discard), resume the oldest instead, or (``None``) send nothing."""
         # The oldest goes first: resumed, its answer lands before the later runs are settled, in order.
         oldest = need.runs[0]
         state = run_state(oldest.head)
@@ -350,11 +358,8 @@ class ChatPanel(Vertical):
         choices = [Choice("Resume", "r", "resume")] if missing is None else []
         choices += [Choice("Keep as partial", "k", "keep"), Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
-        if choice == "resume":
-            if await self.resume(oldest.run_id, asked_while_sending=True):
-                self.notify("Your message stays in the composer: send it when the run is done.")
-            return None
-        return "keep" if choice == "keep" else "discard" if choice == "discard" else None
+        return "keep" if choice == "keep" else "discard" if choice == "discard" else \
+            "resume" if choice == "resume" else None
 
     async def _show_session(self) -> None:
         """Show the open session again, as stored now."""
@@ -516,9 +521,7 @@ class ChatPanel(Vertical):
                     if stored is None and unsent is not None:
                         # Nothing of it was stored (the checkpoint could not even be written): the only copy
                         # of the message is on screen, so it goes back where it can be sent again.
-                        if not self.composer.text:
-                            self.composer.text = unsent.text
-                            self.composer.move_cursor(self.composer.document.end)
+                        self._give_back(unsent.text)
                         hint = "Nothing of this run was stored: your message is back in the composer to send again."
                     elif isinstance(event.error, AgentResolutionError):
                         # A resume refused for an agent it needs (the backend refuses most first): the
@@ -802,6 +805,11 @@ class ChatPanel(Vertical):
 
     def action_cancel_edit(self) -> None:
         """Leave the edit: nothing is sent, and the composer gets back what it held before."""
+        if self._starting and self._editing is not None:
+            # The edit is being resent: cancelled now, its draft came back while the resend went on.
+            self.notify("The edited message is being sent: escape stops its answer once it has started.",
+                        severity="warning")
+            return
         self._end_edit()
 
     def action_resend(self) -> None:
