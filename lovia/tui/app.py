@@ -58,6 +58,10 @@ them too."""
 MOVES_FOCUS = OPENS_SOMETHING | CLOSES_SOMETHING
 KEYS_HELD_AT_MOST = 0.5
 """Seconds the keys typed after a dialog's key wait for it to take focus (see ``LoviaApp.hold_keys``)."""
+KEYS_HELD_WHILE_WORKING = 5.0
+"""Seconds they wait at most while the work the key started is still going (a store slow to answer
+before the dialog is shown: the export reads the session first). Escape and the quit key end the
+wait at once."""
 KEYS_HELD_CHECK = 0.01
 """How often the keys held look whether focus has moved (the first look lets the key be handled)."""
 COLLECTOR_RESUMES_AFTER = 1.0
@@ -148,6 +152,7 @@ class LoviaApp(App[None]):
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
         self._keys_held: list[events.Key] | None = None  # see hold_keys
         self._held_key_handled = False  # whether the key that holds them has run its binding
+        self._held_keys_end_wait = False  # escape or the quit key is among them: they go at once
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -322,6 +327,7 @@ class LoviaApp(App[None]):
         if isinstance(event, events.Key) and not event.is_forwarded:
             if self._keys_held is not None:
                 self._keys_held.append(event)  # see hold_keys
+                self._held_keys_end_wait |= event.key in self._keys_that_end_the_wait
             else:
                 await self._take_key(event)
             return
@@ -353,6 +359,10 @@ class LoviaApp(App[None]):
     # -- keys typed right after a dialog's or a pane's key -----------------------------------
 
     @cached_property
+    def _keys_that_end_the_wait(self) -> frozenset[str]:
+        return frozenset({"escape", *self.lovia_keymap.keys("app.quit")})
+
+    @cached_property
     def _keys_that_move_focus(self) -> frozenset[str]:
         return frozenset({"enter", *(key for name in MOVES_FOCUS for key in self.lovia_keymap.keys(name))})
 
@@ -372,8 +382,9 @@ class LoviaApp(App[None]):
     def hold_keys(self, before: tuple[Screen, Widget | None, set[Worker]] | None = None) -> None:
         """Keys typed from now on wait until focus has moved (the dialog or the pane the key just
         read opens takes it), then go where it is; when nothing took it, once the work the key
-        started (its workers) is done, or after :data:`KEYS_HELD_AT_MOST` at most, they go where
-        focus is all the same.
+        started (its workers) is done, or after :data:`KEYS_HELD_AT_MOST` at most
+        (:data:`KEYS_HELD_WHILE_WORKING` while that work goes on), they go where focus is all the
+        same. Escape or the quit key among them lets them go at once, in order.
 
         Textual sends each key to the focus of the moment it reads the key, and a dialog takes
         focus a moment after its key (a worker shows it, its resume focuses it): ``ctrl+f time
@@ -384,6 +395,7 @@ class LoviaApp(App[None]):
         """
         if self._keys_held is None:
             self._keys_held = []
+            self._held_keys_end_wait = False
             screen, focused, workers = before or (self.screen, self.focused, set(self.workers))
             self.run_worker(self._wait_for_focus_to_move(screen, focused, workers),
                             group="keys held", exit_on_error=False)
@@ -391,16 +403,17 @@ class LoviaApp(App[None]):
     async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker]) -> None:
         since = time.monotonic()
         try:
-            while time.monotonic() - since <= KEYS_HELD_AT_MOST:  # ctrl+q and escape wait no longer
+            while not self._held_keys_end_wait:
                 await asyncio.sleep(KEYS_HELD_CHECK)
+                working = any(worker not in workers and worker.group != "keys held" and not worker.is_finished
+                              for worker in self.workers)
+                if time.monotonic() - since > (KEYS_HELD_WHILE_WORKING if working else KEYS_HELD_AT_MOST):
+                    return
                 if self.screen is not screen:
                     if self.focused is not None:
                         return  # a dialog, once it has taken focus (as it is shown, or once it read what it shows)
                     continue
-                done = self._held_key_handled and not [
-                    worker for worker in self.workers
-                    if worker not in workers and worker.group != "keys held" and not worker.is_finished]
-                if self.focused is not focused or done:
+                if self.focused is not focused or (self._held_key_handled and not working):
                     return
         finally:
             # From the app's own queue, in order with the keys read after; whatever ended the wait

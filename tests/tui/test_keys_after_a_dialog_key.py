@@ -10,9 +10,13 @@ sends each key to the focus of the moment it reads it, and the dialog took focus
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
 from lovia import SQLiteSession
+from lovia.tui.app import KEYS_HELD_WHILE_WORKING
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.mcp_servers import ServersScreen
 from lovia.tui.screens.search import SearchScreen
@@ -56,6 +60,54 @@ async def test_enter_right_after_ctrl_s_answers_the_export_not_the_message_box(t
         assert app.screen is app.main and app.focused is app.main.chat.composer
     async with SQLiteSession(db) as session:  # nothing was sent
         assert len(await session.load(ids[0])) == 2
+
+
+async def _slow_store_read(app, monkeypatch, seconds: float) -> None:
+    """The export's read of the session answers after ``seconds`` (a store busy or far away)."""
+    real = app.backend.has_stored_runs
+
+    async def slow(session_id):
+        await asyncio.sleep(seconds)
+        return await real(session_id)
+
+    monkeypatch.setattr(app.backend, "has_stored_runs", slow)
+
+
+async def test_keys_after_ctrl_s_wait_for_the_prompt_while_the_store_is_slow(tmp_path, monkeypatch):
+    """The export reads the session before it asks where to: with a store slower than the half second
+    the keys waited at most, the path went into the message box and enter sent it."""
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "Exported")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.main.open_session(ids[0])
+        await settle(pilot)
+        app.main.chat.composer.focus()
+        await settle(pilot)
+        await _slow_store_read(app, monkeypatch, 1.5)
+        target = tmp_path / "notes.md"
+        burst(app, "ctrl+s", "ctrl+u", *str(target), "enter", "a", "b")
+        await wait_for(pilot, target.exists)
+        await settle(pilot)
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
+    async with SQLiteSession(db) as session:  # nothing was sent
+        assert len(await session.load(ids[0])) == 2
+
+
+async def test_the_quit_key_after_ctrl_s_does_not_wait_for_a_slow_store(tmp_path, monkeypatch):
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "Exported")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.main.open_session(ids[0])
+        await settle(pilot)
+        await _slow_store_read(app, monkeypatch, 30)
+        burst(app, "ctrl+s", "ctrl+q")
+        started = time.monotonic()
+        await wait_for(pilot, lambda: app.return_code is not None, give_up_after=3)
+        assert time.monotonic() - started < KEYS_HELD_WHILE_WORKING
 
 
 async def test_a_key_right_after_f1_reaches_the_help(tmp_path):
