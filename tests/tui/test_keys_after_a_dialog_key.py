@@ -40,26 +40,11 @@ async def test_typing_right_after_ctrl_f_goes_into_the_search_not_the_message_bo
         assert app.main.chat.composer.text == ""
 
 
-async def test_enter_right_after_ctrl_s_answers_the_export_not_the_message_box(tmp_path):
-    """And what comes after that enter, which closes the export's prompt, goes to the message box:
-    it went to the closing prompt's box and was lost."""
+async def _app_on_a_stored_session(tmp_path):
+    """A database holding one stored session of two entries, its id, and an app on it."""
     db = tmp_path / "lovia.db"
-    ids = await stored_sessions(db, "Exported")
-    app = make_app(db)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await app.main.open_session(ids[0])
-        await settle(pilot)
-        app.main.chat.composer.focus()
-        await settle(pilot)
-        target = tmp_path / "notes.md"
-        burst(app, "ctrl+s", "ctrl+u", *str(target), "enter", "a", "b")
-        await wait_for(pilot, target.exists)
-        await settle(pilot)
-        await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
-        assert app.screen is app.main and app.focused is app.main.chat.composer
-    async with SQLiteSession(db) as session:  # nothing was sent
-        assert len(await session.load(ids[0])) == 2
+    (session_id,) = await stored_sessions(db, "Exported")
+    return db, session_id, make_app(db)
 
 
 async def _slow_store_read(app, monkeypatch, seconds: float) -> None:
@@ -73,35 +58,36 @@ async def _slow_store_read(app, monkeypatch, seconds: float) -> None:
     monkeypatch.setattr(app.backend, "has_stored_runs", slow)
 
 
-async def test_keys_after_ctrl_s_wait_for_the_prompt_while_the_store_is_slow(tmp_path, monkeypatch):
-    """The export reads the session before it asks where to: with a store slower than the half second
-    the keys waited at most, the path went into the message box and enter sent it."""
-    db = tmp_path / "lovia.db"
-    ids = await stored_sessions(db, "Exported")
-    app = make_app(db)
+@pytest.mark.parametrize("store_answers_after", [0.0, 1.5])
+async def test_enter_right_after_ctrl_s_answers_the_export_not_the_message_box(tmp_path, monkeypatch,
+                                                                             store_answers_after):
+    """And what comes after that enter, which closes the export's prompt, goes to the message box:
+    it went to the closing prompt's box and was lost. The export reads the session before it asks
+    where to: with a store slower than the half second the keys waited at most, the path went into
+    the message box and enter sent it."""
+    db, session_id, app = await _app_on_a_stored_session(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await app.main.open_session(ids[0])
+        await app.main.open_session(session_id)
         await settle(pilot)
         app.main.chat.composer.focus()
         await settle(pilot)
-        await _slow_store_read(app, monkeypatch, 1.5)
+        await _slow_store_read(app, monkeypatch, store_answers_after)
         target = tmp_path / "notes.md"
         burst(app, "ctrl+s", "ctrl+u", *str(target), "enter", "a", "b")
         await wait_for(pilot, target.exists)
         await settle(pilot)
         await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
+        assert app.screen is app.main and app.focused is app.main.chat.composer
     async with SQLiteSession(db) as session:  # nothing was sent
-        assert len(await session.load(ids[0])) == 2
+        assert len(await session.load(session_id)) == 2
 
 
 async def test_the_quit_key_after_ctrl_s_does_not_wait_for_a_slow_store(tmp_path, monkeypatch):
-    db = tmp_path / "lovia.db"
-    ids = await stored_sessions(db, "Exported")
-    app = make_app(db)
+    _, session_id, app = await _app_on_a_stored_session(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await app.main.open_session(ids[0])
+        await app.main.open_session(session_id)
         await settle(pilot)
         await _slow_store_read(app, monkeypatch, 30)
         burst(app, "ctrl+s", "ctrl+q")
