@@ -125,6 +125,22 @@ async def test_a_spec_session_with_rewind_regenerates_and_edits(tmp_path):
     # Leaving run_test re-raises any error that brought the app down (the TypeError of old).
 
 
+async def test_editing_an_earlier_message_asks_first_where_the_store_cannot_undo_the_resend(tmp_path):
+    session = SpecSession()  # rewind, and no undo of it: the runs a resend drops go for good
+    app = make_app(tmp_path / "lovia.db", session=session, model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "first")
+        await type_and_send(pilot, "second")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("home", "e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "its answer and the 1 run after it" in app.screen.question
+        await pilot.press("n")
+        await settle(pilot)
+        assert not chat.has_class("-editing") and len(await session.segments(chat.session_id)) == 2
+
+
 async def test_a_session_with_only_the_four_methods_hides_rewind_and_trim_and_still_chats(tmp_path):
     session = FourMethodSession()
     app = make_app(tmp_path / "lovia.db", session=session, model=ScriptedModel(["an answer"]))

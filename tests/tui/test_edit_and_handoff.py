@@ -74,30 +74,35 @@ async def test_a_draft_comes_back_after_the_edit_is_sent(tmp_path):
         assert chat.composer.text == "my draft" and not chat.has_class("-editing")
 
 
-async def test_editing_an_older_message_says_how_many_runs_it_drops_and_asks(tmp_path):
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_editing_an_older_message_starts_at_once_says_what_it_drops_and_u_undoes_it(tmp_path, size):
+    """A new user's trial: ``e`` on an earlier message asked first ("Edit this earlier message?"),
+    and the letters typed right after it answered the question (the n of "only" cancelled) and ran
+    as the conversation's keys. Where the resend can be undone, the edit starts at once, as
+    regenerate does, with the keys typed after ``e`` in it; its line says what enter drops."""
     db = tmp_path / "lovia.db"
     app = make_app(db, model=ScriptedModel(["one", "two", "three", "edited reply"]))
-    async with app.run_test(size=(160, 45)) as pilot:
+    async with app.run_test(size=size) as pilot:
         for text in ("first", "second", "third"):
             await type_and_send(pilot, text)
         chat = app.screen.chat
         chat.transcript.focus()
         await pilot.press("home")  # the cursor on "first"
         assert isinstance(chat.transcript.selected_view, UserMessageView)
-        await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        assert "its answer and the 2 runs after it" in str(app.screen.question)
-        await pilot.press("n")
+        burst(app, "e only this")
+        await wait_for(pilot, lambda: chat.has_class("-editing") and chat.composer.text == "first only this")
+        assert not isinstance(app.screen, ConfirmScreen)
+        line = str(chat.query_one("#editing").render())
+        assert "its answer and the 2 runs after it (u in the conversation undoes that)" in line
+        await pilot.press("enter")
         await settle(pilot)
-        assert not chat.has_class("-editing")
-        await pilot.press("e")
+        assert await stored_texts(db, chat.session_id) == ["first only this", "edited reply"]
+        chat.transcript.focus()
+        await pilot.press("u")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: chat.has_class("-editing"))
-        assert chat.composer.text == "first"
-        await pilot.press(*" again", "enter")
         await settle(pilot)
-        assert await stored_texts(db, chat.session_id) == ["first again", "edited reply"]
+        assert await stored_texts(db, chat.session_id) == ["first", "one", "second", "two", "third", "three"]
 
 
 async def test_the_last_message_needs_no_confirmation(tmp_path):

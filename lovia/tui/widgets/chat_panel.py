@@ -730,7 +730,7 @@ class ChatPanel(Vertical):
             return
         # Held on until focus leaves the transcript (for the composer, or the question below).
         typed = self.transcript.take_typed_ahead(end=False)
-        if target.later_runs:
+        if target.later_runs and not self.backend.can_undo_rewind:
             self._confirm_edit(target, typed)
         else:
             self.start_edit(target, typed=typed)
@@ -752,7 +752,10 @@ class ChatPanel(Vertical):
 
     @work(group="dialog")
     async def _confirm_edit(self, target: EditTarget, typed: str) -> None:
-        """An earlier message: say what resending it drops, and edit it only if the user agrees."""
+        """An earlier message, in a store that cannot undo a rewind: say what resending it drops for
+        good, and edit it only if the user agrees. (Where `u` undoes the resend, the edit starts at
+        once, as regenerate does, and its line says what enter drops: a question there took the
+        letters typed for the edit as its answer.)"""
         question = (f"Edit this earlier message?\nResending it drops its answer and the "
                     f"{format.count(target.later_runs, 'run')} after it. Cancelling the edit keeps everything.")
         confirmed = await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit"))
@@ -795,6 +798,8 @@ class ChatPanel(Vertical):
         self._editing = target
         drops = f"its answer and the {format.count(target.later_runs, 'run')} after it" if target.later_runs \
             else "its answer"
+        if target.later_runs and self.backend.can_undo_rewind:
+            drops += f" ({keymap_of(self).key_text('transcript.undo_rewind')} in the conversation undoes that)"
         self.query_one("#editing", Static).update(f"Editing: enter resends it, dropping {drops}; escape gives "
                                                   "your draft back.")
         set_class_sparing(self, True, "-editing", spared=self.transcript)
