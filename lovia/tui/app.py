@@ -7,7 +7,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from types import FrameType
 from typing import Any, ClassVar
@@ -153,6 +153,8 @@ class LoviaApp(App[None]):
         self._keys_held: list[events.Key] | None = None  # see hold_keys
         self._held_key_handled = False  # whether the key that holds them has run its binding
         self._held_keys_end_wait = False  # escape or the quit key is among them: they go at once
+        self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
+        self._keys_wait_going = False  # whether a wait of hold_keys is under way (it lets the keys go)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -396,19 +398,43 @@ class LoviaApp(App[None]):
         if self._keys_held is None:
             self._keys_held = []
             self._held_keys_end_wait = False
+            self._keys_wait_going = True
             screen, focused, workers = before or (self.screen, self.focused, set(self.workers))
             self.run_worker(self._wait_for_focus_to_move(screen, focused, workers),
                             group="keys held", exit_on_error=False)
+
+    @contextlib.contextmanager
+    def keys_held_meanwhile(self) -> Iterator[None]:
+        """Keys typed while the block runs wait, then go where focus is once it is done (or after
+        :data:`KEYS_HELD_WHILE_WORKING`, or at once after escape or the quit key).
+
+        For the work a dialog's answer starts before focus lands where the keys are meant: a
+        session restored from the trash is listed and opened, and "xyz" typed right after ``r``
+        went into the message box of the session open before it (its draft). With the answer's own
+        hold (see :meth:`hold_keys`) under way, that hold lasts until the block is done too."""
+        self._keys_held_by_work += 1
+        if self._keys_held is None:
+            self._keys_held = []
+            self._held_keys_end_wait = False
+        try:
+            yield
+        finally:
+            self._keys_held_by_work -= 1
+            if not self._keys_held_by_work and not self._keys_wait_going and self._keys_held is not None:
+                self.call_later(self._let_go_held_keys)
 
     async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker]) -> None:
         since = time.monotonic()
         try:
             while not self._held_keys_end_wait:
                 await asyncio.sleep(KEYS_HELD_CHECK)
-                working = any(worker not in workers and worker.group != "keys held" and not worker.is_finished
-                              for worker in self.workers)
+                working = self._keys_held_by_work > 0 or any(
+                    worker not in workers and worker.group != "keys held" and not worker.is_finished
+                    for worker in self.workers)
                 if time.monotonic() - since > (KEYS_HELD_WHILE_WORKING if working else KEYS_HELD_AT_MOST):
                     return
+                if self._keys_held_by_work:
+                    continue
                 if self.screen is not screen:
                     if self.focused is not None:
                         return  # a dialog, once it has taken focus (as it is shown, or once it read what it shows)
@@ -418,6 +444,7 @@ class LoviaApp(App[None]):
         finally:
             # From the app's own queue, in order with the keys read after; whatever ended the wait
             # (an error, the app closing): the keys are never held for good.
+            self._keys_wait_going = False
             self.call_later(self._let_go_held_keys)
 
     async def _let_go_held_keys(self) -> None:

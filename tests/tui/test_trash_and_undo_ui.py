@@ -78,6 +78,29 @@ async def test_a_deleted_session_is_restored_from_the_trash(tmp_path, size):
         assert not app.screen.has_class("-sessions-open")
 
 
+@pytest.mark.parametrize("key", ["r", "enter"])
+async def test_keys_typed_right_after_a_restore_go_into_the_restored_sessions_message_box(tmp_path, key):
+    """A new user's trial: ``f8``, ``r`` and "xyz" at once restored the session without "xyz": the keys
+    went where focus came back to, the message box of the session open before, while the restored
+    one was being opened (its draft took the box's place)."""
+    from tests.tui.test_new_user_pass import burst as burst_keys
+
+    db = tmp_path / "lovia.db"
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_and_send(pilot, "hello")
+        session_id = app.screen.chat.session_id
+        await delete_open_session(pilot)
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
+        await trash_settled(pilot)
+        burst_keys(app, key, "x", "y", "z")
+        await wait_for(pilot, lambda: app.main.chat.session_id == session_id)
+        await settle(pilot)
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "xyz")
+        assert app.screen is app.main
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_purge_from_the_trash_asks_first(tmp_path, size):
     db = tmp_path / "lovia.db"

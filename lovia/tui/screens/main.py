@@ -722,11 +722,14 @@ class MainScreen(Screen):
         restored = await self.app.push_screen_wait(TrashScreen(self.backend))
         if restored is None:
             return
-        await self.refresh_changed()
-        if self.chat.running:
-            self.notify("The restored session is in the sessions list; the answer running here goes on.")
-        else:
-            await self.open_picked(restored)
+        # What is typed right after restoring is for the session restored: it waits until that is open.
+        keys_held_meanwhile = getattr(self.app, "keys_held_meanwhile", contextlib.nullcontext)  # LoviaApp's
+        with keys_held_meanwhile():
+            await self.refresh_changed()
+            if self.chat.running:
+                self.notify("The restored session is in the sessions list; the answer running here goes on.")
+            else:
+                await self.open_picked(restored)
 
     @work(group="dialog")
     async def _export_session(self) -> None:
