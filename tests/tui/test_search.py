@@ -214,6 +214,22 @@ async def test_ctrl_f_works_from_the_composer_and_reopens_with_the_last_query(db
         assert app.screen.query_one("#search-query").value == "birds look"
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_enter_typed_with_the_query_opens_its_first_hit_once_found(db, size):
+    """A new user's trial: ``ctrl+f atlas enter`` typed at once searched and stopped there ("1 match.
+    enter opens the highlighted one"); a second enter was needed. Enter before the hits of what is
+    typed opens the first of them once they are listed."""
+    from tests.tui.test_new_user_pass import burst as burst_keys
+
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        burst_keys(app, "ctrl+f", *"gull", "enter")
+        await wait_for(pilot, lambda: app.main.chat.session_id == "s-tools")
+        await settle(pilot)
+        assert app.screen is app.main
+
+
 async def test_the_in_memory_store_searches_too(tmp_path):
     session = InMemorySession()
     await fill(session)

@@ -268,6 +268,7 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         self.hits: list[SearchHit] = []
         self.searched: str | None = None  # the query the listed hits are for
         self._timer: Timer | None = None
+        self._open_once_searched: str | None = None  # enter came before this query's hits: open its first
         self._labelled_width = 0  # the width the listed hits' labels were fitted to
 
     def compose(self) -> ComposeResult:
@@ -297,6 +298,8 @@ class SearchScreen(ModalScreen[SearchResults | None]):
     @on(Input.Changed, "#search-query")
     def _typed(self, event: Input.Changed) -> None:
         self.query_text = event.value  # the query as it stands, kept for the next search when this one closes
+        if event.value != self._open_once_searched:
+            self._open_once_searched = None  # typed on after enter: it was not the query meant
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(TYPING_PAUSE, lambda: self.run_search(event.value))
@@ -332,6 +335,9 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         close = keymap_of(self).first_key_text("search.close")  # enter is the list's own, not in the keymap
         status.update(f"{found}{more}. enter opens the highlighted one, {close} closes." if hits
                       else f"Nothing matches. {HINT}")
+        if self._open_once_searched == query:
+            self._open_once_searched = None
+            self._open(0)
 
     @property
     def label_width(self) -> int:
@@ -373,7 +379,8 @@ class SearchScreen(ModalScreen[SearchResults | None]):
     @on(Input.Submitted, "#search-query")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if self.searched != event.value:  # typed faster than the pause: search it now, then enter again
+        if self.searched != event.value:  # typed faster than the pause: search it now, open its first hit
+            self._open_once_searched = event.value
             self.run_search(event.value)
             return
         self._open(self.results.highlighted)
