@@ -981,7 +981,7 @@ class ChatPanel(Vertical):
                 return
             dropped = f"{format.count(undo.removed, 'entry', 'entries')} of {format.count(len(undo.run_ids), 'run')}"
             question = (f"Undo the last edit-and-resend or regenerate?\nWhat it dropped comes back ({dropped}), and "
-                        "the message resent then is dropped with its answer.")
+                        "what took its place goes: your message as it was sent again, and the answer to it.")
             if not await self.app.push_screen_wait(ConfirmScreen(question, confirm="Undo")):
                 return
             await self.backend.undo_rewind(session_id)
@@ -992,7 +992,7 @@ class ChatPanel(Vertical):
         self.post_message(self.Changed(session_id))
         # Not "as it was before": a run not in the session yet that the resend replaced (stopped,
         # crashed or failed) was recorded in it first, and comes back as a partial answer, not resumable.
-        self.notify("Undone: what it dropped is back in the conversation, and the message resent then is gone.")
+        self.notify("Undone: what it dropped is back in the conversation, and what took its place is gone.")
 
     @on(Transcript.ForkRequested)
     def _fork_requested(self, event: Transcript.ForkRequested) -> None:
