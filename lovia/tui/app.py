@@ -60,8 +60,8 @@ KEYS_HELD_AT_MOST = 0.5
 """Seconds the keys typed after a dialog's key wait for it to take focus (see ``LoviaApp.hold_keys``)."""
 KEYS_HELD_WHILE_WORKING = 5.0
 """Seconds they wait at most while the work the key started is still going (a store slow to answer
-before the dialog is shown: the export reads the session first). Escape and the quit key end the
-wait at once."""
+before the dialog is shown: the export reads the session first). Escape and the quit key among
+them wait no longer than :data:`KEYS_HELD_AT_MOST`."""
 KEYS_HELD_CHECK = 0.01
 """How often the keys held look whether focus has moved (the first look lets the key be handled)."""
 COLLECTOR_RESUMES_AFTER = 1.0
@@ -154,7 +154,6 @@ class LoviaApp(App[None]):
         self._held_key_handled = False  # whether the key that holds them has run its binding
         self._held_keys_end_wait = False  # escape or the quit key is among them: they go at once
         self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
-        self._keys_wait_going = False  # whether a wait of hold_keys is under way (it lets the keys go)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -386,7 +385,8 @@ class LoviaApp(App[None]):
         read opens takes it), then go where it is; when nothing took it, once the work the key
         started (its workers) is done, or after :data:`KEYS_HELD_AT_MOST` at most
         (:data:`KEYS_HELD_WHILE_WORKING` while that work goes on), they go where focus is all the
-        same. Escape or the quit key among them lets them go at once, in order.
+        same. Escape or the quit key among them lets them go after :data:`KEYS_HELD_AT_MOST` in any
+        case: neither waits on a slow store.
 
         Textual sends each key to the focus of the moment it reads the key, and a dialog takes
         focus a moment after its key (a worker shows it, its resume focuses it): ``ctrl+f time
@@ -398,15 +398,15 @@ class LoviaApp(App[None]):
         if self._keys_held is None:
             self._keys_held = []
             self._held_keys_end_wait = False
-            self._keys_wait_going = True
             screen, focused, workers = before or (self.screen, self.focused, set(self.workers))
             self.run_worker(self._wait_for_focus_to_move(screen, focused, workers),
                             group="keys held", exit_on_error=False)
 
     @contextlib.contextmanager
     def keys_held_meanwhile(self) -> Iterator[None]:
-        """Keys typed while the block runs wait, then go where focus is once it is done (or after
-        :data:`KEYS_HELD_WHILE_WORKING`, or at once after escape or the quit key).
+        """Keys typed while the block runs wait, then go where focus is once it is done (as
+        :meth:`hold_keys` has them wait for the work a key started: :data:`KEYS_HELD_WHILE_WORKING`
+        at most, escape and the quit key :data:`KEYS_HELD_AT_MOST`).
 
         For the work a dialog's answer starts before focus lands where the keys are meant: a
         session restored from the trash is listed and opened, and "xyz" typed right after ``r``
@@ -414,24 +414,24 @@ class LoviaApp(App[None]):
         hold (see :meth:`hold_keys`) under way, that hold lasts until the block is done too."""
         self._keys_held_by_work += 1
         if self._keys_held is None:
-            self._keys_held = []
-            self._held_keys_end_wait = False
+            self._held_key_handled = True  # no key of its own to wait for
+            self.hold_keys()
         try:
             yield
         finally:
             self._keys_held_by_work -= 1
-            if not self._keys_held_by_work and not self._keys_wait_going and self._keys_held is not None:
-                self.call_later(self._let_go_held_keys)
 
     async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker]) -> None:
         since = time.monotonic()
         try:
-            while not self._held_keys_end_wait:
+            while True:
                 await asyncio.sleep(KEYS_HELD_CHECK)
                 working = self._keys_held_by_work > 0 or any(
                     worker not in workers and worker.group != "keys held" and not worker.is_finished
                     for worker in self.workers)
-                if time.monotonic() - since > (KEYS_HELD_WHILE_WORKING if working else KEYS_HELD_AT_MOST):
+                waited = time.monotonic() - since
+                if waited > KEYS_HELD_WHILE_WORKING or (
+                        waited > KEYS_HELD_AT_MOST and (self._held_keys_end_wait or not working)):
                     return
                 if self._keys_held_by_work:
                     continue
@@ -444,7 +444,6 @@ class LoviaApp(App[None]):
         finally:
             # From the app's own queue, in order with the keys read after; whatever ended the wait
             # (an error, the app closing): the keys are never held for good.
-            self._keys_wait_going = False
             self.call_later(self._let_go_held_keys)
 
     async def _let_go_held_keys(self) -> None:
