@@ -62,6 +62,10 @@ KEYS_HELD_WHILE_WORKING = 5.0
 """Seconds they wait at most while the work the key started is still going (a store slow to answer
 before the dialog is shown: the export reads the session first). Escape and the quit key among
 them wait no longer than :data:`KEYS_HELD_AT_MOST`."""
+USER_FLOWS = frozenset({"dialog", "search"})
+"""The worker groups of what a user's key starts and may end in a dialog (a flow that asks, a search
+whose first hit opens): while one a held key started goes, the keys wait up to
+:data:`KEYS_HELD_WHILE_WORKING`."""
 KEYS_HELD_CHECK = 0.01
 """How often the keys held look whether focus has moved (the first look lets the key be handled)."""
 COLLECTOR_RESUMES_AFTER = 1.0
@@ -152,7 +156,7 @@ class LoviaApp(App[None]):
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
         self._keys_held: list[events.Key] | None = None  # see hold_keys
         self._held_key_handled = False  # whether the key that holds them has run its binding
-        self._held_keys_end_wait = False  # escape or the quit key is among them: they go at once
+        self._held_keys_end_wait = False  # escape or the quit key is among them: they wait no longer than a plain hold
         self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
@@ -426,9 +430,11 @@ class LoviaApp(App[None]):
         try:
             while True:
                 await asyncio.sleep(KEYS_HELD_CHECK)
-                working = self._keys_held_by_work > 0 or any(
-                    worker not in workers and worker.group != "keys held" and not worker.is_finished
-                    for worker in self.workers)
+                started = [worker for worker in self.workers
+                           if worker not in workers and worker.group != "keys held" and not worker.is_finished]
+                # Held longer only for a user action's flow the key started (the app's checks and the
+                # widgets' own workers come and go meanwhile, and must not keep the keys waiting).
+                working = self._keys_held_by_work > 0 or any(worker.group in USER_FLOWS for worker in started)
                 waited = time.monotonic() - since
                 if waited > KEYS_HELD_WHILE_WORKING or (
                         waited > KEYS_HELD_AT_MOST and (self._held_keys_end_wait or not working)):
@@ -439,7 +445,7 @@ class LoviaApp(App[None]):
                     if self.focused is not None:
                         return  # a dialog, once it has taken focus (as it is shown, or once it read what it shows)
                     continue
-                if self.focused is not focused or (self._held_key_handled and not working):
+                if self.focused is not focused or (self._held_key_handled and not started):
                     return
         finally:
             # From the app's own queue, in order with the keys read after; whatever ended the wait
@@ -451,7 +457,9 @@ class LoviaApp(App[None]):
         for index, key in enumerate(keys):
             await self._take_key(key)
             if self._keys_held is not None:  # that key opened something too: the rest wait for it
-                self._keys_held[:0] = keys[index + 1:]
+                rest = keys[index + 1:]
+                self._keys_held[:0] = rest
+                self._held_keys_end_wait |= any(key.key in self._keys_that_end_the_wait for key in rest)
                 return
 
     async def on_unmount(self) -> None:

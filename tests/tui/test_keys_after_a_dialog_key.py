@@ -83,14 +83,17 @@ async def test_enter_right_after_ctrl_s_answers_the_export_not_the_message_box(t
         assert len(await session.load(session_id)) == 2
 
 
-async def test_the_quit_key_after_ctrl_s_does_not_wait_for_a_slow_store(tmp_path, monkeypatch):
+@pytest.mark.parametrize("keys", [("ctrl+s", "ctrl+q"), ("f1", "escape", "ctrl+s", "ctrl+q")])
+async def test_the_quit_key_after_ctrl_s_does_not_wait_for_a_slow_store(tmp_path, monkeypatch, keys):
+    """Also when it comes after a key that closed a dialog (the help), held on for ctrl+s's wait: it
+    waited the 5 s that ctrl+s's own work may hold the keys."""
     _, session_id, app = await _app_on_a_stored_session(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await app.main.open_session(session_id)
         await settle(pilot)
         await _slow_store_read(app, monkeypatch, 30)
-        burst(app, "ctrl+s", "ctrl+q")
+        burst(app, *keys)
         started = time.monotonic()
         await wait_for(pilot, lambda: app.return_code is not None, give_up_after=3)
         assert time.monotonic() - started < KEYS_HELD_WHILE_WORKING

@@ -230,6 +230,36 @@ async def test_enter_typed_with_the_query_opens_its_first_hit_once_found(db, siz
         assert app.screen is app.main
 
 
+async def test_a_hit_found_under_another_dialog_opens_nothing_and_the_dialogs_close_in_turn(db, monkeypatch):
+    """Enter before the hits, a slow search, and a dialog opened over the search meanwhile: the first
+    hit's open dismissed whatever screen was on top (the help went in the search's place, and the
+    next escape crashed the app)."""
+    from lovia.tui.screens.help import HelpScreen
+
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await search(pilot, "birds")
+        real = app.backend.search
+
+        async def slow(query, **options):
+            await asyncio.sleep(1.0)
+            return await real(query, **options)
+
+        monkeypatch.setattr(app.backend, "search", slow)
+        await pilot.press("ctrl+u", *"gull")
+        await screen.query_one("#search-query").action_submit()  # enter, before gull's hits
+        app.push_screen(HelpScreen())
+        await wait_for(pilot, lambda: screen.searched == "gull", give_up_after=5)
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HelpScreen) and app.screen_stack[-2] is screen
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main)
+        assert app.return_code is None
+
+
 async def test_the_in_memory_store_searches_too(tmp_path):
     session = InMemorySession()
     await fill(session)

@@ -391,7 +391,9 @@ class SearchScreen(ModalScreen[SearchResults | None]):
         self._open(event.option_index)
 
     def _open(self, index: int | None) -> None:
-        if index is None or not 0 <= index < len(self.hits) or self.searched is None:
+        # Only from the top of the stack: dismiss pops whatever screen is there (a dialog opened over
+        # this one while a slow search went on would go in its place).
+        if index is None or not 0 <= index < len(self.hits) or self.searched is None or self.app.screen is not self:
             return
         self.dismiss(SearchResults(self.searched, tuple(self.hits), index))
 

@@ -798,8 +798,9 @@ class ChatPanel(Vertical):
         self._editing = target
         drops = f"its answer and the {format.count(target.later_runs, 'run')} after it" if target.later_runs \
             else "its answer"
-        if target.later_runs and self.backend.can_undo_rewind:
-            drops += f" ({keymap_of(self).key_text('transcript.undo_rewind')} in the conversation undoes that)"
+        undo = keymap_of(self).sure_key_text("transcript.undo_rewind") if self.backend.can_undo_rewind else None
+        if target.later_runs and undo:
+            drops += f" ({undo} in the conversation undoes that)"
         self.query_one("#editing", Static).update(f"Editing: enter resends it, dropping {drops}; escape gives "
                                                   "your draft back.")
         set_class_sparing(self, True, "-editing", spared=self.transcript)
