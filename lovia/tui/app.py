@@ -156,7 +156,6 @@ class LoviaApp(App[None]):
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
         self._keys_held: list[events.Key] | None = None  # see hold_keys
         self._held_key_handled = False  # whether the key that holds them has run its binding
-        self._held_keys_end_wait = False  # escape or the quit key is among them: they wait no longer than a plain hold
         self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
@@ -332,7 +331,6 @@ class LoviaApp(App[None]):
         if isinstance(event, events.Key) and not event.is_forwarded:
             if self._keys_held is not None:
                 self._keys_held.append(event)  # see hold_keys
-                self._held_keys_end_wait |= event.key in self._keys_that_end_the_wait
             else:
                 await self._take_key(event)
             return
@@ -366,6 +364,10 @@ class LoviaApp(App[None]):
     @cached_property
     def _keys_that_end_the_wait(self) -> frozenset[str]:
         return frozenset({"escape", *self.lovia_keymap.keys("app.quit")})
+
+    def _escape_or_quit_held(self) -> bool:
+        """Whether escape or the quit key is among the keys held: they wait no longer than a plain hold."""
+        return any(key.key in self._keys_that_end_the_wait for key in self._keys_held or ())
 
     @cached_property
     def _keys_that_move_focus(self) -> frozenset[str]:
@@ -401,7 +403,6 @@ class LoviaApp(App[None]):
         """
         if self._keys_held is None:
             self._keys_held = []
-            self._held_keys_end_wait = False
             screen, focused, workers = before or (self.screen, self.focused, set(self.workers))
             self.run_worker(self._wait_for_focus_to_move(screen, focused, workers),
                             group="keys held", exit_on_error=False)
@@ -437,7 +438,7 @@ class LoviaApp(App[None]):
                 working = self._keys_held_by_work > 0 or any(worker.group in USER_FLOWS for worker in started)
                 waited = time.monotonic() - since
                 if waited > KEYS_HELD_WHILE_WORKING or (
-                        waited > KEYS_HELD_AT_MOST and (self._held_keys_end_wait or not working)):
+                        waited > KEYS_HELD_AT_MOST and (self._escape_or_quit_held() or not working)):
                     return
                 if self._keys_held_by_work:
                     continue
@@ -457,9 +458,7 @@ class LoviaApp(App[None]):
         for index, key in enumerate(keys):
             await self._take_key(key)
             if self._keys_held is not None:  # that key opened something too: the rest wait for it
-                rest = keys[index + 1:]
-                self._keys_held[:0] = rest
-                self._held_keys_end_wait |= any(key.key in self._keys_that_end_the_wait for key in rest)
+                self._keys_held[:0] = keys[index + 1:]
                 return
 
     async def on_unmount(self) -> None:

@@ -49,6 +49,14 @@ async def delete_open_session(pilot) -> None:
     await settle(pilot)
 
 
+async def hello_sent_then_deleted(pilot) -> str:
+    """Send "hello" in a new session, then delete that session; its id."""
+    await type_and_send(pilot, "hello")
+    session_id = pilot.app.screen.chat.session_id
+    await delete_open_session(pilot)
+    return session_id
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_deleted_session_is_restored_from_the_trash(tmp_path, size):
     db = tmp_path / "lovia.db"
@@ -88,9 +96,7 @@ async def test_keys_typed_right_after_a_restore_go_into_the_restored_sessions_me
     db = tmp_path / "lovia.db"
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
-        await type_and_send(pilot, "hello")
-        session_id = app.screen.chat.session_id
-        await delete_open_session(pilot)
+        session_id = await hello_sent_then_deleted(pilot)
         await pilot.press("f8")
         await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
         await trash_settled(pilot)
@@ -133,9 +139,7 @@ async def test_restore_refused_says_why_and_keeps_the_item(tmp_path):
     db = tmp_path / "lovia.db"
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
-        await type_and_send(pilot, "hello")
-        session_id = app.screen.chat.session_id
-        await delete_open_session(pilot)
+        session_id = await hello_sent_then_deleted(pilot)
         async with SQLiteSession(db, wal=True) as other:  # another window starts a session under that id
             await other.append(session_id, [], run_id="elsewhere")
         await pilot.press("f8")
