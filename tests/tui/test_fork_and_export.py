@@ -7,11 +7,13 @@ import json
 
 import pytest
 
-from lovia import AssistantMessage, ForkOrigin, SQLiteSession, ToolCall, ToolResult, UserMessage
+from lovia import Agent, AssistantMessage, ForkOrigin, SQLiteSession, ToolCall, ToolResult, UserMessage
+from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.chat_panel import ChatPanel
 from lovia.tui.widgets.sessions_pane import SessionsPane
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
+from tests.tui.test_stop_and_continue import blocking_tool, stop_a_run
 from tests.tui.test_streaming_speed import painted
 
 SIZES = [(80, 24), (160, 45)]
@@ -140,6 +142,27 @@ async def test_f_on_nothing_selected_says_what_to_do(tmp_path):
         await settle(pilot)
         assert app.screen.query_one(ChatPanel).session_id == "s-source"
         assert any("Select a message to fork from" in n for n in notices(app))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_f_on_a_stopped_runs_message_says_how_to_get_it_stored(tmp_path, size):
+    """A stopped run is not in the session until it is resumed or the next message records it:
+    fork says so, and with which key, rather than only "once its run is stored"."""
+    slow, gate = blocking_tool()
+    model = ScriptedModel([ScriptedTurn(text="Let me check.", tool_calls=[call("slow", {"seconds": 1}, call_id="c1")]),
+                           ScriptedTurn(text="Done.")])
+    db = tmp_path / "lovia.db"
+    app = make_app(db, agent=Agent(name="assistant", tools=[slow], model=model))
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await stop_a_run(pilot, gate)
+        chat = app.screen.query_one(ChatPanel)
+        source = chat.session_id
+        await select(pilot, 2)  # the stopped run's answer (above its tool call and the stop notice)
+        await pilot.press("f")
+        await settle(pilot)
+        assert chat.session_id == source
+        said = " ".join(notices(app))
+        assert "not in the session yet" in said and "ctrl+r resumes" in said, said
 
 
 @pytest.mark.parametrize("size", SIZES)

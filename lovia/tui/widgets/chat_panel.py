@@ -1021,8 +1021,12 @@ class ChatPanel(Vertical):
                 position = await self.backend.stored_position(session_id, request.run_id, request.matches)
             if position is None:
                 transcript.take_typed_ahead(end=True)
-                self.notify("That message is not in the session (yet): fork once its run is stored.",
-                            severity="warning")
+                # Its run did not finish here (answering here, fork waits): stopped, crashed or
+                # failed, or running in another window. Say how such a run gets stored.
+                resume = keymap_of(self).key_text("chat.resume")
+                self.notify("That message is not in the session yet: its run has not finished. Fork from "
+                            f"it once the run is stored: {resume} resumes a stopped run, and your next "
+                            "message records it as it stands.", severity="warning")
                 return
             new_session_id, copied = await self.backend.fork(session_id, position)
         except LoviaError as exc:  # refused (rewound meanwhile) or a store error: nothing was made
