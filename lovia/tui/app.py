@@ -43,10 +43,14 @@ from lovia.tui.widgets.transcript import Transcript
 
 OPENS_SOMETHING = frozenset({
     "app.help", "app.command_palette", "main.search", "main.export", "main.trash", "main.mcp_servers",
-    "main.toggle_sessions", "main.toggle_runs",
+    "main.toggle_sessions", "main.toggle_runs", "chat.edit_last", "sessions.rename", "sessions.delete",
+    "runs.discard", "runs.finalize", "runs.timeline", "transcript.timeline", "inspector.give_output",
+    "inspector.give_error", "trash.purge",
 })
-"""The actions that open a dialog or move focus to a pane: the keys typed right after one go there
-(see ``LoviaApp.hold_keys``)."""
+"""The actions that open a dialog (a question, a prompt, the timeline) or move focus to a pane or
+to the message box (an edit of the last message): the keys typed right after one go there (see
+``LoviaApp.hold_keys``). The transcript's edit, fork and trim keys hold what is typed after them
+themselves (``Transcript.on_key``)."""
 CLOSES_SOMETHING = frozenset({
     "help.close", "search.close", "trash.close", "trash.restore", "timeline.close", "mcp.close", "confirm.yes",
     "confirm.no", "choice.cancel", "prompt.cancel", "main.close_overlay",
@@ -62,7 +66,7 @@ KEYS_HELD_WHILE_WORKING = 5.0
 """Seconds they wait at most while the work the key started is still going (a store slow to answer
 before the dialog is shown: the export reads the session first). Escape and the quit key among
 them wait no longer than :data:`KEYS_HELD_AT_MOST`."""
-USER_FLOWS = frozenset({"dialog", "search"})
+USER_FLOWS = frozenset({"dialog", "search", "timeline"})
 """The worker groups of what a user's key starts and may end in a dialog (a flow that asks, a search
 whose first hit opens): while one a held key started goes, the keys wait up to
 :data:`KEYS_HELD_WHILE_WORKING`."""

@@ -257,6 +257,28 @@ async def test_keys_typed_right_after_e_go_into_the_edit_not_to_the_transcripts_
         assert chat.composer.text == ""  # the draft held nothing: the typed keys were the edit's
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_keys_typed_right_after_ctrl_l_in_the_transcript_go_into_the_edit(tmp_path, size):
+    """``ctrl+l`` with the transcript focused, then typing at once (a new user's trial): the edit
+    starts after a store read, and "fine" went to the transcript meanwhile, where ``f`` forked the
+    session and the rest was lost. The keys wait for the composer the edit focuses."""
+    db = tmp_path / "lovia.db"
+    app = make_app(db, model=ScriptedModel(["one", "two"]))
+    async with app.run_test(size=size) as pilot:
+        await send_first_and_second(pilot)
+        chat = app.screen.chat
+        source = chat.session_id
+        chat.transcript.focus()
+        await pilot.pause()
+        app.post_message(events.Key("ctrl+l", None))
+        burst(app, "fine")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        await settle(pilot)
+        assert chat.session_id == source  # not forked
+        assert chat.composer.text == "secondfine"
+        assert chat.composer.has_focus
+
+
 async def test_keys_typed_right_after_up_in_the_composer_go_into_the_edit_not_the_draft(tmp_path):
     db = tmp_path / "lovia.db"
     app = make_app(db, model=ScriptedModel(["one", "edited reply"]))

@@ -17,11 +17,17 @@ import pytest
 
 from lovia import SQLiteSession
 from lovia.tui.app import KEYS_HELD_WHILE_WORKING
+from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.mcp_servers import ServersScreen
+from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.screens.search import SearchScreen
+from lovia.tui.screens.timeline import TimelineScreen
 from lovia.tui.screens.trash import TrashScreen
+from lovia.tui.widgets.inspector import DanglingCallList
 from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_crash_resume import crash_a_run
+from tests.tui.test_dangling_calls import open_runs
 from tests.tui.test_new_user_pass import burst, stored_sessions
 
 
@@ -159,3 +165,88 @@ async def test_keys_right_after_escape_folds_the_sessions_pane_go_to_the_message
         await settle(pilot)
         await wait_for(pilot, lambda: app.main.chat.composer.text == "ab")
         assert app.focused is app.main.chat.composer
+
+
+async def _question_answered(pilot) -> None:
+    """The question the burst's first key asks is up, then gone (not waited for by ``settle``: a question
+    left up would hold it for good)."""
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
+    await wait_for(pilot, lambda: not isinstance(pilot.app.screen, ConfirmScreen), give_up_after=3)
+    await settle(pilot)
+
+
+async def _on_a_crashed_run(tmp_path, pilot_size):
+    """An app on a file holding one run crashed inside a tool call (a real process killed), shown in the runs list."""
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    return db, make_app(db)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize("key", ["x", "f"])
+async def test_no_right_after_discard_or_finalize_in_the_runs_list_answers_the_question(tmp_path, size, key):
+    """A new user's trial: ``x n`` in a burst left "Discard the run …?" up, the ``n`` read by the
+    runs list before the question took focus. It answers the question now."""
+    db, app = await _on_a_crashed_run(tmp_path, size)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, size)
+        run_list = app.screen.query_one("#run-list")
+        await wait_for(pilot, lambda: app.focused is run_list and run_list.highlighted == 0)
+        burst(app, key, "n")
+        await _question_answered(pilot)
+        assert [run.run_id for run in app.screen.query_one("RunsPane").runs] == ["run-crashed"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize("key", ["o", "e"])
+async def test_text_right_after_giving_a_dangling_calls_result_goes_into_the_prompt(tmp_path, size, key):
+    db, app = await _on_a_crashed_run(tmp_path, size)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, size)
+        await pilot.press("f6")  # to the inspector's dangling calls
+        await pilot.pause()
+        assert isinstance(app.focused, DanglingCallList)
+        burst(app, key, "4", "2")
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
+        await wait_for(pilot, lambda: app.screen.query_one("#answer").value == "42")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_escape_right_after_w_closes_the_timeline_it_opened(tmp_path, monkeypatch, size):
+    """``w`` reads the run before its timeline is shown: the escape typed meanwhile went to the
+    transcript, and the timeline stayed up."""
+    db, session_id, app = await _app_on_a_stored_session(tmp_path)
+    opened = []
+    push_screen = app.push_screen
+
+    def recorded(screen, *args, **kwargs):
+        opened.append(type(screen))
+        return push_screen(screen, *args, **kwargs)
+
+    monkeypatch.setattr(app, "push_screen", recorded)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#transcript").focus()
+        await pilot.pause()
+        burst(app, "w", "escape")
+        await settle(pilot)
+        assert opened[1:] == [TimelineScreen]  # after the main screen
+        assert app.screen is app.main
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_no_right_after_delete_in_the_sessions_list_answers_the_question(tmp_path, size):
+    db = tmp_path / "lovia.db"
+    ids = await stored_sessions(db, "Keep me", "Other")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b") if size == (80, 24) else app.screen.query_one("#session-list").focus()
+        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#session-list"))
+        burst(app, "delete", "n")
+        await _question_answered(pilot)
+        assert app.screen.query_one("#session-filter").value == ""
+    async with SQLiteSession(db, wal=True) as session:
+        assert {info.session_id for info in await session.list_sessions()} == set(ids)
