@@ -183,6 +183,8 @@ class EditTarget:
     """The run not in the session yet that it opened (resending discards that run); ``None`` when stored."""
     later_runs: int
     """How many runs after the message's own run resending drops, stored or not."""
+    answered: bool = True
+    """Whether its own run holds anything after it (an answer, a tool call), which resending drops."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1334,9 +1336,10 @@ class ChatBackend:
         in_flight = await self._in_flight(session_id)
         for later, summary in enumerate(reversed(in_flight)):
             snapshot = await self.checkpointer.load(summary.run_id)
-            first = next((e for e in snapshot.entries if isinstance(e, UserMessage)), None) if snapshot else None
-            if first is not None:
-                return EditTarget(first, None, summary.run_id, later)
+            run_entries = snapshot.entries if snapshot else ()
+            found = next(((i, e) for i, e in enumerate(run_entries) if isinstance(e, UserMessage)), None)
+            if found is not None:
+                return EditTarget(found[1], None, summary.run_id, later, answered=found[0] < len(run_entries) - 1)
         pages = TranscriptPages(self.session, session_id)
         page = await pages.read(None, LOCATE_PAGE)
         while True:
@@ -1363,21 +1366,25 @@ class ChatBackend:
         for index, summary in enumerate(in_flight):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None and message in snapshot.entries:
-                return EditTarget(message, None, summary.run_id, len(in_flight) - index - 1)
+                answered = snapshot.entries.index(message) < len(snapshot.entries) - 1
+                return EditTarget(message, None, summary.run_id, len(in_flight) - index - 1, answered=answered)
         session = self.session
         if position is not None and isinstance(session, PagedSession):
             probe = await session.read_page(session_id, start=position, limit=1)
             if probe.entries[:1] == (message,) and probe.total - position <= LOCATE_PAGE:
                 rest = await session.read_page(session_id, start=position, limit=probe.total - position)
                 if rest.entries[:1] == (message,):
-                    return EditTarget(message, position, None, len(rest.runs) - 1 + len(in_flight))
+                    return EditTarget(message, position, None, len(rest.runs) - 1 + len(in_flight),
+                                      answered=rest.runs[0].end > position + 1)
         segments = await self.session.segments(session_id)
         entries = [entry for segment in segments for entry in segment.entries]
         position = next((i for i in range(len(entries) - 1, -1, -1) if entries[i] == message), None)
         if position is None:
             return None
         whole, _ = rewind_cut([len(segment.entries) for segment in segments], position)
-        return EditTarget(message, position, None, len(segments) - whole - 1 + len(in_flight))
+        own_run_end = sum(len(segment.entries) for segment in segments[:whole + 1])
+        return EditTarget(message, position, None, len(segments) - whole - 1 + len(in_flight),
+                          answered=position < own_run_end - 1)
 
     async def regenerate(self, session_id: str, *, settle: Settle | None = None) -> StartedRun:
         """Drop the last exchange and ask again with the same user message (see :meth:`last_message`)."""

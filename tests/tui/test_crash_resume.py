@@ -9,9 +9,16 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from lovia import Agent, SQLiteSession, ToolResult, tool
 from lovia.builtin_tools import calculate, current_time
 from lovia.models import DemoModel
+from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.widgets.assistant_message import AssistantMessageView
+from lovia.tui.widgets.run_header import RunHeader
+from lovia.tui.widgets.user_message import UserMessageView
+from screenshots.demo_data import build, build_stopped_runs
 from tests.tui.conftest import make_app, settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,3 +136,40 @@ async def test_a_tool_call_the_kill_cut_off_ends_when_the_run_was_last_known_to_
     cut = [step for step in steps_from_meta(segment.meta) if step.kind == "tool" and step.cut_off]
     assert [step.started_at for step in cut] == [stored_call.started_at]
     assert cut[0].finished_at == crashed.updated_at  # its last renewal, before the kill
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_resumed_run_with_another_run_shown_after_it_goes_on_under_its_own_header(tmp_path, size):
+    """A new user's trial: in a session with two crashed runs, resuming the earlier one drew its
+    answer at the foot of the transcript, under the later run ("crashed, not in the conversation
+    yet"), as if it answered that run's question. The resumed run moves below the other, whole,
+    and goes on there."""
+    db = tmp_path / "demo.db"
+    await build(db)
+    await build_stopped_runs(db)  # s-atlas: run-demo-tools, then run-demo-streaming after it
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("ctrl+o")
+        run_list = app.screen.query_one("#run-list")
+        run_list.focus()
+        ids = [run_list.get_option_at_index(i).id for i in range(run_list.option_count)]
+        run_list.highlighted = ids.index("run-demo-tools")
+        await pilot.pause()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or app.main.chat.running)
+        if isinstance(app.screen, ConfirmScreen):  # it ran on another model than the demo
+            await pilot.press("y")
+        await settle(pilot)
+        transcript = app.main.chat.transcript
+        shown = [child for child in transcript.children if child.display]
+        headers = [child.run_id for child in shown if isinstance(child, RunHeader)]
+        assert headers.index("run-demo-tools") > headers.index("run-demo-streaming")
+        tools_header = next(h for h in shown if isinstance(h, RunHeader) and h.run_id == "run-demo-tools")
+        under_it = shown[shown.index(tools_header) + 1:]
+        assert not any(isinstance(child, RunHeader) for child in under_it)
+        assert isinstance(under_it[0], UserMessageView) and "Email the report" in under_it[0].message.text
+        # The answer the resume streamed (the demo's tools have no send_report, nor pay_invoice) is under it.
+        last_answer = [child for child in shown if isinstance(child, AssistantMessageView)][-1]
+        assert last_answer in under_it and "pay_invoice" in last_answer.copy_text()

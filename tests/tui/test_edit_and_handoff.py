@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from textual import events
 
-from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage
+from lovia import Agent, AssistantMessage, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, ToolCall, ToolResult, UserMessage
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.tui.backend import ChatBackend
 from lovia.tui.screens.confirm import ConfirmScreen
@@ -505,3 +505,31 @@ async def test_regenerate_is_refused_while_a_message_is_edited_and_the_edit_stil
         await settle(pilot)
         assert await stored_texts(db, chat.session_id) == ["first XX", "edited reply"]
         assert not chat.has_class("-editing")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_editing_a_message_never_answered_does_not_say_it_drops_an_answer(tmp_path, size):
+    """A new user's trial: ``ctrl+l`` in a fork that ends with an unanswered message said "enter
+    resends it, dropping its answer", and there was none. It says what resending drops, if anything."""
+    db = tmp_path / "lovia.db"
+    async with SQLiteSession(db, wal=True) as session:
+        await session.append("s-open", [UserMessage(text="first"), AssistantMessage(text="one")])
+        await session.append("s-open", [UserMessage(text="never answered")])
+    app = make_app(db, model=ScriptedModel(["two"]))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        assert chat.session_id == "s-open"
+        chat.composer.focus()
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        line = str(chat.query_one("#editing").render())
+        assert "Editing: enter resends it; escape gives your draft back." in line, line
+        await pilot.press("escape")
+        chat.transcript.focus()
+        await pilot.press("home")  # "first", which was answered, with a run after it
+        await settle(pilot)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        line = str(chat.query_one("#editing").render())
+        assert "dropping its answer and the 1 run after it" in line, line

@@ -756,8 +756,8 @@ class ChatPanel(Vertical):
         good, and edit it only if the user agrees. (Where `u` undoes the resend, the edit starts at
         once, as regenerate does, and its line says what enter drops: a question there took the
         letters typed for the edit as its answer.)"""
-        question = (f"Edit this earlier message?\nResending it drops its answer and the "
-                    f"{format.count(target.later_runs, 'run')} after it. Cancelling the edit keeps everything.")
+        question = (f"Edit this earlier message?\nResending it drops {_dropped_by_resending(target)}. Cancelling the "
+                    "edit keeps everything.")
         confirmed = await self.app.push_screen_wait(ConfirmScreen(question, confirm="Edit"))
         # The question took the keys (a screen pushed over it leaves the transcript focused): what
         # reached the transcript before it showed is dropped, and its keys are its own again.
@@ -796,13 +796,12 @@ class ChatPanel(Vertical):
         if self._editing is None:
             self._draft = held
         self._editing = target
-        drops = f"its answer and the {format.count(target.later_runs, 'run')} after it" if target.later_runs \
-            else "its answer"
+        dropped = _dropped_by_resending(target)
+        drops = f", dropping {dropped}" if dropped else ""
         undo = keymap_of(self).sure_key_text("transcript.undo_rewind") if self.backend.can_undo_rewind else None
         if target.later_runs and undo:
             drops += f" ({undo} in the conversation undoes that)"
-        self.query_one("#editing", Static).update(f"Editing: enter resends it, dropping {drops}; escape gives "
-                                                  "your draft back.")
+        self.query_one("#editing", Static).update(f"Editing: enter resends it{drops}; escape gives your draft back.")
         set_class_sparing(self, True, "-editing", spared=self.transcript)
         self.composer.add_class("-editing")
         self._put_in_composer(target.message.text + typed)
@@ -1102,3 +1101,11 @@ def _cut_mid_answer(run: TranscriptRun) -> bool:
     """Whether ``run`` was cut off while an answer streamed (its last entry the partial answer)."""
     last = run.entries[-1] if run.entries else None
     return isinstance(last, AssistantMessage) and last.finish_reason == CUT_OFF
+
+
+def _dropped_by_resending(target: EditTarget) -> str:
+    """What resending ``target`` drops, as the editing line and its question say it ("" for nothing):
+    its answer (a message never answered, as a fork's last, has none) and the runs after it."""
+    dropped = [*(["its answer"] if target.answered else []),
+               *([f"the {format.count(target.later_runs, 'run')} after it"] if target.later_runs else [])]
+    return " and ".join(dropped)

@@ -820,11 +820,26 @@ class Transcript(SteadyScroll, can_focus=True):
             self.refresh_bindings()  # the first run of a session: the timeline applies now
             return
         self._live_header = header
+        self._bring_to_end(header)
         if stored is None:
             header.set_state("running")  # its figures as shown; nothing to rebuild from
             return
         header.show_run(run)
         await self._rebuild_after(header, run)
+
+    def _bring_to_end(self, header: RunHeader) -> None:
+        """Move the run under ``header`` (its header and what is shown under it) below every other
+        run shown: a resumed run goes on at the foot of the transcript, where the live part grows.
+        Left where it was, with another stopped run shown after it, its answer was drawn under that
+        run's question."""
+        children = list(self.children)
+        start = children.index(header)
+        end = next((i for i in range(start + 1, len(children)) if isinstance(children[i], RunHeader)), len(children))
+        if end == len(children):
+            return  # the last run shown already
+        self.selected = -1  # the views it counts move
+        for widget in children[start:end]:
+            self.move_child(widget, after=self.children[-1])
 
     def _header_of(self, run_id: str) -> RunHeader | None:
         return next((h for h in self._headers() if h.run_id == run_id and h.display), None)
