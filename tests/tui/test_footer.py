@@ -10,7 +10,7 @@ from textual.widgets import Input
 
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.widgets.footer import FooterEntry, LoviaFooter
-from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.conftest import make_app, settle, told, wait_for
 
 SIZES = [(80, 24), (160, 45)]
 
@@ -391,3 +391,35 @@ async def test_at_80_columns_the_runs_list_footer_has_room_for_its_timeline_key(
         await settle(pilot)
         shown = [entry.action for entry in footer_of(app).entries]
         assert "act('timeline')" in shown and "copy_run_id" in shown, shown
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_runs_list_footer_leaves_out_what_a_run_running_elsewhere_refuses(tmp_path, size):
+    """A new user's trial: on a run another process executes, the footer offered resume, discard and
+    finalize, each refused when pressed. They show for a run that can take them, and still say why
+    when pressed on one that cannot."""
+    from screenshots.demo_data import build, build_stopped_runs
+
+    await build(tmp_path / "lovia.db")
+    await build_stopped_runs(tmp_path / "lovia.db")
+    app = make_app(tmp_path / "lovia.db")
+    refused = ("act('resume')", "act('discard')", "act('finalize')")
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("ctrl+o")
+        run_list = app.screen.query_one("#run-list")
+        run_list.focus()
+        await wait_for(pilot, lambda: app.focused is run_list)
+        ids = [run_list.get_option_at_index(i).id for i in range(run_list.option_count)]
+        for run_id, offered in (("run-demo-elsewhere", False), ("run-demo-tools", True)):
+            run_list.highlighted = ids.index(run_id)
+            await settle(pilot)
+            shown = [entry.action for entry in footer_of(app).entries]
+            assert all((action in shown) == offered for action in refused), (run_id, shown)
+            assert "act('timeline')" in shown
+        run_list.highlighted = ids.index("run-demo-elsewhere")
+        await settle(pilot)
+        await pilot.press("x")
+        await settle(pilot)
+        assert any("is being executed by process" in n.message for n in told(app))

@@ -29,6 +29,10 @@ LABEL_WIDTH = 38
 """How wide a run's lines are cut before the list is laid out (its width at 80x24)."""
 
 
+REFUSED_WHILE_HELD = frozenset({"act('resume')", "act('discard')", "act('finalize')"})
+"""The run list's actions (as bound) that a run held by an execution refuses."""
+
+
 class RunList(StoppingOptionList):
     """The runs; up and down stop at its ends."""
 
@@ -47,6 +51,16 @@ class RunList(StoppingOptionList):
         if action in ("act", "copy_run_id"):  # on the run under the cursor: none in an empty list
             return self.highlighted is not None and bool(self.get_option_at_index(self.highlighted).id)
         return True
+
+    def hidden_in_footer(self, action: str) -> bool:
+        """Resume, discard and finalize of a run an execution holds (another process, another
+        window): the footer leaves them out (see :class:`~lovia.tui.widgets.footer.HidesInFooter`);
+        pressed, each says who holds the run."""
+        if action not in REFUSED_WHILE_HELD:
+            return False
+        pane = self.query_ancestor(RunsPane)
+        run_id = pane.highlighted_run_id
+        return any(run.run_id == run_id and run.head.is_held() for run in pane.runs)
 
     def watch_highlighted(self, highlighted: int | None) -> None:
         super().watch_highlighted(highlighted)
@@ -138,6 +152,7 @@ class RunsPane(Vertical):
         self._titles = titles
         self._dangling = dangling if dangling is not None else {}
         options = self.query_one(RunList)
+        options.refresh_bindings()  # a run held may be held no more (its lease lapsed), or the other way
         before = options.highlighted
         highlighted_id = options.get_option_at_index(before).id if before is not None else None
         ids = [r.run_id for r in runs]
