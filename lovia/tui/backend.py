@@ -143,11 +143,13 @@ class RunsNeedDecision(UserError):
 
     The caller decides first: resume them, or send again with ``settle="keep"`` (each becomes a
     partial segment, before the new run) or ``settle="discard"``. ``runs`` are those runs,
-    oldest first.
+    oldest first; ``stopped``, the session's stopped runs, which sending keeps as partial
+    whatever is decided (as it does after a stop), oldest first.
     """
 
-    def __init__(self, session_id: str, runs: Sequence[RunSummary]) -> None:
+    def __init__(self, session_id: str, runs: Sequence[RunSummary], stopped: Sequence[RunSummary] = ()) -> None:
         self.runs = tuple(runs)
+        self.stopped = tuple(stopped)
         states = sorted({run_state(r.head) for r in self.runs})
         what = f"{len(self.runs)} runs" if len(self.runs) > 1 else "a run"
         super().__init__(f"session {session_id!r} has {what} that {' or '.join(states)} before reaching it; "
@@ -934,7 +936,8 @@ class ChatBackend:
                                       "there, then send")
         undecided = [r for r in runs if run_state(r.head) in ("crashed", "failed")]
         if undecided and settle is None:
-            raise RunsNeedDecision(runs[0].head.session_id or "", undecided)
+            stopped = [r for r in runs if run_state(r.head) == "interrupted"]
+            raise RunsNeedDecision(runs[0].head.session_id or "", undecided, stopped)
 
     async def resume(self, run_id: str) -> tuple[str, RunStream]:
         """Continue an interrupted, crashed or failed run; returns its session id and stream."""

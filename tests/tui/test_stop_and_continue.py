@@ -461,3 +461,29 @@ async def test_sending_with_two_runs_not_finished_asks_about_them_all_and_says_r
         await settle(pilot)
         kept = await segments_of(db, chat.session_id)
         assert [s.meta.get("partial") for s in kept] == [True, True, None]  # each kept, then the message
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_the_question_before_sending_names_a_stopped_run_that_sending_keeps_too(tmp_path, size):
+    """A new user's trial: a session with a stopped run and crashed ones asked about the crashed
+    ones only; after "Keep as partial" the stopped run was in the conversation too, unannounced."""
+    from screenshots.demo_data import build, build_stopped_runs
+
+    db = tmp_path / "lovia.db"
+    await build(db)
+    await build_stopped_runs(db)  # s-atlas: a stopped run, then two crashed ones
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await app.screen.open_session("s-atlas")
+        await settle(pilot)
+        await type_and_send_no_settle(pilot, "hi")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        question = app.screen.question
+        assert "2 runs that did not finish" in question
+        assert "the stopped run started 2026-12-02 12:05" in question and "joins the conversation" in question
+        await pilot.press("d")  # discard the crashed ones: the stopped one is kept, as said
+        await settle(pilot)
+    segments = await segments_of(db, "s-atlas")
+    assert [(s.run_id, s.meta.get("ended")) for s in segments[-2:]][0] == ("run-demo-interrupted", "stopped")
+    assert "run-demo-tools" not in {s.run_id for s in segments}  # discarded

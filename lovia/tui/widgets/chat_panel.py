@@ -355,6 +355,10 @@ class ChatPanel(Vertical):
                         "• Keep as partial: what it did so far joins the conversation, marked as "
                         f"{state}, before your message.\n"
                         "• Discard it: its checkpoint is deleted; nothing of it reaches the conversation.")
+        if need.stopped:  # kept whatever is decided here, as sending after a stop keeps it: said, not done unseen
+            which = (f"the stopped run started {format.when(need.stopped[0].head.started_at)}"
+                     if len(need.stopped) == 1 else f"its {len(need.stopped)} stopped runs")
+            question += f"\nKept or discarded, {which} joins the conversation as partial, as sending after a stop does."
         choices = [Choice("Resume", "r", "resume")] if missing is None else []
         choices += [Choice("Keep as partial", "k", "keep"), Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
