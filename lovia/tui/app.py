@@ -17,6 +17,7 @@ from rich.segment import Segments
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.notifications import Notification, SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.theme import Theme
@@ -45,10 +46,11 @@ OPENS_SOMETHING = frozenset({
     "app.help", "app.command_palette", "main.search", "main.export", "main.trash", "main.mcp_servers",
     "main.toggle_sessions", "main.toggle_runs", "chat.edit_last", "sessions.rename", "sessions.delete",
     "runs.discard", "runs.finalize", "runs.timeline", "transcript.timeline", "inspector.give_output",
-    "inspector.give_error", "trash.purge",
+    "inspector.give_error", "trash.purge", "runs.resume", "inspector.resume", "chat.resume",
 })
-"""The actions that open a dialog (a question, a prompt, the timeline) or move focus to a pane or
-to the message box (an edit of the last message): the keys typed right after one go there (see
+"""The actions that open a dialog (a question, a prompt, the timeline; a resume asks first when the
+run ran on another model) or move focus to a pane or to the message box (an edit of the last
+message): the keys typed right after one go there (see
 ``LoviaApp.hold_keys``). The transcript's edit, fork and trim keys hold what is typed after them
 themselves (``Transcript.on_key``)."""
 CLOSES_SOMETHING = frozenset({
@@ -353,14 +355,35 @@ class LoviaApp(App[None]):
         # once the key has come back up to the app (on_key). A choice's key never comes back up:
         # the question takes it, and the wait ends as the question goes.
         before = (screen, self.focused, set(self.workers))
-        self._held_key_handled = bound is not None and bound.priority
+        self._held_key_handled = False
         await super().on_event(key)
         self.hold_keys(before)
+        if bound is not None and bound.priority:
+            self._settle_held_key()  # its action has run (any other's runs once the key is back up here)
 
     def on_key(self, event: events.Key) -> None:
         # The held key has come back up to the app. Textual calls this just before its own _on_key
-        # runs the key's binding, in the same message: the first look of the wait comes after it.
+        # runs the key's binding, in the same message: what follows it in the app's queue comes after.
         if self._keys_held is not None:
+            self.call_later(self._settle_held_key)
+
+    def _settle_held_key(self) -> None:
+        """The held key's action has run: the wait may end once what it posted has reached the screen.
+
+        Many a key's action posts a message that starts its flow (a question, a prompt) where it is
+        handled, on the screen: a message bubbles up one widget at a time, each taking it from its
+        own queue. So does this: a call queued on the focused widget, then on its parent, and so on,
+        after whatever the action posted there. The wait looked once after 10 ms, and in 1 in 20
+        bursts (``delete n`` in the sessions list) the message had not arrived: the keys went to the
+        list, and the question came up after them.
+        """
+        def hop(node: DOMNode) -> None:
+            parent = node.parent
+            if node is self.screen or parent is None or not parent.call_later(hop, parent):
+                self._held_key_handled = True  # at the screen (or the way up is gone: nothing to wait for)
+
+        focused = self.focused
+        if focused is None or not focused.call_later(hop, focused):
             self._held_key_handled = True
 
     # -- keys typed right after a dialog's or a pane's key -----------------------------------

@@ -52,6 +52,20 @@ def crash_a_run(db: Path) -> None:
     child.wait(timeout=30)
 
 
+async def highlight_run(pilot, size: tuple[int, int], run_id: str):
+    """The runs list with focus in it (over the conversation at 80x24, ctrl+o), ``run_id`` under its
+    cursor and in the inspector; the list."""
+    app = pilot.app
+    if size == (80, 24):
+        await pilot.press("ctrl+o")
+    run_list = app.screen.query_one("#run-list")
+    run_list.focus()
+    ids = [run_list.get_option_at_index(i).id for i in range(run_list.option_count)]
+    run_list.highlighted = ids.index(run_id)
+    await wait_for(pilot, lambda: app.focused is run_list and app.screen.inspected == run_id)
+    return run_list
+
+
 async def test_crash_then_resume_from_the_runs_list(tmp_path):
     db = tmp_path / "lovia.db"
     crash_a_run(db)
@@ -150,13 +164,7 @@ async def test_a_resumed_run_with_another_run_shown_after_it_goes_on_under_its_o
     app = make_app(db)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        if size == (80, 24):
-            await pilot.press("ctrl+o")
-        run_list = app.screen.query_one("#run-list")
-        run_list.focus()
-        ids = [run_list.get_option_at_index(i).id for i in range(run_list.option_count)]
-        run_list.highlighted = ids.index("run-demo-tools")
-        await pilot.pause()
+        await highlight_run(pilot, size, "run-demo-tools")
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or app.main.chat.running)
         if isinstance(app.screen, ConfirmScreen):  # it ran on another model than the demo

@@ -11,6 +11,7 @@ from textual.widgets import Input
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.widgets.footer import FooterEntry, LoviaFooter
 from tests.tui.conftest import make_app, settle, told, wait_for
+from tests.tui.test_crash_resume import highlight_run
 
 SIZES = [(80, 24), (160, 45)]
 
@@ -406,11 +407,7 @@ async def test_the_runs_list_footer_leaves_out_what_a_run_running_elsewhere_refu
     refused = ("act('resume')", "act('discard')", "act('finalize')")
     async with app.run_test(size=size, notifications=True) as pilot:
         await settle(pilot)
-        if size == (80, 24):
-            await pilot.press("ctrl+o")
-        run_list = app.screen.query_one("#run-list")
-        run_list.focus()
-        await wait_for(pilot, lambda: app.focused is run_list)
+        run_list = await highlight_run(pilot, size, "run-demo-elsewhere")
         ids = [run_list.get_option_at_index(i).id for i in range(run_list.option_count)]
         for run_id, offered in (("run-demo-elsewhere", False), ("run-demo-tools", True)):
             run_list.highlighted = ids.index(run_id)

@@ -26,7 +26,7 @@ from lovia.tui.screens.timeline import TimelineScreen
 from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.inspector import DanglingCallList
 from tests.tui.conftest import make_app, settle, wait_for
-from tests.tui.test_crash_resume import crash_a_run
+from tests.tui.test_crash_resume import crash_a_run, highlight_run
 from tests.tui.test_dangling_calls import open_runs
 from tests.tui.test_new_user_pass import burst, stored_sessions
 
@@ -190,9 +190,7 @@ async def test_no_right_after_discard_or_finalize_in_the_runs_list_answers_the_q
     db, app = await _on_a_crashed_run(tmp_path, size)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        await open_runs(pilot, size)
-        run_list = app.screen.query_one("#run-list")
-        await wait_for(pilot, lambda: app.focused is run_list and run_list.highlighted == 0)
+        await highlight_run(pilot, size, "run-crashed")
         burst(app, key, "n")
         await _question_answered(pilot)
         assert [run.run_id for run in app.screen.query_one("RunsPane").runs] == ["run-crashed"]
@@ -250,3 +248,21 @@ async def test_no_right_after_delete_in_the_sessions_list_answers_the_question(t
         assert app.screen.query_one("#session-filter").value == ""
     async with SQLiteSession(db, wal=True) as session:
         assert {info.session_id for info in await session.list_sessions()} == set(ids)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_yes_right_after_resume_in_the_runs_list_answers_the_model_question(tmp_path, size):
+    """In the trial's terminal ``r y`` left "This run ran on gpt-4o-mini; … Resume with demo?" up: the
+    resume reads the run before it asks, and the ``y`` went to the runs list meanwhile."""
+    from screenshots.demo_data import build, build_stopped_runs
+
+    db = tmp_path / "lovia.db"
+    await build(db)
+    await build_stopped_runs(db)  # run-demo-tools ran on gpt-4o-mini; the app's model is the demo
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await highlight_run(pilot, size, "run-demo-tools")
+        burst(app, "r", "y")
+        await _question_answered(pilot)
+        assert "run-demo-tools" not in [run.run_id for run in app.screen.query_one("RunsPane").runs]
