@@ -146,8 +146,8 @@ async def test_f_on_nothing_selected_says_what_to_do(tmp_path):
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_f_on_a_stopped_runs_message_says_how_to_get_it_stored(tmp_path, size):
-    """A stopped run is not in the session until it is resumed or the next message records it:
-    fork says so, and with which key, rather than only "once its run is stored"."""
+    """A stopped run is not in the session until it is resumed to its end or finalized: fork says
+    so, and with which keys, rather than only "once its run is stored"."""
     slow, gate = blocking_tool()
     model = ScriptedModel([ScriptedTurn(text="Let me check.", tool_calls=[call("slow", {"seconds": 1}, call_id="c1")]),
                            ScriptedTurn(text="Done.")])
@@ -162,7 +162,7 @@ async def test_f_on_a_stopped_runs_message_says_how_to_get_it_stored(tmp_path, s
         await settle(pilot)
         assert chat.session_id == source
         said = " ".join(notices(app))
-        assert "not in the session yet" in said and "ctrl+r resumes" in said, said
+        assert "not in the session yet" in said and "resumed (ctrl+r)" in said and "finalized (f" in said, said
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -682,17 +682,13 @@ class MainScreen(Screen):
             return
         panes = (SessionsPane, ChatPanel, RunsPane, CheckpointInspector)
         pane = next((w for w in focused.ancestors_with_self if isinstance(w, panes)), focused)
-        if pane is self.chat and not self._beside_the_conversation():
+        if pane is self.chat and not any(self.pane_shown(name) for name in SIDE_PANES):
             # Maximized, nothing would change (80 columns: the other panes are folded away), and the
             # key seemed to do nothing at all.
             self.notify(f"The conversation fills the window already: {keymap_of(self).key_text('main.maximize')} "
                         "maximizes a pane shown beside others.", timeout=4)
             return
         self.maximized = pane
-
-    def _beside_the_conversation(self) -> bool:
-        """Whether another pane is shown beside the conversation (or over it)."""
-        return any(pane.display and pane.region.width for pane in self.query("SessionsPane, #side"))
 
     def action_stop_run(self) -> None:
         self.chat.action_stop()

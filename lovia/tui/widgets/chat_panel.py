@@ -358,7 +358,8 @@ class ChatPanel(Vertical):
         if need.stopped:  # kept whatever is decided here, as sending after a stop keeps it: said, not done unseen
             which = (f"the stopped run started {format.when(need.stopped[0].head.started_at)}"
                      if len(need.stopped) == 1 else f"its {len(need.stopped)} stopped runs")
-            question += f"\nKept or discarded, {which} joins the conversation as partial, as sending after a stop does."
+            question += (f"\nKeep or discard: either way {which} joins the conversation as partial, as sending after "
+                         "a stop does.")
         choices = [Choice("Resume", "r", "resume")] if missing is None else []
         choices += [Choice("Keep as partial", "k", "keep"), Choice("Discard", "d", "discard")]
         choice = await self.app.push_screen_wait(ChoiceScreen(question, choices))
@@ -1025,11 +1026,11 @@ class ChatPanel(Vertical):
             if position is None:
                 transcript.take_typed_ahead(end=True)
                 # Its run did not finish here (answering here, fork waits): stopped, crashed or
-                # failed, or running in another window. Say how such a run gets stored.
-                resume = keymap_of(self).key_text("chat.resume")
+                # failed, or running elsewhere. Say how any of those gets stored.
+                keys = keymap_of(self).key_text
                 self.notify("That message is not in the session yet: its run has not finished. Fork from "
-                            f"it once the run is stored: {resume} resumes a stopped run, and your next "
-                            "message records it as it stands.", severity="warning")
+                            f"it once the run is stored: resumed ({keys('chat.resume')}) to its end, or "
+                            f"finalized ({keys('runs.finalize')} in the runs list).", severity="warning")
                 return
             new_session_id, copied = await self.backend.fork(session_id, position)
         except LoviaError as exc:  # refused (rewound meanwhile) or a store error: nothing was made

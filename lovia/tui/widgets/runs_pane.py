@@ -126,7 +126,9 @@ class RunsPane(Vertical):
         if not self.is_on_screen:
             return  # folded away (80 columns): see lists.AGES_REFRESH_SECONDS
         now = format.clock()
-        lists.replace_changed_prompts(self.query_one(RunList), (self._label(run, now) for run in self.runs))
+        run_list = self.query_one(RunList)
+        lists.replace_changed_prompts(run_list, (self._label(run, now) for run in self.runs))
+        run_list.refresh_bindings()  # a lease lapsed since: the run's actions apply now (see hidden_in_footer)
 
     def _label(self, run: RunSummary, now: float) -> Text:
         width = self.query_one(RunList).option_text_width

@@ -837,9 +837,9 @@ class Transcript(SteadyScroll, can_focus=True):
         end = next((i for i in range(start + 1, len(children)) if isinstance(children[i], RunHeader)), len(children))
         if end == len(children):
             return  # the last run shown already
-        self.selected = -1  # the views it counts move
         for widget in children[start:end]:
             self.move_child(widget, after=self.children[-1])
+        self._reselect()  # the cursor stays on its message, which may have moved
 
     def _header_of(self, run_id: str) -> RunHeader | None:
         return next((h for h in self._headers() if h.run_id == run_id and h.display), None)
