@@ -1342,7 +1342,9 @@ class ChatBackend:
             run_entries = snapshot.entries if snapshot else ()
             found = next(((i, e) for i, e in enumerate(run_entries) if isinstance(e, UserMessage)), None)
             if found is not None:
-                return EditTarget(found[1], None, summary.run_id, later, answered=found[0] < len(run_entries) - 1)
+                cut_off = snapshot is not None and bool(snapshot.head.cut_off_text)  # an answer too (see locate)
+                answered = found[0] < len(run_entries) - 1 or cut_off
+                return EditTarget(found[1], None, summary.run_id, later, answered=answered)
         pages = TranscriptPages(self.session, session_id)
         page = await pages.read(None, LOCATE_PAGE)
         while True:
@@ -1369,7 +1371,9 @@ class ChatBackend:
         for index, summary in enumerate(in_flight):
             snapshot = await self.checkpointer.load(summary.run_id)
             if snapshot is not None and message in snapshot.entries:
-                answered = snapshot.entries.index(message) < len(snapshot.entries) - 1
+                # An answer cut off as it streamed (journalled, not in its entries) is an answer too.
+                answered = (snapshot.entries.index(message) < len(snapshot.entries) - 1
+                            or bool(snapshot.head.cut_off_text))
                 return EditTarget(message, None, summary.run_id, len(in_flight) - index - 1, answered=answered)
         session = self.session
         if position is not None and isinstance(session, PagedSession):

@@ -533,3 +533,19 @@ async def test_editing_a_message_never_answered_does_not_say_it_drops_an_answer(
         await wait_for(pilot, lambda: chat.has_class("-editing"))
         line = str(chat.query_one("#editing").render())
         assert "dropping its answer and the 1 run after it" in line, line
+
+
+async def test_a_run_cut_off_as_it_streamed_has_an_answer_to_drop(tmp_path):
+    """Its cut-off answer is journalled, not in its entries: editing its message still says that
+    resending drops it (it did not: only the entries were looked at)."""
+    from screenshots.demo_data import build, build_stopped_runs
+
+    db = tmp_path / "lovia.db"
+    await build(db)
+    await build_stopped_runs(db)  # s-atlas's newest run, run-demo-streaming, crashed while streaming
+    async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True) as checkpointer:
+        backend = ChatBackend(session, checkpointer, Agent(name="assistant", model=ScriptedModel(["x"])))
+        last = await backend.last_message("s-atlas")
+        assert last is not None and last.run_id == "run-demo-streaming" and last.answered
+        located = await backend.locate("s-atlas", last.message)
+        assert located is not None and located.answered
