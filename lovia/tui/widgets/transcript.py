@@ -832,12 +832,10 @@ class Transcript(SteadyScroll, can_focus=True):
         run shown: a resumed run goes on at the foot of the transcript, where the live part grows.
         Left where it was, with another stopped run shown after it, its answer was drawn under that
         run's question."""
-        children = list(self.children)
-        start = children.index(header)
-        end = next((i for i in range(start + 1, len(children)) if isinstance(children[i], RunHeader)), len(children))
-        if end == len(children):
+        block = [header, *self._shown_under(header)]
+        if block[-1] is self.children[-1]:
             return  # the last run shown already
-        for widget in children[start:end]:
+        for widget in block:
             self.move_child(widget, after=self.children[-1])
         self._reselect()  # the cursor stays on its message, which may have moved
 
@@ -846,10 +844,7 @@ class Transcript(SteadyScroll, can_focus=True):
 
     async def _rebuild_after(self, header: RunHeader, run: TranscriptRun) -> None:
         """Replace what is shown under ``header`` (up to the next run's) by ``run``'s entries."""
-        children = list(self.children)
-        start = children.index(header) + 1
-        end = next((i for i in range(start, len(children)) if isinstance(children[i], RunHeader)), len(children))
-        stale = children[start:end]
+        stale = self._shown_under(header)
         self.selected = -1  # the views it counts are replaced
         for widget in stale:
             if isinstance(widget, ToolCallView):
@@ -870,15 +865,17 @@ class Transcript(SteadyScroll, can_focus=True):
         header = self._live_header
         if header is None:
             return []
+        return [widget for widget in self._shown_under(header) if isinstance(widget, ToolCallView)]
+
+    def _shown_under(self, header: RunHeader) -> list[Widget]:
+        """What is shown under the run ``header`` heads, up to the next run's header (none once
+        ``header`` is no longer shown)."""
         children = list(self.children)
-        start = children.index(header) + 1 if header in children else len(children)
-        views: list[ToolCallView] = []
-        for widget in children[start:]:
-            if isinstance(widget, RunHeader):
-                break
-            if isinstance(widget, ToolCallView):
-                views.append(widget)
-        return views
+        if header not in children:
+            return []
+        start = children.index(header) + 1
+        end = next((i for i in range(start, len(children)) if isinstance(children[i], RunHeader)), len(children))
+        return children[start:end]
 
     async def add_user(self, message: UserMessage) -> None:
         """The user sent ``message``: show it and follow the answer as it streams."""
