@@ -39,7 +39,7 @@ from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.widgets.inspector import CheckpointInspector
 from lovia.tui.widgets.runs_pane import RunList, RunsPane
-from lovia.tui.widgets.sessions_pane import SessionList, SessionsPane
+from lovia.tui.widgets.sessions_pane import SessionFilter, SessionList, SessionsPane
 from lovia.tui.widgets.transcript import Transcript
 
 OPENS_SOMETHING = frozenset({
@@ -72,6 +72,10 @@ USER_FLOWS = frozenset({"dialog", "search", "timeline"})
 """The worker groups of what a user's key starts and may end in a dialog (a flow that asks, a search
 whose first hit opens): while one a held key started goes, the keys wait up to
 :data:`KEYS_HELD_WHILE_WORKING`."""
+OPENS_ON_ENTER = (SessionList, SessionFilter)
+"""Where enter opens what is highlighted and gives focus to what it opened (a session: its message
+box): the keys typed after it wait for focus to move, whenever enter's own handling is done (the
+session is read after it)."""
 KEYS_HELD_CHECK = 0.01
 """How often the keys held look whether focus has moved (the first look lets the key be handled)."""
 COLLECTOR_RESUMES_AFTER = 1.0
@@ -356,8 +360,13 @@ class LoviaApp(App[None]):
         # the question takes it, and the wait ends as the question goes.
         before = (screen, self.focused, set(self.workers))
         self._held_key_handled = False
+        focus_must_move = key.key == "enter" and isinstance(self.focused, OPENS_ON_ENTER)
+        # A dialog's answer: what asked it may go on with what the answer said (a finalize, a session
+        # opened) and only then give focus where the keys are meant; the keys wait for it.
+        answered = ((self.screen_stack[-2], frozenset(w for w in self.workers if w.group in USER_FLOWS))
+                    if isinstance(screen, ModalScreen) and len(self.screen_stack) > 1 else None)
         await super().on_event(key)
-        self.hold_keys(before)
+        self.hold_keys(before, focus_must_move=focus_must_move, answered=answered)
         if bound is not None and bound.priority:
             self._settle_held_key()  # its action has run (any other's runs once the key is back up here)
 
@@ -401,19 +410,22 @@ class LoviaApp(App[None]):
         return frozenset({"enter", *(key for name in MOVES_FOCUS for key in self.lovia_keymap.keys(name))})
 
     def _focus_moving_binding(self, key: events.Key) -> Binding | None:
-        """The binding of :data:`MOVES_FOCUS` (or enter's in a dialog) ``key`` runs where focus is now,
-        if any: the action applies, and a text box there does not type it (a letter moved onto one in
-        ``[keys]``)."""
+        """The binding of :data:`MOVES_FOCUS` (or enter's in a dialog or in :data:`OPENS_ON_ENTER`) ``key``
+        runs where focus is now, if any: the action applies, and a text box there does not type it (a
+        letter moved onto one in ``[keys]``)."""
         if key.is_printable and isinstance(self.focused, (Input, TextArea)):
             return None
         bound = self.screen.active_bindings.get(key.key)
         if bound is None or not bound.enabled:
             return None
-        if bound.binding.id in MOVES_FOCUS or (key.key == "enter" and isinstance(self.screen, ModalScreen)):
+        if bound.binding.id in MOVES_FOCUS or (key.key == "enter" and (
+                isinstance(self.screen, ModalScreen) or isinstance(self.focused, OPENS_ON_ENTER))):
             return bound.binding
         return None
 
-    def hold_keys(self, before: tuple[Screen, Widget | None, set[Worker]] | None = None) -> None:
+    def hold_keys(self, before: tuple[Screen, Widget | None, set[Worker]] | None = None, *,
+                  focus_must_move: bool = False,
+                  answered: tuple[Screen, frozenset[Worker]] | None = None) -> None:
         """Keys typed from now on wait until focus has moved (the dialog or the pane the key just
         read opens takes it), then go where it is; when nothing took it, once the work the key
         started (its workers) is done, or after :data:`KEYS_HELD_AT_MOST` at most
@@ -427,11 +439,15 @@ class LoviaApp(App[None]):
         sent it. Called as a key of :data:`MOVES_FOCUS` is read, before the next is. The wait
         is a worker, so whoever waits for the app's workers waits for the keys held too. ``before``:
         the screen, the focus and the workers as they were before the key (default: now).
+        ``focus_must_move``: the key always gives focus to what it opens (:data:`OPENS_ON_ENTER`), so
+        the wait does not end with the key's handling. ``answered``: the key answers a dialog, over
+        that screen, which the user flows given (:data:`USER_FLOWS`, running as it was answered) may
+        go on on: back there, the keys wait for them to end, or to show a dialog of their own.
         """
         if self._keys_held is None:
             self._keys_held = []
             screen, focused, workers = before or (self.screen, self.focused, set(self.workers))
-            self.run_worker(self._wait_for_focus_to_move(screen, focused, workers),
+            self.run_worker(self._wait_for_focus_to_move(screen, focused, workers, focus_must_move, answered),
                             group="keys held", exit_on_error=False)
 
     @contextlib.contextmanager
@@ -453,27 +469,32 @@ class LoviaApp(App[None]):
         finally:
             self._keys_held_by_work -= 1
 
-    async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker]) -> None:
+    async def _wait_for_focus_to_move(self, screen: Screen, focused: Widget | None, workers: set[Worker],
+                                      focus_must_move: bool, answered: tuple[Screen, frozenset[Worker]] | None) -> None:
         since = time.monotonic()
+        under, asked_by = answered or (None, frozenset())
         try:
             while True:
                 await asyncio.sleep(KEYS_HELD_CHECK)
                 started = [worker for worker in self.workers
                            if worker not in workers and worker.group != "keys held" and not worker.is_finished]
-                # Held longer only for a user action's flow the key started (the app's checks and the
-                # widgets' own workers come and go meanwhile, and must not keep the keys waiting).
-                working = self._keys_held_by_work > 0 or any(worker.group in USER_FLOWS for worker in started)
+                going_on = any(not worker.is_finished for worker in asked_by)
+                # Held longer only for a user action's flow the key started or answered (the app's
+                # checks and the widgets' own workers come and go meanwhile, and must not keep the
+                # keys waiting).
+                working = (self._keys_held_by_work > 0 or going_on
+                           or any(worker.group in USER_FLOWS for worker in started))
                 waited = time.monotonic() - since
                 if waited > KEYS_HELD_WHILE_WORKING or (
                         waited > KEYS_HELD_AT_MOST and (self._escape_or_quit_held() or not working)):
                     return
-                if self._keys_held_by_work:
+                if self._keys_held_by_work or (going_on and self.screen is under):
                     continue
                 if self.screen is not screen:
                     if self.focused is not None:
                         return  # a dialog, once it has taken focus (as it is shown, or once it read what it shows)
                     continue
-                if self.focused is not focused or (self._held_key_handled and not started):
+                if self.focused is not focused or (self._held_key_handled and not started and not focus_must_move):
                     return
         finally:
             # From the app's own queue, in order with the keys read after; whatever ended the wait

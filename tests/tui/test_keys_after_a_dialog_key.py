@@ -266,3 +266,68 @@ async def test_yes_right_after_resume_in_the_runs_list_answers_the_model_questio
         burst(app, "r", "y")
         await _question_answered(pilot)
         assert "run-demo-tools" not in [run.run_id for run in app.screen.query_one("RunsPane").runs]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize("where", ["list", "filter"])
+async def test_text_right_after_enter_opens_a_session_goes_into_its_message_box(tmp_path, size, where):
+    """A new user's trial: ``enter abc`` in one burst on another session in the sessions list left it
+    unopened and "abc" in the filter (the letters reached the list before the session was open and
+    the message box had focus); with 50 ms between them the session opened and "abc" was lost. The
+    filter's enter ("Sec" typed, then enter) opens the highlighted match the same way."""
+    db = tmp_path / "lovia.db"
+    first, second = await stored_sessions(db, "First", "Second")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert app.main.chat.session_id == first
+        listing = app.screen.query_one("#session-list")
+        await pilot.press("ctrl+b") if size == (80, 24) else listing.focus()
+        await wait_for(pilot, lambda: app.focused is listing)
+        await pilot.press(*(["down"] if where == "list" else ["S", "e", "c"]))
+        await settle(pilot)
+        burst(app, "enter", "a", "b", "c")
+        await wait_for(pilot, lambda: app.main.chat.session_id == second)
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "abc")
+        assert app.focused is app.main.chat.composer
+        assert app.screen.query_one("#session-filter").value == ""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize("key", ["x", "f"])
+async def test_text_right_after_yes_to_discard_or_finalize_waits_for_it_to_be_done(tmp_path, size, key):
+    """A new user's trial: ``f y hello`` in one burst finalized the run and lost "hello": the keys went
+    to the runs list as the question closed, and only then did the finalize fold the runs pane over
+    the conversation (at 80 columns) and give the message box focus; ``y next`` had the ``x`` try to
+    discard the run being finalized. They wait for what the answer does now, then go where focus is:
+    the message box at 80 columns, the runs list (emptied, so its letters do nothing) at full size."""
+    db, app = await _on_a_crashed_run(tmp_path, size)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await highlight_run(pilot, size, "run-crashed")
+        notices = []
+        real_notify = app.notify
+        app.notify = lambda message, **kwargs: (notices.append(message), real_notify(message, **kwargs))[1]
+        burst(app, key, "y", "n", "e", "x", "t")
+        await _question_answered(pilot)
+        await wait_for(pilot, lambda: not app.screen.query_one("RunsPane").runs)
+        await settle(pilot)
+        await pilot.pause(0.6)
+        assert not [said for said in notices if "already executing" in said or "no longer" in said]
+        if size == (80, 24):
+            assert app.focused is app.main.chat.composer
+            assert app.main.chat.composer.text == "next"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_text_right_after_resume_in_the_runs_list_goes_into_the_message_box(tmp_path, size):
+    """A new user's trial: ``r hello`` resumed the run with focus on the conversation's messages,
+    and "hello" ran their keys (``e`` asked which message to edit, ``l`` moved code sideways). A
+    resume from the runs list gives the message box focus, as opening a session does."""
+    db, app = await _on_a_crashed_run(tmp_path, size)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await highlight_run(pilot, size, "run-crashed")
+        burst(app, "r", "h", "e", "l", "l", "o")
+        await wait_for(pilot, lambda: app.main.chat.composer.text == "hello")
+        assert app.focused is app.main.chat.composer

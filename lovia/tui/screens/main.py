@@ -730,8 +730,7 @@ class MainScreen(Screen):
         if restored is None:
             return
         # What is typed right after restoring is for the session restored: it waits until that is open.
-        keys_held_meanwhile = getattr(self.app, "keys_held_meanwhile", contextlib.nullcontext)  # LoviaApp's
-        with keys_held_meanwhile():
+        with self._keys_held_meanwhile():
             await self.refresh_changed()
             if self.chat.running:
                 self.notify("The restored session is in the sessions list; the answer running here goes on.")
@@ -988,6 +987,15 @@ class MainScreen(Screen):
         it: the sessions pane shown over the conversation folds, and the message box takes focus
         at every width (a pane shown in place kept it, and the next words typed went to its filter).
         The list's filter is cleared (see :meth:`SessionsPane.clear_filter`)."""
+        # What is typed right after the enter that picked it waits until it is open (LoviaApp.hold_keys).
+        with self._keys_held_meanwhile():
+            await self._open_picked(session_id)
+
+    def _keys_held_meanwhile(self) -> contextlib.AbstractContextManager[None]:
+        """``LoviaApp.keys_held_meanwhile`` (keys typed meanwhile wait); nothing under another app."""
+        return getattr(self.app, "keys_held_meanwhile", contextlib.nullcontext)()
+
+    async def _open_picked(self, session_id: str) -> None:
         await self.open_session(session_id)
         pane = self.pane("sessions")  # none for a store that cannot list sessions (it may still have a trash)
         if isinstance(pane, SessionsPane):
@@ -1114,7 +1122,9 @@ class MainScreen(Screen):
                 await self.chat.resume(run_id)
                 stream = self.chat.stream
                 if stream is not None and stream.run_id == run_id:  # resumed (refused: focus stays put)
-                    self.query_one("#transcript").focus()
+                    # The message box, as when a session is opened: what is typed next is a message
+                    # (on the transcript, its letters ran its keys: "hello" asked what to edit).
+                    self.query_one("#composer").focus()
                 await self.refresh_changed()
                 return
             snapshot = await self.backend.snapshot(run_id)
