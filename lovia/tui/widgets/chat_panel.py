@@ -464,19 +464,25 @@ class ChatPanel(Vertical):
         try:
             async for event in stream:
                 model = self._tell_status(status, event, model)
-                if show_stored_first and isinstance(event, (RunStarted, RunFailed, RunInterrupted)):
+                if show_stored_first and isinstance(event, (RunFailed, RunInterrupted)):
                     show_stored_first = False
                     await self._show_session()
                 if isinstance(event, RunStarted):
-                    begun = True
-                    retried = event.resumed_from == "failed"
-                    stored = await self._stored_run(event.run_id)
-                    await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
-                    first = message or (stored.entries[0] if stored and stored.entries else None)
-                    self._live_input = first.text if isinstance(first, UserMessage) else None
-                    if message is not None:
-                        await transcript.add_user(message)
-                        message = None
+                    # The session shown again and the run's start in one frame: between them, a regenerate
+                    # drew the conversation without the message it asks again.
+                    with self.app.batch_update() if show_stored_first else contextlib.nullcontext():
+                        if show_stored_first:
+                            show_stored_first = False
+                            await self._show_session()
+                        begun = True
+                        retried = event.resumed_from == "failed"
+                        stored = await self._stored_run(event.run_id)
+                        await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
+                        first = message or (stored.entries[0] if stored and stored.entries else None)
+                        self._live_input = first.text if isinstance(first, UserMessage) else None
+                        if message is not None:
+                            await transcript.add_user(message)
+                            message = None
                     if self._untitled and self._live_input:  # no store to ask: a session untitled has no origin
                         self._untitled = False
                         self.query_one("#chat-title", Static).update(_title_line(self._live_input))

@@ -290,7 +290,11 @@ class Transcript(SteadyScroll, can_focus=True):
                 worker.cancel()
         self._edge_load = self._first_load = None
         async with self._paging:  # a page being mounted for what was shown before is done first
-            await self._show(transcript)
+            # Nothing drawn until the new views are mounted: in between, frames showed the conversation
+            # blank (the old views gone) or the new views laid out before their text (an undo flickered
+            # blank, drawn, blank, drawn for a second).
+            with self.app.batch_update():
+                await self._show(transcript)
         self.refresh_bindings()  # trim applies to a session with tool calls (see applies)
         self.call_after_refresh(self._check_edges)
         self.call_after_refresh(self._read_first_page)
@@ -849,10 +853,11 @@ class Transcript(SteadyScroll, can_focus=True):
         for widget in stale:
             if isinstance(widget, ToolCallView):
                 self._tool_views.pop(widget.call.call_id, None)
-        await self.remove_children(stale)
-        widgets = [self._widget(item) for item in _items([run])][1:]  # its header is shown already
-        if widgets:
-            await self.mount_all(widgets, after=header)
+        with self.app.batch_update():  # one frame with the new entries in place of the old (see show)
+            await self.remove_children(stale)
+            widgets = [self._widget(item) for item in _items([run])][1:]  # its header is shown already
+            if widgets:
+                await self.mount_all(widgets, after=header)
         self.call_after_refresh(self._cursor_back)
 
     def follow_dangling_calls(self, state: str) -> None:
