@@ -19,7 +19,10 @@ def count(number: int, singular: str, plural: str | None = None) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """``0.4s``, ``12s``, ``4m 05s``, ``2h 03m``; ``—`` when unknown."""
+    """``0.4s``, ``12s``, ``4m 05s``, ``2h 03m``, ``5d 01h``, ``12d``; ``—`` when unknown.
+
+    Never wider than 7 cells below 1,000 days: a timeline's columns and the lists keep that room (a
+    run resumed five days after it started read ``+121h 05m``, cut in the timeline's start column)."""
     if seconds is None:
         return "—"
     if seconds < 10:
@@ -30,7 +33,10 @@ def duration(seconds: float | None) -> str:
     if minutes < 60:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours:02d}h" if days < 10 else f"{days}d"
 
 
 def step_duration(seconds: float | None) -> str:

@@ -815,3 +815,17 @@ async def test_the_ages_of_one_drawing_of_the_sessions_list_are_counted_from_one
         assert len(ages()) == 1, ages()
         pane.refresh_ages()
         assert len(ages()) == 1, ages()
+
+
+def test_a_step_days_after_its_run_began_keeps_its_start_whole():
+    """A new user's trial: the demo's stopped run, resumed five days after it began, showed its call's
+    start as ``+121h …`` at 160 columns: ``+121h 05m`` is wider than the start column. Days read as
+    days, within the column."""
+    later = T0 + 5 * 86400 + 3600 + 300
+    steps = (ModelStep("assistant", "gpt-test", T0, T0 + 0.2, T0 + 1.0, turn=1),
+             ToolStep("c1", "wait", later, later + 9.0))
+    run = TranscriptRun("r", (), "completed", T0, later + 9.0 - T0, steps=steps)
+    call = plain(draw_rows(run, 160, later + 100)).splitlines()[2]
+    assert "+5d 01h" in call and "…" not in call
+    assert [format.duration(s) for s in (86399, 86400, 9 * 86400 + 23 * 3600, 10 * 86400, 999 * 86400)] == \
+        ["23h 59m", "1d 00h", "9d 23h", "10d", "999d"]
