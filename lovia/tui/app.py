@@ -17,7 +17,7 @@ from rich.segment import Segments
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.dom import DOMNode
+from textual.dom import DOMNode, NoScreen
 from textual.notifications import Notification, SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.theme import Theme
@@ -359,16 +359,26 @@ class LoviaApp(App[None]):
         # once the key has come back up to the app (on_key). A choice's key never comes back up:
         # the question takes it, and the wait ends as the question goes.
         before = (screen, self.focused, set(self.workers))
+        answered = self._flows_that_may_go_on(screen)
         self._held_key_handled = False
         focus_must_move = key.key == "enter" and isinstance(self.focused, OPENS_ON_ENTER)
-        # A dialog's answer: what asked it may go on with what the answer said (a finalize, a session
-        # opened) and only then give focus where the keys are meant; the keys wait for it.
-        answered = ((self.screen_stack[-2], frozenset(w for w in self.workers if w.group in USER_FLOWS))
-                    if isinstance(screen, ModalScreen) and len(self.screen_stack) > 1 else None)
         await super().on_event(key)
         self.hold_keys(before, focus_must_move=focus_must_move, answered=answered)
         if bound is not None and bound.priority:
             self._settle_held_key()  # its action has run (any other's runs once the key is back up here)
+
+    def _flows_that_may_go_on(self, dialog: Screen) -> tuple[Screen, frozenset[Worker]] | None:
+        """For a key on ``dialog`` (it may answer it): the screen under it, and the user flows run from
+        that screen (:data:`USER_FLOWS`), one of which may have asked and go on with what the answer
+        said (a finalize, a session opened) before focus lands where the keys are meant. A flow run
+        from further down waits for a screen still up (the trash shows while its purge question is
+        answered) and is not counted: the keys would have waited for the trash to close."""
+        if not isinstance(dialog, ModalScreen) or len(self.screen_stack) < 2:
+            return None
+        under = self.screen_stack[-2]
+        flows = frozenset(worker for worker in self.workers if worker.group in USER_FLOWS
+                          and not worker.is_finished and _screen_of(worker.node) is under)
+        return under, flows
 
     def on_key(self, event: events.Key) -> None:
         # The held key has come back up to the app. Textual calls this just before its own _on_key
@@ -767,3 +777,13 @@ class LoviaApp(App[None]):
         if inspector.run_id is not None:
             yield SystemCommand("Copy run id", f"Copy the id of the inspected run, {inspector.run_id}",
                                 inspector.action_copy_run_id)
+
+
+def _screen_of(node: DOMNode) -> Screen | None:
+    """The screen ``node`` is on (itself for a screen); ``None`` once it is off every screen."""
+    if isinstance(node, Screen):
+        return node
+    try:
+        return node.screen if isinstance(node, Widget) else None
+    except NoScreen:
+        return None

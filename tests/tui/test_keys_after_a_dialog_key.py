@@ -331,3 +331,29 @@ async def test_text_right_after_resume_in_the_runs_list_goes_into_the_message_bo
         burst(app, "r", "h", "e", "l", "l", "o")
         await wait_for(pilot, lambda: app.main.chat.composer.text == "hello")
         assert app.focused is app.main.chat.composer
+
+
+async def test_keys_after_no_to_a_purge_are_not_held_by_the_trash_showing(tmp_path):
+    """The trash is shown by a flow that waits for it to close: answering its purge question must not
+    hold the keys after the answer until that flow ends (``n r`` restored after five seconds)."""
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "First", "Second")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+b")
+        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#session-list"))
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await settle(pilot)
+        await pilot.press("f8")
+        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
+        await pilot.pause(0.3)
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        started = time.monotonic()
+        burst(app, "n", "r")  # not purged; restored and opened instead
+        await wait_for(pilot, lambda: app.screen is app.main, give_up_after=KEYS_HELD_WHILE_WORKING + 2)
+        assert time.monotonic() - started < KEYS_HELD_WHILE_WORKING / 2
