@@ -450,9 +450,9 @@ class LoviaApp(App[None]):
         is a worker, so whoever waits for the app's workers waits for the keys held too. ``before``:
         the screen, the focus and the workers as they were before the key (default: now).
         ``focus_must_move``: the key always gives focus to what it opens (:data:`OPENS_ON_ENTER`), so
-        the wait does not end with the key's handling. ``answered``: the key answers a dialog, over
-        that screen, which the user flows given (:data:`USER_FLOWS`, running as it was answered) may
-        go on on: back there, the keys wait for them to end, or to show a dialog of their own.
+        the wait does not end with the key's handling. ``answered``: for a key on a dialog, the screen
+        under it and the flows that may go on with its answer (see :meth:`_flows_that_may_go_on`):
+        once that screen is back, the keys wait for those flows to end, or to show a dialog of their own.
         """
         if self._keys_held is None:
             self._keys_held = []

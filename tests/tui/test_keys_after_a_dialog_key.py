@@ -16,7 +16,7 @@ import time
 import pytest
 
 from lovia import SQLiteSession
-from lovia.tui.app import KEYS_HELD_WHILE_WORKING
+from lovia.tui.app import KEYS_HELD_AT_MOST, KEYS_HELD_WHILE_WORKING
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen
 from lovia.tui.screens.mcp_servers import ServersScreen
@@ -25,6 +25,7 @@ from lovia.tui.screens.search import SearchScreen
 from lovia.tui.screens.timeline import TimelineScreen
 from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.inspector import DanglingCallList
+from lovia.tui.widgets.runs_pane import RunList
 from tests.tui.conftest import make_app, settle, wait_for
 from tests.tui.test_crash_resume import crash_a_run, highlight_run
 from tests.tui.test_dangling_calls import open_runs
@@ -301,7 +302,7 @@ async def test_text_right_after_yes_to_discard_or_finalize_waits_for_it_to_be_do
     the conversation (at 80 columns) and give the message box focus; ``y next`` had the ``x`` try to
     discard the run being finalized. They wait for what the answer does now, then go where focus is:
     the message box at 80 columns, the runs list (emptied, so its letters do nothing) at full size."""
-    db, app = await _on_a_crashed_run(tmp_path, size)
+    _, app = await _on_a_crashed_run(tmp_path, size)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await highlight_run(pilot, size, "run-crashed")
@@ -310,13 +311,17 @@ async def test_text_right_after_yes_to_discard_or_finalize_waits_for_it_to_be_do
         app.notify = lambda message, **kwargs: (notices.append(message), real_notify(message, **kwargs))[1]
         burst(app, key, "y", "n", "e", "x", "t")
         await _question_answered(pilot)
-        await wait_for(pilot, lambda: not app.screen.query_one("RunsPane").runs)
-        await settle(pilot)
-        await pilot.pause(0.6)
+        await wait_for(pilot, lambda: not app.main.query_one("RunsPane").runs)
+        # Not settle: a second question left up (the x's discard) would keep its flow, and settle, waiting.
+        await pilot.pause(KEYS_HELD_AT_MOST + 0.3)
+        assert app.screen is app.main  # no other question came up
         assert not [said for said in notices if "already executing" in said or "no longer" in said]
         if size == (80, 24):
             assert app.focused is app.main.chat.composer
             assert app.main.chat.composer.text == "next"
+        else:  # the emptied runs list kept focus, and took the letters
+            assert app.focused is app.main.query_one(RunList)
+            assert app.main.chat.composer.text == ""
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
@@ -324,7 +329,7 @@ async def test_text_right_after_resume_in_the_runs_list_goes_into_the_message_bo
     """A new user's trial: ``r hello`` resumed the run with focus on the conversation's messages,
     and "hello" ran their keys (``e`` asked which message to edit, ``l`` moved code sideways). A
     resume from the runs list gives the message box focus, as opening a session does."""
-    db, app = await _on_a_crashed_run(tmp_path, size)
+    _, app = await _on_a_crashed_run(tmp_path, size)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await highlight_run(pilot, size, "run-crashed")

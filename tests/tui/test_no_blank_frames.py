@@ -84,7 +84,7 @@ async def test_a_regenerate_never_draws_the_conversation_blank(tmp_path, size):
 @pytest.mark.parametrize("size", SIZES)
 async def test_opening_another_session_never_draws_the_conversation_blank(tmp_path, size):
     db = tmp_path / "lovia.db"
-    first, second = await stored_sessions(db, "First", "Second")
+    _, second = await stored_sessions(db, "First", "Second")
     app = make_app(db)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)

@@ -8,6 +8,7 @@ edit-and-resend, trim and copy. Changes that other panes care about go up as
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, Literal
 
@@ -366,12 +367,35 @@ class ChatPanel(Vertical):
         return "keep" if choice == "keep" else "discard" if choice == "discard" else \
             "resume" if choice == "resume" else None
 
-    async def _show_session(self) -> None:
-        """Show the open session again, as stored now."""
-        if self.session_id is not None:
-            with told_on(self, "show the session again"):
-                await self._show(await self.backend.transcript(self.session_id, page=self.transcript.page_size))
+    async def _show_session(self, then: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Show the open session again, as stored now.
+
+        ``then``, what is shown next at once (a run's start under it), is shown in the same frame:
+        between the two, a regenerate drew the conversation without the message it asks again. The
+        store is read first, so the screen is never held while it answers (a busy file, a far server).
+        """
+        if self.session_id is None:
+            if then is not None:
+                await then()
+            return
+        read: list[TranscriptData | None] = []
+        with told_on(self, "show the session again"):
+            read.append(await self.backend.transcript(self.session_id, page=self.transcript.page_size))
+        with self.app.batch_update():
+            if read:
+                await self._show(read[0])
+            if then is not None:
+                await then()
+        if read:
             await self.refresh_title()
+
+    async def _show_run_start(self, started: RunStarted, stored: TranscriptRun | None,
+                              message: UserMessage | None) -> None:
+        """The run ``started`` begins in the transcript (as ``stored`` so far), under ``message`` when it
+        was just sent."""
+        await self.transcript.begin_run(started.run_id, stored, resumed=started.resumed)
+        if message is not None:
+            await self.transcript.add_user(message)
 
     async def _show(self, data: TranscriptData | None) -> None:
         """Show ``data`` in the transcript; under its newest run, when it lies stopped, crashed or failed,
@@ -468,21 +492,18 @@ class ChatPanel(Vertical):
                     show_stored_first = False
                     await self._show_session()
                 if isinstance(event, RunStarted):
-                    # The session shown again and the run's start in one frame: between them, a regenerate
-                    # drew the conversation without the message it asks again.
-                    with self.app.batch_update() if show_stored_first else contextlib.nullcontext():
-                        if show_stored_first:
-                            show_stored_first = False
-                            await self._show_session()
-                        begun = True
-                        retried = event.resumed_from == "failed"
-                        stored = await self._stored_run(event.run_id)
-                        await transcript.begin_run(event.run_id, stored, resumed=event.resumed)
-                        first = message or (stored.entries[0] if stored and stored.entries else None)
-                        self._live_input = first.text if isinstance(first, UserMessage) else None
-                        if message is not None:
-                            await transcript.add_user(message)
-                            message = None
+                    begun = True
+                    retried = event.resumed_from == "failed"
+                    stored = await self._stored_run(event.run_id)
+                    first = message or (stored.entries[0] if stored and stored.entries else None)
+                    self._live_input = first.text if isinstance(first, UserMessage) else None
+                    show_start = functools.partial(self._show_run_start, event, stored, message)
+                    message = None
+                    if show_stored_first:
+                        show_stored_first = False
+                        await self._show_session(then=show_start)  # in one frame with the session shown again
+                    else:
+                        await show_start()
                     if self._untitled and self._live_input:  # no store to ask: a session untitled has no origin
                         self._untitled = False
                         self.query_one("#chat-title", Static).update(_title_line(self._live_input))
