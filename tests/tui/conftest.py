@@ -77,12 +77,14 @@ def make_app(db: Path, *, model=None, agent: Agent | None = None, session=None, 
     return LoviaApp(backend, model_label="demo (offline)", theme=theme, state=state, keys=keys)
 
 
-async def wait_for(pilot, predicate, give_up_after: float = 10.0) -> None:
-    """Let the app run until ``predicate()`` holds (a hang guard gives up after ``give_up_after`` s)."""
+async def wait_for(pilot, predicate, give_up_after: float = 10.0, describe=None) -> None:
+    """Let the app run until ``predicate()`` holds (a hang guard gives up after ``give_up_after`` s);
+    ``describe()`` says what the app was doing then, for a failure seen once in a long CI run."""
     deadline = time.monotonic() + give_up_after
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {getattr(predicate, '__name__', predicate)}")
+            state = f" ({describe()})" if describe is not None else ""
+            raise AssertionError(f"timed out waiting for {getattr(predicate, '__name__', predicate)}{state}")
         await pilot.pause(0.02)
 
 

@@ -171,8 +171,12 @@ async def test_keys_right_after_escape_folds_the_sessions_pane_go_to_the_message
 async def _question_answered(pilot) -> None:
     """The question the burst's first key asks is up, then gone (not waited for by ``settle``: a question
     left up would hold it for good)."""
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
-    await wait_for(pilot, lambda: not isinstance(pilot.app.screen, ConfirmScreen), give_up_after=3)
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+    await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen),
+                   describe=lambda: f"screens {app.screen_stack}, focus on {app.focused}, keys held "
+                                    f"{[key.key for key in app._keys_held or ()]}, user flows "
+                                    f"{[(w.group, w.state.name) for w in app.workers if w.group != 'keys held']}")
     await settle(pilot)
 
 
@@ -362,3 +366,5 @@ async def test_keys_after_no_to_a_purge_are_not_held_by_the_trash_showing(tmp_pa
         burst(app, "n", "r")  # not purged; restored and opened instead
         await wait_for(pilot, lambda: app.screen is app.main, give_up_after=KEYS_HELD_WHILE_WORKING + 2)
         assert time.monotonic() - started < KEYS_HELD_WHILE_WORKING / 2
+        await settle(pilot)  # the restored session is listed and opened (the app is not closed under that)
+        assert app.focused is app.main.chat.composer
