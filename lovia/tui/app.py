@@ -76,6 +76,8 @@ OPENS_ON_ENTER = (SessionList, SessionFilter)
 """Where enter opens what is highlighted and gives focus to what it opened (a session: its message
 box): the keys typed after it wait for focus to move, whenever enter's own handling is done (the
 session is read after it)."""
+WORKERS_END_AT_MOST = 1.0
+"""Seconds the app's workers are given to wind down once cancelled as it closes (see ``LoviaApp._end_workers``)."""
 KEYS_HELD_CHECK = 0.01
 """How often the keys held look whether focus has moved (the first look lets the key be handled)."""
 COLLECTOR_RESUMES_AFTER = 1.0
@@ -518,6 +520,35 @@ class LoviaApp(App[None]):
             if self._keys_held is not None:  # that key opened something too: the rest wait for it
                 self._keys_held[:0] = keys[index + 1:]
                 return
+
+    async def _shutdown(self) -> None:
+        # Private Textual (guarded by tests/tui/test_textual_private_names.py and the pinned
+        # range): the one way every close goes (the quit key, a signal, a test's end), before any
+        # widget is removed.
+        await self._end_workers()
+        await super()._shutdown()
+
+    async def _end_workers(self) -> None:
+        """Cancel every worker, and give them :data:`WORKERS_END_AT_MOST` to wind down, while the
+        widgets are all still there.
+
+        Textual cancels a widget's workers only as that widget unmounts, which is after its
+        children are gone: a flow of the main screen whose store answered as the app closed (a
+        session restored from the trash being listed) looked for a list no longer there, and the
+        app ended on a crash report. Nothing is lost by the cancel that the close did not cancel
+        before: a store's write in progress ends in its own thread; an answer still streaming is
+        stopped as before (it stays resumable)."""
+        workers = [worker for worker in self.workers if not worker.is_finished]
+        for worker in workers:
+            worker.cancel()
+
+        async def ended(worker: Worker) -> None:
+            with contextlib.suppress(Exception):  # cancelled, or failed in its cleanup (reported as ever)
+                await worker.wait()
+
+        if workers:
+            await asyncio.wait([asyncio.ensure_future(ended(worker)) for worker in workers],
+                               timeout=WORKERS_END_AT_MOST)
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()

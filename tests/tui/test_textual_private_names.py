@@ -67,6 +67,18 @@ def test_the_crash_report_we_replace_exists():
     assert isinstance(App()._exit_renderables, list)
 
 
+def test_the_shutdown_we_extend_exists():
+    # LoviaApp._shutdown cancels the app's workers before Textual's own removes the widgets
+    # (tests/tui/test_closing_mid_flow.py): it must still be the coroutine every close awaits.
+    from lovia.tui.app import LoviaApp
+
+    assert "_shutdown" in vars(App) and "_shutdown" in vars(LoviaApp)
+    assert inspect.iscoroutinefunction(App._shutdown)
+    assert list(inspect.signature(App._shutdown).parameters) == ["self"]
+    for closes in (App.run_async, App.run_test):
+        assert "app._shutdown()" in inspect.getsource(closes)
+
+
 async def test_a_crash_report_shows_no_local_variables(tmp_path):
     """A crash prints the traceback, never the locals of its frames (conversation text, keys)."""
     from rich.console import Console
