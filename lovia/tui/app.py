@@ -16,6 +16,7 @@ import rich
 from rich.segment import Segments
 from textual import events, work
 from textual.app import App, SystemCommand
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode, NoScreen
 from textual.notifications import Notification, SeverityLevel
@@ -520,6 +521,15 @@ class LoviaApp(App[None]):
             if self._keys_held is not None:  # that key opened something too: the rest wait for it
                 self._keys_held[:0] = keys[index + 1:]
                 return
+
+    def pop_screen(self) -> AwaitComplete:
+        """Close the screen on top (a dialog), its workers cancelled first: Textual cancels them only
+        once its widgets are gone, and a search answering as escape closed its screen looked for
+        its results list there and ended the app on a crash report. A flow of the screen under it
+        waiting for the dialog's answer is that screen's, and goes on."""
+        if len(self.screen_stack) > 1:
+            self.workers.cancel_node(self.screen)
+        return super().pop_screen()
 
     async def _shutdown(self) -> None:
         # Private Textual (guarded by tests/tui/test_textual_private_names.py and the pinned

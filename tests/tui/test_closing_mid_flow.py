@@ -13,6 +13,7 @@ import asyncio
 from textual import events
 
 from lovia.tui.screens.confirm import ConfirmScreen
+from lovia.tui.screens.search import SearchScreen
 from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.sessions_pane import SessionList
 from tests.tui.conftest import make_app, settle, wait_for
@@ -56,3 +57,38 @@ async def test_a_flow_whose_store_answers_as_the_app_closes_does_not_crash_it(tm
         await wait_for(pilot, asked.is_set)
     # Leaving the block closes the app, and raises what made it fail.
     assert app.return_code in (0, None)
+
+
+async def test_a_search_that_answers_as_its_screen_closes_does_not_crash_the_app(tmp_path):
+    """The same with a dialog: a search whose store answered while escape was removing its screen
+    looked for the results list already gone (the screen's workers are cancelled after its widgets)."""
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "First", "Second")
+    app = make_app(db)
+    results_going = asyncio.Event()
+
+    def note_the_results_going(message) -> None:
+        if isinstance(message, events.Unmount) and getattr(message._sender, "id", None) == "search-results":
+            results_going.set()
+
+    async with app.run_test(size=(80, 24), message_hook=note_the_results_going) as pilot:
+        await settle(pilot)
+        search, asked = app.backend.search, asyncio.Event()
+
+        async def answers_as_the_screen_goes(*args, **kwargs):
+            answer = await search(*args, **kwargs)  # the store's own answer, given late
+            asked.set()
+            await results_going.wait()
+            for _ in range(3):  # a few turns of the loop: the list is out of the DOM, its screen not yet
+                await asyncio.sleep(0)
+            return answer
+
+        app.backend.search = answers_as_the_screen_goes
+        await pilot.press("ctrl+f")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press("F", "i", "r", "s", "t")
+        await wait_for(pilot, asked.is_set)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main)
+        await settle(pilot)
+        assert app.is_running
