@@ -523,10 +523,11 @@ class LoviaApp(App[None]):
                 return
 
     def pop_screen(self) -> AwaitComplete:
-        """Close the screen on top (a dialog), its workers cancelled first: Textual cancels them only
-        once its widgets are gone, and a search answering as escape closed its screen looked for
-        its results list there and ended the app on a crash report. A flow of the screen under it
-        waiting for the dialog's answer is that screen's, and goes on."""
+        """Close the screen on top (a dialog), the workers it owns cancelled first: Textual cancels
+        them only once its widgets are gone, and a search answering as escape closed its screen
+        looked for its results list there and ended the app on a crash report. A flow of the
+        screen under it waiting for the dialog's answer is that screen's, and goes on; a dialog's
+        widgets own no workers (one that did would keep them until it unmounts, as Textual has it)."""
         if len(self.screen_stack) > 1:
             self.workers.cancel_node(self.screen)
         return super().pop_screen()
@@ -540,14 +541,16 @@ class LoviaApp(App[None]):
 
     async def _end_workers(self) -> None:
         """Cancel every worker, and give them :data:`WORKERS_END_AT_MOST` to wind down, while the
-        widgets are all still there.
+        widgets and the stores are all still there.
 
-        Textual cancels a widget's workers only as that widget unmounts, which is after its
-        children are gone: a flow of the main screen whose store answered as the app closed (a
-        session restored from the trash being listed) looked for a list no longer there, and the
-        app ended on a crash report. Nothing is lost by the cancel that the close did not cancel
-        before: a store's write in progress ends in its own thread; an answer still streaming is
-        stopped as before (it stays resumable)."""
+        The app's own run has Textual cancel every worker as its message loop ends, but not wait
+        for them; closed from outside that loop (a test's end, ``run_test``), nothing is cancelled
+        before the widgets are removed, and Textual cancels a widget's workers only as it
+        unmounts, after its children: a flow whose store answered then (a session restored from
+        the trash being listed) looked for a list no longer there, and the app ended on a crash
+        report (CI, under load). The wait lets a cancelled flow's cleanup run against whole
+        widgets and open stores (an answer being stopped marks its run interrupted). A worker
+        started during the wait is not cancelled here: Textual's own close does it, as before."""
         workers = [worker for worker in self.workers if not worker.is_finished]
         for worker in workers:
             worker.cancel()
@@ -557,8 +560,10 @@ class LoviaApp(App[None]):
                 await worker.wait()
 
         if workers:
-            await asyncio.wait([asyncio.ensure_future(ended(worker)) for worker in workers],
-                               timeout=WORKERS_END_AT_MOST)
+            waits = [asyncio.ensure_future(ended(worker)) for worker in workers]
+            _, still_going = await asyncio.wait(waits, timeout=WORKERS_END_AT_MOST)
+            for wait in still_going:
+                wait.cancel()  # the wait on it, not the worker: Textual's close ends that
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()
