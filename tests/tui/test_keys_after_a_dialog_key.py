@@ -27,6 +27,7 @@ from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.inspector import DanglingCallList
 from lovia.tui.widgets.runs_pane import RunList
 from tests.tui.conftest import make_app, settle, wait_for
+from tests.tui.test_closing_mid_flow import open_the_trash_on_a_deleted_session
 from tests.tui.test_crash_resume import crash_a_run, highlight_run
 from tests.tui.test_dangling_calls import open_runs
 from tests.tui.test_new_user_pass import burst, stored_sessions
@@ -350,15 +351,7 @@ async def test_keys_after_no_to_a_purge_are_not_held_by_the_trash_showing(tmp_pa
     app = make_app(db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+b")
-        await wait_for(pilot, lambda: app.focused is app.screen.query_one("#session-list"))
-        await pilot.press("delete")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
-        await settle(pilot)
-        await pilot.press("f8")
-        await wait_for(pilot, lambda: isinstance(app.screen, TrashScreen) and app.screen.items)
+        await open_the_trash_on_a_deleted_session(pilot)
         await pilot.pause(0.3)
         await pilot.press("delete")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
