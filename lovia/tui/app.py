@@ -77,6 +77,9 @@ OPENS_ON_ENTER = (SessionList, SessionFilter)
 """Where enter opens what is highlighted and gives focus to what it opened (a session: its message
 box): the keys typed after it wait for focus to move, whenever enter's own handling is done (the
 session is read after it)."""
+QUIT_WAITS_FOR_SENDING = 10.0
+"""Seconds the quit key waits for a message being sent to be stored (a busy store, or the user
+answering what happens to the session's unfinished runs) before it asks whether to quit."""
 WORKERS_END_AT_MOST = 1.0
 """Seconds the app's workers are given to wind down once cancelled as it closes (see ``LoviaApp._end_workers``)."""
 KEYS_HELD_CHECK = 0.01
@@ -393,20 +396,31 @@ class LoviaApp(App[None]):
         """The held key's action has run: the wait may end once what it posted has reached the screen.
 
         Many a key's action posts a message that starts its flow (a question, a prompt) where it is
-        handled, on the screen: a message bubbles up one widget at a time, each taking it from its
-        own queue. So does this: a call queued on the focused widget, then on its parent, and so on,
-        after whatever the action posted there. The wait looked once after 10 ms, and in 1 in 20
-        bursts (``delete n`` in the sessions list) the message had not arrived: the keys went to the
-        list, and the question came up after them.
-        """
+        handled, on the screen. The wait looked once after 10 ms, and in 1 in 20 bursts (``delete
+        n`` in the sessions list) the message had not arrived: the keys went to the list, and the
+        question came up after them."""
+        def handled() -> None:
+            self._held_key_handled = True
+
+        self._after_what_focus_posted(handled)
+
+    def _after_what_focus_posted(self, then: Callable[[], object], *, up_to: DOMNode | None = None) -> None:
+        """Call ``then`` once what was posted so far to the focused widget has gone up to ``up_to``
+        (default: the screen), or at once with nothing focused.
+
+        A message bubbles up one widget at a time, each taking it from its own queue: so does
+        this, a call queued on the focused widget, then on its parent, and so on, after whatever
+        was posted there (the way up gone, ``then`` is called where it broke off)."""
+        stop = up_to or self.screen
+
         def hop(node: DOMNode) -> None:
             parent = node.parent
-            if node is self.screen or parent is None or not parent.call_later(hop, parent):
-                self._held_key_handled = True  # at the screen (or the way up is gone: nothing to wait for)
+            if node is stop or parent is None or not parent.call_later(hop, parent):
+                then()
 
         focused = self.focused
         if focused is None or not focused.call_later(hop, focused):
-            self._held_key_handled = True
+            then()
 
     # -- keys typed right after a dialog's or a pane's key -----------------------------------
 
@@ -620,17 +634,32 @@ class LoviaApp(App[None]):
     # -- quitting ------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        """Quit; while an answer is running, ask first: stop it (it stays resumable) and quit, or stay."""
-        main = self.main_screen
-        if main is None or not main.chat.running:
-            self.exit()
-        elif not self._quit_asked:
-            self._ask_before_quitting(main)
+        """Quit; while an answer is running, ask first: stop it (it stays resumable) and quit, or stay.
+
+        The keys read before the quit key are handled first, and a message they sent is stored
+        first: the quit key is a priority key, run as it is read, and ``enter ctrl+q`` typed
+        together quit before the message box had sent anything (the message was lost). A second
+        quit key while this goes on, or while the question is up, does nothing more."""
+        if self._quit_asked:
+            return
+        self._quit_asked = True
+        # The keys before it go up to the app (their bindings run there), then what their
+        # bindings posted goes up to the screen (a message sent reaches the chat panel).
+        self._after_what_focus_posted(lambda: self._after_what_focus_posted(self._quit_or_ask), up_to=self)
 
     @work(group="quit")
-    async def _ask_before_quitting(self, main: MainScreen) -> None:
-        self._quit_asked = True
+    async def _quit_or_ask(self) -> None:
         try:
+            main = self.main_screen
+            deadline = time.monotonic() + QUIT_WAITS_FOR_SENDING
+            # The message being stored (a question about the session's unfinished runs may be up).
+            while main is not None and main.chat.sending:
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(KEYS_HELD_CHECK)
+            if main is None or not (main.chat.running or main.chat.sending):
+                self.exit()
+                return
             question = QUIT_QUESTION.format(resume=self.lovia_keymap.key_text("chat.resume"))
             dialog = ConfirmScreen(question, confirm="Stop and quit")
 

@@ -17,6 +17,7 @@ from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.runs_pane import RunsPane
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
+from tests.tui.test_new_user_pass import burst
 from tests.tui.test_streaming_speed import painted
 
 
@@ -68,6 +69,44 @@ async def test_quit_during_a_run_asks_and_stop_and_quit_keeps_the_run_resumable(
         await wait_for(pilot, lambda: app.return_code is not None)
     assert app.return_code == 0
     assert await run_statuses(db) == ["interrupted"]  # stopped, kept, resumable
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_enter_and_the_quit_key_typed_together_send_the_message_then_ask(tmp_path, size):
+    """A new user's trial: ``zebraword enter ctrl+q`` in one burst quit at once, and the message was
+    in neither the session nor a run (the quit key ran before the message box had sent it)."""
+    db = tmp_path / "lovia.db"
+    app, started, _ = gated_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press(*"zebraword")
+        burst(app, "enter", "ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or app.return_code is not None)
+        assert isinstance(app.screen, ConfirmScreen)  # the message was sent, its answer runs: asked
+        await wait_for(pilot, lambda: any("still running" in str(q.render()) for q in app.screen.query("#question")))
+        await wait_for(pilot, started.is_set)
+        await pilot.press("y")  # stop and quit
+        await wait_for(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+    assert await run_statuses(db) == ["interrupted"]  # the message's run, stopped, resumable
+    async with SQLiteCheckpointer(db, wal=True) as checkpointer:
+        [summary] = await checkpointer.list_runs(statuses=("interrupted",))
+        snapshot = await checkpointer.load(summary.run_id)
+    assert [entry.text for entry in snapshot.entries if isinstance(entry, UserMessage)] == ["zebraword"]
+
+
+async def test_two_quit_keys_typed_together_ask_once(tmp_path):
+    """A new user's trial: ``ctrl+q ctrl+q`` during an answer stacked two quit questions: ``n`` left one up."""
+    db = tmp_path / "lovia.db"
+    app, started, _ = gated_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        burst(app, "ctrl+q", "ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")  # stay
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MainScreen) and app.main.chat.running and app.return_code is None
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
