@@ -150,7 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in COMMANDS:
         module_name, _, function = COMMANDS[argv[0]].partition(":")
-        return getattr(importlib.import_module(module_name), function)(argv[1:])
+        command = getattr(importlib.import_module(module_name), function)
+        try:
+            status = command(argv[1:])
+            sys.stdout.flush()  # a reader gone shows here, not in Python's own flush at exit
+            return status
+        except BrokenPipeError:
+            # Whoever read standard output stopped early (``| head``, a pager quit): nothing more
+            # can go there, and that is theirs to decide, not a failure to report with a traceback.
+            # Exit code 1: not all was read. Standard output is pointed at /dev/null so that
+            # Python's flush at exit does not complain again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     args = build_parser().parse_args(argv)
     try:
         app = build_app(args)

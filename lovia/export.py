@@ -503,20 +503,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """``lovia export``: the exit status (0 written, 1 its reader closed standard output before the end, 2 refused
-    with a message on standard error)."""
+    """``lovia export``: the exit status (0 written, 2 refused with a message on standard error; a reader
+    that closes standard output before the end is ``lovia.cli.main``'s, as for every command)."""
     args = build_parser().parse_args(argv)
     try:
         return asyncio.run(_command(args))
     except LoviaError as exc:
         print(f"lovia export: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        # Whoever read standard output stopped early (``| head``, a pager quit): nothing more can
-        # go there, and that is theirs to decide, not a failure to report. Standard output is
-        # pointed at /dev/null so that Python's flush at exit does not complain again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
 
 
 def _session_store(db: DbLocation) -> AbstractAsyncContextManager[Session]:

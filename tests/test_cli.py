@@ -20,12 +20,14 @@ from lovia.errors import UserError
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def lovia(*args: str, tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+def lovia(*args: str, tmp_path: Path, env: dict | None = None,
+          stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess:
+    """``lovia ARGS`` in a process of its own, on a config and a data directory of ``tmp_path``."""
     environment = {name: value for name, value in os.environ.items() if name != "LOVIA_MODEL"}
     environment.update({"PYTHONPATH": str(ROOT), "LOVIA_CONFIG": str(tmp_path / "config.toml"),
                         "LOVIA_DATA_DIR": str(tmp_path / "data"), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "lovia.cli", *args], capture_output=True, text=True,
-                          timeout=60, env=environment, stdin=subprocess.DEVNULL)
+    return subprocess.run([sys.executable, "-m", "lovia.cli", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=60, env=environment, stdin=subprocess.DEVNULL)
 
 
 def digest(path: Path) -> str:
@@ -391,3 +393,24 @@ def test_a_base_url_is_checked_only_for_a_model_that_talks_to_one(tmp_path, monk
     assert build_app(_args(tmp_path, "--model", "demo")).model_label == "demo (offline)"
     with pytest.raises(UserError, match="LOVIA_BASE_URL: the base URL is not an http://"):
         build_app(_args(tmp_path, "--model", "openai:local"))
+
+
+@pytest.mark.parametrize("command", [["doctor"], ["keys"]])
+def test_a_reader_gone_before_a_command_writes_ends_it_quietly(tmp_path, command):
+    """A new user's trial: ``lovia doctor | true`` and ``lovia keys | head -2`` ended on a
+    BrokenPipeError traceback (``lovia export`` already ended quietly, with exit code 1)."""
+    asyncio.run(_one_session(tmp_path / "lovia.db"))
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written: every write fails
+    try:
+        done = lovia(*command, *(["--db", str(tmp_path / "lovia.db")] if command == ["doctor"] else []),
+                     tmp_path=tmp_path, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode == 1
+
+
+async def _one_session(path: Path) -> None:
+    async with SQLiteSession(path) as store:
+        await store.append("s-1", [UserMessage(text="hello")], run_id="r1")
