@@ -904,8 +904,9 @@ def translate_error(exc: sqlite3.Error, path: Path, action: str) -> StoreError:
             f"{path} is not a SQLite database (or its header is damaged), so not a lovia one; lovia "
             "left it untouched. Point lovia at another file, or restore this one from a backup."
         )
-    # "malformed" also covers SQLite's JSON functions meeting a damaged stored value.
-    if code == sqlite3.SQLITE_CORRUPT or "malformed" in str(exc):
+    # "malformed" also covers SQLite's JSON functions meeting a damaged stored value; "decode to
+    # UTF-8" is Python's sqlite3 meeting text a changed byte left invalid (an error without a code).
+    if code == sqlite3.SQLITE_CORRUPT or "malformed" in str(exc) or (code is None and "decode to UTF-8" in str(exc)):
         return _corrupt(path, action)
     if code == sqlite3.SQLITE_CANTOPEN:
         return DatabaseFileError(

@@ -123,6 +123,10 @@ ROW_DAMAGES = {
     "entries not a list": "UPDATE lovia_segment_entries SET entries = json_object('type', 'user', 'text', ?) "
                           "WHERE segment_seq = 2",
     "entry text is a blob": "UPDATE lovia_segment_entries SET entries = CAST(? AS BLOB) WHERE segment_seq = 2",
+    # A byte changed inside the text, as a disk or a copy damages it: no longer UTF-8, which
+    # Python's sqlite3 refuses to read as text (an error of its own, without SQLite's code).
+    "entry text not utf-8": "UPDATE lovia_segment_entries SET entries = '[{\"type\":\"user\",\"text\":\"' || ? "
+                            "|| CAST(X'FF' AS TEXT) || '\"}]' WHERE segment_seq = 2",
     "entries of no run": "UPDATE lovia_segment_entries SET segment_seq = 999, "
                          "entries = json_array(json_object('type', 'user', 'text', ?)) WHERE segment_seq = 2",
     "entries fewer than recorded": "UPDATE lovia_segment_entries SET entries = json_remove(entries, '$[3]') "
@@ -285,3 +289,23 @@ def test_the_app_start_up_refuses_a_corrupt_file_untouched(tmp_path, pristine, w
     assert path.read_bytes() == damaged
     if not wal:  # reading a rollback-journal file leaves nothing beside it
         assert sorted(os.listdir(tmp_path)) == ["lovia.db"]
+
+
+@pytest.mark.parametrize("read", ["load", "read_page"])
+def test_text_that_is_no_longer_utf8_is_called_damage(tmp_path, pristine, read):
+    """A new user's trial: a byte changed inside a run's text made opening its session say "SQLite
+    failed while reading a page ... (OperationalError)", which blamed SQLite and said nothing to do."""
+    path = tmp_path / "lovia.db"
+    path.write_bytes(pristine)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(ROW_DAMAGES["entry text not utf-8"], (SECRET,)).rowcount == 1
+        [session_id] = conn.execute("SELECT session_id FROM lovia_segments WHERE seq = 2").fetchone()
+
+    async def open_it() -> None:
+        async with SQLiteSession(path, wal=True) as session:
+            await getattr(session, read)(session_id)
+
+    with pytest.raises(DatabaseFileError) as caught:
+        asyncio.run(open_it())
+    assert_quotes_nothing(caught.value, read)
+    assert "corrupt" in str(caught.value) and "Restore it from a backup" in str(caught.value)
