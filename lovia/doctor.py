@@ -48,6 +48,7 @@ from typing import Any, Literal
 from lovia.checkpoint import RunHead
 from lovia.context import FileResultStore
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
+from lovia.entries import ENTRY_TYPES
 from lovia.errors import UserError
 from lovia.stores._sqlite_db import (
     SQLITE_ELSEWHERE,
@@ -279,11 +280,18 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
         return
     lost = conn.execute("SELECT g.session_id, g.run_id FROM lovia_segments AS g LEFT JOIN lovia_segment_entries AS e "
                         "ON e.segment_seq = g.seq WHERE e.segment_seq IS NULL ORDER BY g.session_id, g.seq").fetchall()
-    # Rows SQLite keeps intact whose JSON is not what lovia wrote: the store refuses to read the run.
+    # Rows SQLite keeps intact whose JSON is not what lovia wrote: the store refuses to read the run
+    # (not an object or an array; an item no entry, of a type lovia does not know; fewer or more
+    # entries than recorded).
+    array = "CASE WHEN json_valid(e.entries) AND json_type(e.entries) = 'array' THEN e.entries END"
+    known = ", ".join("?" * len(ENTRY_TYPES))
     unreadable = conn.execute(
         "SELECT g.session_id, g.run_id FROM lovia_segments AS g JOIN lovia_segment_entries AS e "
         "ON e.segment_seq = g.seq WHERE CASE WHEN json_valid(g.meta) THEN json_type(g.meta) END IS NOT 'object' "
-        "OR CASE WHEN json_valid(e.entries) THEN json_type(e.entries) END IS NOT 'array' ORDER BY g.session_id, g.seq"
+        f"OR {array} IS NULL OR json_array_length({array}) != g.entry_count "
+        f"OR EXISTS (SELECT 1 FROM json_each({array}) AS item WHERE item.type != 'object' "
+        f"OR json_extract(item.value, '$.type') IS NULL OR json_extract(item.value, '$.type') NOT IN ({known})) "
+        "ORDER BY g.session_id, g.seq", tuple(ENTRY_TYPES)
     ).fetchall()
     if not lost and not unreadable:
         report.add("sessions", "ok", "every stored run has its entries")

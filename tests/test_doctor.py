@@ -359,6 +359,14 @@ def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
     "UPDATE lovia_segments SET meta = '[1]' WHERE run_id = 'r1-2'",
     "UPDATE lovia_segment_entries SET entries = '[{\"type\": \"user\"' WHERE segment_seq = "
     "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
+    # Valid JSON that is not lovia's entries (a new user's trial: "assistant" became "assXXtant", and
+    # the doctor said all is well while opening the session said an entry is damaged).
+    "UPDATE lovia_segment_entries SET entries = json_set(entries, '$[0].type', 'assXXtant') WHERE segment_seq = "
+    "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
+    "UPDATE lovia_segment_entries SET entries = json_set(entries, '$[0]', json_array(1)) WHERE segment_seq = "
+    "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
+    "UPDATE lovia_segment_entries SET entries = json_remove(entries, '$[0]') WHERE segment_seq = "
+    "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
 ])
 def test_a_run_whose_json_is_damaged_is_a_problem(capsys, healthy, damage):
     # SQLite finds nothing wrong, the sessions list and search still work, and opening that session
