@@ -289,8 +289,9 @@ def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, 
         "SELECT g.session_id, g.run_id FROM lovia_segments AS g JOIN lovia_segment_entries AS e "
         "ON e.segment_seq = g.seq WHERE CASE WHEN json_valid(g.meta) THEN json_type(g.meta) END IS NOT 'object' "
         f"OR {array} IS NULL OR json_array_length({array}) != g.entry_count "
-        f"OR EXISTS (SELECT 1 FROM json_each({array}) AS item WHERE item.type != 'object' "
-        f"OR json_extract(item.value, '$.type') IS NULL OR json_extract(item.value, '$.type') NOT IN ({known})) "
+        # json_extract only on an object: on a string item it would fail the statement.
+        f"OR EXISTS (SELECT 1 FROM json_each({array}) AS item WHERE CASE WHEN item.type = 'object' "
+        f"THEN json_extract(item.value, '$.type') IN ({known}) END IS NOT 1) "
         "ORDER BY g.session_id, g.seq", tuple(ENTRY_TYPES)
     ).fetchall()
     if not lost and not unreadable:

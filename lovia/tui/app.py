@@ -78,8 +78,8 @@ OPENS_ON_ENTER = (SessionList, SessionFilter)
 box): the keys typed after it wait for focus to move, whenever enter's own handling is done (the
 session is read after it)."""
 QUIT_WAITS_FOR_SENDING = 10.0
-"""Seconds the quit key waits for a message being sent to be stored (a busy store, or the user
-answering what happens to the session's unfinished runs) before it asks whether to quit."""
+"""Seconds the quit key waits for a message being sent to be stored (a busy store) before it quits
+or asks, as the answer runs or not."""
 WORKERS_END_AT_MOST = 1.0
 """Seconds the app's workers are given to wind down once cancelled as it closes (see ``LoviaApp._end_workers``)."""
 KEYS_HELD_CHECK = 0.01
@@ -643,21 +643,33 @@ class LoviaApp(App[None]):
         if self._quit_asked:
             return
         self._quit_asked = True
+        decided = False
+
+        def decide() -> None:
+            nonlocal decided
+            if not decided:
+                decided = True
+                self._quit_or_ask()
+
         # The keys before it go up to the app (their bindings run there), then what their
-        # bindings posted goes up to the screen (a message sent reaches the chat panel).
-        self._after_what_focus_posted(lambda: self._after_what_focus_posted(self._quit_or_ask), up_to=self)
+        # bindings posted goes up to the screen (a message sent reaches the chat panel). A widget
+        # on the way busy with the store (a handler awaiting it) holds the quit no longer than a
+        # held key: decided then all the same.
+        self._after_what_focus_posted(lambda: self._after_what_focus_posted(decide), up_to=self)
+        self.set_timer(KEYS_HELD_AT_MOST, decide, name="quit")
 
     @work(group="quit")
     async def _quit_or_ask(self) -> None:
         try:
             main = self.main_screen
             deadline = time.monotonic() + QUIT_WAITS_FOR_SENDING
-            # The message being stored (a question about the session's unfinished runs may be up).
-            while main is not None and main.chat.sending:
+            # The message being stored. While the question about the session's unfinished runs is
+            # up, nothing is being stored: the quit goes ahead, as with any other question up.
+            while main is not None and main.chat.sending and self.screen is main:
                 if time.monotonic() > deadline:
                     break
                 await asyncio.sleep(KEYS_HELD_CHECK)
-            if main is None or not (main.chat.running or main.chat.sending):
+            if main is None or not main.chat.running:
                 self.exit()
                 return
             question = QUIT_QUESTION.format(resume=self.lovia_keymap.key_text("chat.resume"))

@@ -4,12 +4,15 @@ the help screen: every key does what it says, and only while it applies."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
 from lovia import Agent, RunHead, RunSnapshot, SQLiteCheckpointer, SQLiteSession, UserMessage, tool
 from lovia.models import ScriptedModel, ScriptedTurn, call
+from lovia.tui.app import QUIT_WAITS_FOR_SENDING
+from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
@@ -18,6 +21,7 @@ from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.runs_pane import RunsPane
 from tests.tui.conftest import make_app, settle, type_and_send, wait_for
 from tests.tui.test_new_user_pass import burst
+from tests.tui.test_stop_and_continue import fail_first_message, failing_then, type_and_send_no_settle
 from tests.tui.test_streaming_speed import painted
 
 
@@ -93,6 +97,40 @@ async def test_enter_and_the_quit_key_typed_together_send_the_message_then_ask(t
         [summary] = await checkpointer.list_runs(statuses=("interrupted",))
         snapshot = await checkpointer.load(summary.run_id)
     assert [entry.text for entry in snapshot.entries if isinstance(entry, UserMessage)] == ["zebraword"]
+
+
+async def test_the_quit_question_does_not_wait_for_a_screen_busy_with_the_store(tmp_path):
+    """A review: the quit key waited for the keys before it to be handled up to the screen, and so
+    behind a handler of the main screen awaiting the store (as long as the store's timeout) before
+    it asked whether to stop the answer."""
+    db = tmp_path / "lovia.db"
+    app, started, _ = gated_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, started.is_set)
+        app.main.call_later(asyncio.sleep, 5)  # the screen busy for five seconds, as on a locked file
+        pressed = time.monotonic()
+        burst(app, "ctrl+q")
+        while not isinstance(app.screen, ConfirmScreen) and time.monotonic() - pressed < 8:
+            await asyncio.sleep(0.02)  # not the pilot's pause: it waits for the busy screen too
+        assert isinstance(app.screen, ConfirmScreen) and time.monotonic() - pressed < 3
+        await pilot.press("n")
+
+
+async def test_the_quit_key_on_the_question_before_a_message_quits_as_on_any_question(tmp_path):
+    """A review: with the question about a failed run up (the message waits for its answer), the quit
+    key waited ten seconds for the message to be stored, then asked over it whether to stop an answer
+    that had "ended meanwhile" (none had run)."""
+    app = make_app(tmp_path / "lovia.db", model=failing_then("second answer"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await fail_first_message(pilot)
+        await type_and_send_no_settle(pilot, "next")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        started = time.monotonic()
+        burst(app, "ctrl+q")
+        await wait_for(pilot, lambda: app.return_code is not None, give_up_after=QUIT_WAITS_FOR_SENDING + 3)
+        assert time.monotonic() - started < 3
+    assert app.return_code == 0
 
 
 async def test_two_quit_keys_typed_together_ask_once(tmp_path):
