@@ -341,6 +341,8 @@ async def test_text_right_after_resume_in_the_runs_list_goes_into_the_message_bo
         burst(app, "r", "h", "e", "l", "l", "o")
         await wait_for(pilot, lambda: app.main.chat.composer.text == "hello")
         assert app.focused is app.main.chat.composer
+        await app.main.stop_run_and_wait()  # the resumed run ends before the app closes, not under its close
+        await settle(pilot)
 
 
 async def test_keys_after_no_to_a_purge_are_not_held_by_the_trash_showing(tmp_path):
