@@ -1,4 +1,4 @@
-"""Small asyncio helpers shared by the stores and the runner."""
+"""Small asyncio helpers shared by the stores, the runner and the terminal UI."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ async def shielded(awaitable: Awaitable[T]) -> T:
     """Await ``awaitable`` to its end even if the caller is cancelled meanwhile.
 
     Some work must not be abandoned half-way: a transaction on a worker thread, the write that
-    marks a run interrupted. If the caller was cancelled while waiting, ``CancelledError`` is
+    marks a run interrupted, a widget's removal (Textual's awaitable removal gathers the removed
+    widgets' own message loops, so cancelling its awaiter cancelled those loops, and the app's
+    close then failed on their ``CancelledError``). If the caller was cancelled while waiting, ``CancelledError`` is
     raised only once the work has really ended (its own error, if any, is then dropped: the
     caller asked to stop). Otherwise the result or error is the work's own.
     """

@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual import events
+from textual.widgets import Static
 
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.search import SearchScreen
 from lovia.tui.screens.trash import TrashScreen
+from lovia.tui.widgets.transcript import Transcript
 from tests.tui.conftest import make_app, settle, wait_for
 from tests.tui.test_new_user_pass import stored_sessions
 
@@ -86,3 +88,35 @@ async def test_a_search_that_answers_as_its_screen_closes_does_not_crash_the_app
         await wait_for(pilot, lambda: app.screen is app.main)
         await settle(pilot)
         assert app.is_running  # the search's NoMatches ended it before the fix
+
+
+class SlowToGo(Static):
+    """A widget whose removal takes a while: its unmount handler is at work for 0.3 s."""
+
+    def __init__(self) -> None:
+        super().__init__("going")
+        self.going = asyncio.Event()
+
+    async def on_unmount(self) -> None:
+        self.going.set()
+        await asyncio.sleep(0.3)
+
+
+async def test_a_flow_cancelled_while_it_removes_widgets_leaves_their_removal_to_end(tmp_path):
+    # Textual's awaitable removal gathers the removed widgets' own message loops: a flow cancelled
+    # while it awaited one cancelled those loops with it, and the app's close then failed on a
+    # CancelledError (a resumed run's reshow cancelled as the app closed; seen in CI).
+    db = tmp_path / "lovia.db"
+    await stored_sessions(db, "First", "Second")
+    app = make_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        transcript = app.main.query_one(Transcript)
+        going = SlowToGo()
+        await transcript.mount(going)
+        flow = transcript.run_worker(transcript.show(None))
+        await wait_for(pilot, going.going.is_set)
+        flow.cancel()
+        await wait_for(pilot, lambda: not going.is_attached, give_up_after=5)
+        assert app.is_running
+    # Leaving the block closes the app: run_test raises the error that ended it (CancelledError before the fix).

@@ -31,6 +31,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Static
 
+from lovia._async import shielded
 from lovia._wording import step_duration
 from lovia.timing import ModelStep, Step, tokens_per_second
 from lovia.tui import format
@@ -451,7 +452,7 @@ class TimelineScreen(ModalScreen[None]):
             rows.first(Waterfall).show_run(run)
         elif run.steps:
             scroll = self.query_one("#timeline-scroll")
-            await scroll.remove_children()
+            await shielded(scroll.remove_children())
             await scroll.mount(Waterfall(run, id="timeline-rows"))
 
 

@@ -54,6 +54,7 @@ from textual.widgets._markdown import (
 )
 from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
+from lovia._async import shielded
 from lovia.tui.colouring import coloured, palette_of
 from lovia.tui.idle import IDLE_WORK
 from lovia.tui.widgets.code_lines import CodeLines, kept_height, room_for, same_paint
@@ -245,14 +246,14 @@ async def _grow(shown: MarkdownBlock, rebuilt: MarkdownBlock) -> None:
     parent = shown.parent
     assert isinstance(parent, Widget)
     await parent.mount(rebuilt, before=shown)
-    await shown.remove()
+    await shielded(shown.remove())
 
 
 async def _grow_blocks(container: Widget, blocks: list[MarkdownBlock]) -> None:
     """Make ``container``'s blocks (mounted) those of ``blocks`` (parsed, not mounted), changing what differs."""
     shown = list(container.children)
     if len(shown) > len(blocks):
-        await container.remove_children(shown[len(blocks):])
+        await shielded(container.remove_children(shown[len(blocks):]))
     for old, new in zip(shown, blocks, strict=False):
         await _grow(old, new)  # type: ignore[arg-type]  # a block holds blocks only
     if len(blocks) > len(shown):
@@ -293,7 +294,7 @@ class GrowingList(GrowsInPlace):
         items = [block for block in rebuilt._blocks if isinstance(block, MarkdownListItem)]
         rows = list(self.children)
         if len(rows) > len(items):
-            await self.remove_children(rows[len(items):])
+            await shielded(self.remove_children(rows[len(items):]))
         added: list[Horizontal] = []
         for index, (item, symbol) in enumerate(zip(items, self.symbols(items), strict=True)):
             if index >= len(rows):
@@ -493,7 +494,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
             if joined is not None:
                 # Textual's append parses from the last block on: parsed from the list instead, the
                 # list grows in place by what joins it, as markdown-it parses the whole answer.
-                await self.blocks[-1].remove()
+                await shielded(self.blocks[-1].remove())
                 self._last_parsed_line = joined.source_range[0]
             last = self.blocks[-1] if self.blocks else None
             await super().append(markdown)
@@ -516,7 +517,7 @@ class StreamingMarkdown(Markdown, FoldsSettled):
         if (last is not None and last.is_attached and isinstance(last, MarkdownParagraph)
                 and last._content.plain.startswith("<")
                 and _first_block_type(self._source_from(last.source_range[0])) == "html_block"):
-            await last.remove()
+            await shielded(last.remove())
         blocks = self.blocks
         if blocks and self._last_parsed_line > blocks[-1].source_range[0]:
             self._last_parsed_line = blocks[-1].source_range[0]

@@ -31,6 +31,7 @@ from textual.scrollbar import ScrollMessage
 from textual.widget import Widget
 from textual.worker import Worker
 
+from lovia._async import shielded
 from lovia._wording import PARTIAL_ENDS_STOPPED
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import LoviaError
@@ -301,7 +302,7 @@ class Transcript(SteadyScroll, can_focus=True):
         self.call_after_refresh(self._cursor_back)
 
     async def _show(self, transcript: TranscriptData | None) -> None:
-        await self.remove_children()
+        await shielded(self.remove_children())
         self._tool_views.clear()
         self._item_of.clear()
         self._parts.clear()
@@ -524,7 +525,7 @@ class Transcript(SteadyScroll, can_focus=True):
                 self.anchor(False)  # the end is not here any more: nothing to follow
             if not self._keep(page):
                 self._forget(page.widgets)
-                await self.remove_children(page.widgets)
+                await shielded(self.remove_children(page.widgets))
 
     def _keep(self, page: _Page) -> bool:
         """Hide ``page``, out of the window now; keep it if it is (or adjoins) what is kept of the session's ends.
@@ -649,7 +650,7 @@ class Transcript(SteadyScroll, can_focus=True):
             dropping, self._dropping = self._dropping, []
             dropping = [widget for widget in dropping if widget.parent is self]
             if dropping:
-                await self.remove_children(dropping)
+                await shielded(self.remove_children(dropping))
             self._forget(dropping)
 
     async def _to_end(self) -> None:
@@ -854,7 +855,7 @@ class Transcript(SteadyScroll, can_focus=True):
             if isinstance(widget, ToolCallView):
                 self._tool_views.pop(widget.call.call_id, None)
         with self.app.batch_update():  # one frame with the new entries in place of the old (see show)
-            await self.remove_children(stale)
+            await shielded(self.remove_children(stale))
             widgets = [self._widget(item) for item in _items([run])][1:]  # its header is shown already
             if widgets:
                 await self.mount_all(widgets, after=header)
