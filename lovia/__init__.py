@@ -34,6 +34,7 @@ from lovia.errors import (
     RunClaimedError,
     SchemaError,
     StoreError,
+    UnknownEntryTypeError,
     UserError,
 )
 from lovia.mcp import MCPServer, MCPServerError
@@ -186,6 +187,7 @@ __all__ = [
     "TrimmableSession",
     "TurnFinished",
     "UndoableRewindSession",
+    "UnknownEntryTypeError",
     "Usage",
     "UserError",
     "UserMessage",

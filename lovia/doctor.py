@@ -5,12 +5,13 @@ What it checks, in this order: that the file is a SQLite file and a lovia one; S
 lovia's names that lovia did not create, which the stores refuse to open the database over (named,
 with what to do; the other checks leave them alone); the schema version of each store
 (current, older: migrated at the next open, newer: written by a newer lovia, which this one
-refuses); stored runs whose entries are gone; orphaned checkpoints (a run not finished whose
-session already holds it, so that resuming it would answer twice; a run of a session that
-went to the trash after it started); runs whose owner is gone (crashed: left ``running`` by a
-process that died or whose lease lapsed); the size of the WAL file; and the tool-output
-archive beside the file (``tool-outputs``, see :class:`lovia.context.FileResultStore`): files
-no stored entry refers to.
+refuses); stored runs lovia cannot read, read with the stores' own decoders (entries gone or
+damaged; an entry of a type a newer lovia wrote, whose advice is to upgrade); orphaned
+checkpoints (a run not finished whose session already holds it, so that resuming it would
+answer twice; a run of a session that went to the trash after it started); runs whose owner
+is gone (crashed: left ``running`` by a process that died or whose lease lapsed); the size of
+the WAL file; and the tool-output archive beside the file (``tool-outputs``, see
+:class:`lovia.context.FileResultStore`): files no stored entry refers to.
 
 Promises: without ``--fix`` the database file is opened read-only and never written (SQLite
 may create the ``-wal`` and ``-shm`` files beside it for the read, as any reader does); no
@@ -48,8 +49,8 @@ from typing import Any, Literal
 from lovia.checkpoint import RunHead
 from lovia.context import FileResultStore
 from lovia.db_location import DbLocation, PostgresLocation, chosen_db, db_argument, postgres_store_classes
-from lovia.entries import ENTRY_TYPES
-from lovia.errors import UserError
+from lovia.entries import entries_from_json_array
+from lovia.errors import LoviaError, UnknownEntryTypeError, UserError
 from lovia.stores._sqlite_db import (
     SQLITE_ELSEWHERE,
     UPGRADE_HOW,
@@ -57,6 +58,7 @@ from lovia.stores._sqlite_db import (
     foreign_objects_advice,
     foreign_objects_summary,
     sqlite_foreign_objects,
+    stored_object,
 )
 from lovia.stores.sqlite import CHECKPOINT_SCHEMA, SESSION_SCHEMA, STORE_SCHEMAS
 
@@ -273,43 +275,85 @@ def _ids(run_ids: Sequence[str]) -> str:
     return shown + (f" and {len(run_ids) - SHOWN_IDS} more" if len(run_ids) > SHOWN_IDS else "")
 
 
+RunState = Literal["readable", "damaged", "newer"]
+
+
+def _run_state(count: int, meta: Any, entries: Any) -> RunState:
+    """Whether a stored run reads as lovia's stores read it, with the decoders they use.
+
+    ``damaged``: text that is not UTF-8, a meta that is not a JSON object, entries that are not
+    the JSON lovia wrote, or not as many as recorded; ``newer``: an entry of a type this lovia does
+    not know (a newer lovia wrote it, and this one refuses to guess at its meaning).
+    """
+    try:
+        meta = meta.decode() if isinstance(meta, bytes) else meta
+        entries = entries.decode() if isinstance(entries, bytes) else entries
+        stored_object(meta, "meta", "")
+        decoded = entries_from_json_array(entries)
+    except UnknownEntryTypeError:
+        return "newer"
+    except (UnicodeDecodeError, LoviaError):
+        return "damaged"
+    return "readable" if len(decoded) == count else "damaged"
+
+
+def _report_unreadable(runs: dict[RunState, list[tuple[str, str]]], report: Report, *, cannot: str,
+                       damaged: str) -> None:
+    """The runs :func:`_run_state` found damaged or newer (session and run ids), as problems.
+
+    ``cannot`` says what lovia cannot do with the sessions of damaged runs (``{}``: "that session"
+    or "those sessions", then "it" or "them"); ``damaged``: what is damaged ("file", "database").
+    """
+    kinds: list[tuple[RunState, tuple[str, str], str, str]] = [
+        ("damaged", ("stored run holds entries or run details", "stored runs hold entries or run details"),
+         cannot, f"restore the {damaged} from a backup; the other sessions read as they are"),
+        ("newer", ("stored run holds entries of a type this lovia does not know",
+                   "stored runs hold entries of a type this lovia does not know"),
+         "this lovia cannot open {}",
+         f"upgrade lovia to open {{}}: {UPGRADE_HOW}; the other sessions read as they are"),
+    ]
+    for state, what, cannot_do, advice in kinds:
+        found = runs.get(state, [])
+        if not found:
+            continue
+        sessions = list(dict.fromkeys(session_id for session_id, _ in found))
+        those = ("that session", "it") if len(sessions) == 1 else ("those sessions", "them")
+        why = f" that are not the JSON lovia wrote (the {damaged} is damaged)" if state == "damaged" \
+            else " (a newer lovia wrote them)"
+        report.add("sessions", "problem",
+                   f"{_agreeing(len(found), *what)}{why}, {_in_sessions(sessions)}: {cannot_do.format(*those)}",
+                   advice.format(those[0]))
+
+
 def _check_sessions(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:
-    """Stored runs whose row of entries is gone: SQLite finds nothing wrong, yet lovia refuses to read,
-    trash or fork their sessions (and its message sends the user here)."""
+    """Stored runs lovia cannot read: SQLite finds nothing wrong, yet lovia refuses to open their sessions
+    (and to trash or fork those whose row of entries is gone), and its message sends the user here."""
     if not {"lovia_segments", "lovia_segment_entries"} <= tables:
         return
     lost = conn.execute("SELECT g.session_id, g.run_id FROM lovia_segments AS g LEFT JOIN lovia_segment_entries AS e "
                         "ON e.segment_seq = g.seq WHERE e.segment_seq IS NULL ORDER BY g.session_id, g.seq").fetchall()
-    # Rows SQLite keeps intact whose JSON is not what lovia wrote: the store refuses to read the run
-    # (not an object or an array; an item no entry, of a type lovia does not know; fewer or more
-    # entries than recorded).
-    array = "CASE WHEN json_valid(e.entries) AND json_type(e.entries) = 'array' THEN e.entries END"
-    known = ", ".join("?" * len(ENTRY_TYPES))
-    unreadable = conn.execute(
-        "SELECT g.session_id, g.run_id FROM lovia_segments AS g JOIN lovia_segment_entries AS e "
-        "ON e.segment_seq = g.seq WHERE CASE WHEN json_valid(g.meta) THEN json_type(g.meta) END IS NOT 'object' "
-        f"OR {array} IS NULL OR json_array_length({array}) != g.entry_count "
-        # json_extract only on an object: on a string item it would fail the statement.
-        f"OR EXISTS (SELECT 1 FROM json_each({array}) AS item WHERE CASE WHEN item.type = 'object' "
-        f"THEN json_extract(item.value, '$.type') IN ({known}) END IS NOT 1) "
-        "ORDER BY g.session_id, g.seq", tuple(ENTRY_TYPES)
-    ).fetchall()
+    # Every run read as the store reads it. As bytes: text a damaged byte left invalid UTF-8 would
+    # fail the fetch, in a message quoting it.
+    unreadable: dict[RunState, list[tuple[str, str]]] = {}
+    for session_id, run_id, count, meta, entries in conn.execute(
+            "SELECT g.session_id, g.run_id, g.entry_count, CAST(g.meta AS BLOB), CAST(e.entries AS BLOB) "
+            "FROM lovia_segments AS g JOIN lovia_segment_entries AS e ON e.segment_seq = g.seq "
+            "ORDER BY g.session_id, g.seq"):
+        state = _run_state(count, meta, entries)
+        if state != "readable":
+            unreadable.setdefault(state, []).append((session_id, run_id))
     if not lost and not unreadable:
         report.add("sessions", "ok", "every stored run has its entries")
         return
-    for runs, (one, many), cannot in [
-        (lost, ("stored run has lost its entries", "stored runs have lost their entries"),
-         "lovia cannot open {}, nor move {} to the trash"),
-        (unreadable, ("stored run holds entries or run details", "stored runs hold entries or run details"),
-         "lovia cannot open {}"),
-    ]:
-        if runs:
-            sessions = list(dict.fromkeys(session_id for session_id, _ in runs))
-            what = _agreeing(len(runs), one, many) + ("" if runs is lost else " that are not the JSON lovia wrote")
-            those = ("that session", "it") if len(sessions) == 1 else ("those sessions", "them")
-            report.add("sessions", "problem",
-                       f"{what} (the file is damaged), {_in_sessions(sessions)}: {cannot.format(*those)}",
-                       "restore the file from a backup; the other sessions read as they are")
+    if lost:
+        sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
+        those = ("that session", "it") if len(sessions) == 1 else ("those sessions", "them")
+        report.add("sessions", "problem",
+                   f"{_agreeing(len(lost), 'stored run has lost its entries', 'stored runs have lost their entries')}"
+                   f" (the file is damaged), {_in_sessions(sessions)}: lovia cannot open {those[0]}, nor move "
+                   f"{those[1]} to the trash",
+                   "restore the file from a backup; the other sessions read as they are")
+    _report_unreadable(unreadable, report, cannot="lovia cannot open {}", damaged="file")
 
 
 def _check_runs(conn: sqlite3.Connection, tables: set[str], report: Report, now: float) -> None:
@@ -641,36 +685,26 @@ async def _postgres_checks(conn: Any, where: PostgresLocation, report: Report) -
 
 
 async def _postgres_segments(conn: Any, report: Report) -> set[tuple[str, str]]:
-    """Every stored run as (session id, run id); runs whose entries cannot be read are a problem.
+    """Every stored run as (session id, run id); runs lovia cannot read (:func:`_run_state`) are a problem.
 
     A run's entries are one JSON array in its row, so they cannot go missing on their own as in
-    SQLite's separate table; what can happen is an array that is not JSON, or holds another
-    number of entries than the row says. Read with a server-side cursor, a batch at a time.
+    SQLite's separate table. Read with a server-side cursor, a batch at a time.
     """
     stored: set[tuple[str, str]] = set()
-    lost: list[tuple[str, str]] = []
+    unreadable: dict[RunState, list[tuple[str, str]]] = {}
     async with conn.cursor(name="lovia_doctor_segments") as cur:
         cur.itersize = 200
-        await cur.execute("SELECT session_id, run_id, entry_count, entries FROM lovia_segments "
+        await cur.execute("SELECT session_id, run_id, entry_count, meta, entries FROM lovia_segments "
                           "ORDER BY session_id, seq")
-        async for session_id, run_id, count, text in cur:
+        async for session_id, run_id, count, meta, entries in cur:
             stored.add((session_id, run_id))
-            try:
-                entries = json.loads(text)
-            except ValueError:
-                entries = None
-            if not isinstance(entries, list) or len(entries) != count:
-                lost.append((session_id, run_id))
-    if not lost:
+            state = _run_state(count, meta, entries)
+            if state != "readable":
+                unreadable.setdefault(state, []).append((session_id, run_id))
+    if not unreadable:
         report.add("sessions", "ok", f"every stored run has its entries ({_agreeing(len(stored), 'run', 'runs')})")
         return stored
-    sessions = list(dict.fromkeys(session_id for session_id, _ in lost))
-    report.add("sessions", "problem",
-               f"{_agreeing(len(lost), 'stored run has', 'stored runs have')} entries that cannot be read (not a JSON "
-               f"array, or not as many entries as recorded), {_in_sessions(sessions)}: lovia cannot open "
-               f"{'that session' if len(sessions) == 1 else 'those sessions'}, nor move {_them(sessions)} to the "
-               "trash",
-               "restore the database from a backup; the other sessions read as they are")
+    _report_unreadable(unreadable, report, cannot="lovia cannot open {}, nor move {} to the trash", damaged="database")
     return stored
 
 

@@ -6,7 +6,7 @@ tool call, a tool result or a handoff. Each is a frozen dataclass with a ``type`
 
 The codec is lenient where it can be and strict where it must be: fields this version does
 not know are ignored on read, so rows written by a newer lovia still load; an unknown
-``type`` is an :class:`~lovia.errors.EntryDecodeError` that names the type and where it was
+``type`` is an :class:`~lovia.errors.UnknownEntryTypeError` that names the type and where it was
 found, because guessing at an entry's meaning would corrupt the conversation.
 
 A run's entries are also kept as one JSON array with a list of their type tags beside it
@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from lovia.errors import DamagedEntryError, EntryDecodeError
+from lovia.errors import DamagedEntryError, EntryDecodeError, UnknownEntryTypeError
 
 __all__ = [
     "ENTRY_TYPES",
@@ -219,7 +219,7 @@ def _decode_carefully(data: Any, where: str) -> Entry:
         )
     if cls is None:
         known = ", ".join(sorted(ENTRY_TYPES))
-        raise EntryDecodeError(
+        raise UnknownEntryTypeError(
             f"unknown transcript entry type {type_name!r}{at}: this lovia knows {known}. "
             "It was probably written by a newer lovia; upgrade lovia to read it."
         )
@@ -298,7 +298,7 @@ def entries_from_json_array(text: Any, *, where: str = "", first: int = 0) -> tu
     """Decode an array written by :func:`entries_to_json_array`.
 
     The same rules as :func:`entry_from_json`: unknown fields are ignored, an unknown type is
-    an :class:`EntryDecodeError` and anything else damaged a :class:`DamagedEntryError`, never
+    an :class:`~lovia.errors.UnknownEntryTypeError` and anything else damaged a :class:`DamagedEntryError`, never
     quoting stored text. Errors name ``where`` and the entry's position, counted from ``first``.
     """
     try:

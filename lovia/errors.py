@@ -37,6 +37,13 @@ class EntryDecodeError(LoviaError):
     """
 
 
+class UnknownEntryTypeError(EntryDecodeError):
+    """A stored transcript entry has a ``type`` this lovia does not know: most likely a newer lovia wrote it.
+
+    Nothing stored is modified; upgrade lovia to read it.
+    """
+
+
 class StoreError(LoviaError):
     """A session or checkpoint store could not complete an operation.
 

@@ -28,6 +28,7 @@ from lovia import (
     SQLiteSession,
     ToolCall,
     ToolResult,
+    UnknownEntryTypeError,
     UserMessage,
     doctor,
 )
@@ -367,6 +368,14 @@ def test_a_new_conversation_under_a_trashed_id_is_not_orphaned(capsys, healthy):
     "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
     "UPDATE lovia_segment_entries SET entries = json_remove(entries, '$[0]') WHERE segment_seq = "
     "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
+    # A byte changed in the file: text no longer UTF-8 (opening the session said the file is corrupt).
+    "UPDATE lovia_segment_entries SET entries = CAST(replace(CAST(entries AS BLOB), CAST('answer' AS BLOB), "
+    "X'FF') AS TEXT) WHERE segment_seq = (SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
+    "UPDATE lovia_segments SET meta = CAST(replace(CAST(meta AS BLOB), CAST('note' AS BLOB), X'FF') AS TEXT) "
+    "WHERE run_id = 'r1-2'",
+    # An entry of a known type without a field it must have.
+    "UPDATE lovia_segment_entries SET entries = json_remove(entries, '$[0].text') WHERE segment_seq = "
+    "(SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')",
 ])
 def test_a_run_whose_json_is_damaged_is_a_problem(capsys, healthy, damage):
     # SQLite finds nothing wrong, the sessions list and search still work, and opening that session
@@ -379,6 +388,30 @@ def test_a_run_whose_json_is_damaged_is_a_problem(capsys, healthy, damage):
     assert status == 1
     assert "1 stored run holds entries or run details that are not the JSON lovia wrote" in text
     assert "in session s1: lovia cannot open that session" in text
+    assert digest(healthy) == before
+
+
+def test_a_run_holding_an_entry_of_a_type_this_lovia_does_not_know_is_named_with_the_upgrade_advice(capsys, healthy):
+    # The store refuses that session as written by a newer lovia, saying to upgrade: the doctor
+    # said the file was damaged and to restore it from a backup, losing what the newer lovia wrote.
+    with sqlite3.connect(healthy) as conn:
+        assert conn.execute("UPDATE lovia_segment_entries SET entries = json_set(entries, '$[1].type', 'reasoning') "
+                            "WHERE segment_seq = (SELECT seq FROM lovia_segments WHERE run_id = 'r1-2')").rowcount == 1
+    conn.close()
+    before = digest(healthy)
+
+    async def open_it():
+        async with SQLiteSession(healthy) as session:
+            await session.load("s1")
+
+    with pytest.raises(UnknownEntryTypeError, match="newer lovia"):
+        asyncio.run(open_it())
+    status, text = run_doctor(capsys, healthy)
+    assert status == 1
+    assert ("1 stored run holds entries of a type this lovia does not know (a newer lovia wrote them), in session "
+            "s1: this lovia cannot open that session") in text
+    assert "upgrade lovia to open that session" in text
+    assert "not the JSON lovia wrote" not in text and "backup" not in text
     assert digest(healthy) == before
 
 

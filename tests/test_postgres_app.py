@@ -271,10 +271,16 @@ def test_doctor_finds_unreadable_runs_and_orphaned_checkpoints_and_fix_deletes_o
                      (json.dumps({**json.loads(head), "status": "interrupted"}),))
         # a run whose entries were damaged
         conn.execute("UPDATE lovia_segments SET entries = '[{\"type\": \"user_message\"' WHERE run_id = 'run-1-0'")
+        # a run a newer lovia wrote an entry of a new type into (the store says to upgrade, not to restore)
+        conn.execute("UPDATE lovia_segments SET entries = jsonb_set(entries::jsonb, '{0,type}', '\"reasoning\"')::text "
+                     "WHERE run_id = 'run-0-0'")
     done = lovia("doctor", "--db", postgres_url, tmp_path=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 unfinished run is already in its session: run-0-1" in done.stdout
-    assert "1 stored run has entries that cannot be read" in done.stdout and "s-pg-other" in done.stdout
+    assert ("1 stored run holds entries or run details that are not the JSON lovia wrote (the database is damaged), "
+            "in session s-pg-other: lovia cannot open that session, nor move it to the trash") in done.stdout
+    assert ("1 stored run holds entries of a type this lovia does not know (a newer lovia wrote them), in session "
+            "s-pg-trip: this lovia cannot open that session") in done.stdout
     assert MARKER not in done.stdout + done.stderr
     done = lovia("doctor", "--db", postgres_url, "--fix", tmp_path=tmp_path)
     assert "deleted 1 orphaned checkpoint" in done.stdout
