@@ -171,6 +171,7 @@ class LoviaApp(App[None]):
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
         self._keys_held: list[events.Key] | None = None  # see hold_keys
+        self._when_keys_held_are_taken: list[Callable[[], object]] = []  # see when_keys_held_are_taken
         self._held_key_handled = False  # whether the key that holds them has run its binding
         self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
 
@@ -535,6 +536,20 @@ class LoviaApp(App[None]):
             if self._keys_held is not None:  # that key opened something too: the rest wait for it
                 self._keys_held[:0] = keys[index + 1:]
                 return
+        waiting, self._when_keys_held_are_taken = self._when_keys_held_are_taken, []
+        for then in waiting:
+            self._after_what_focus_posted(then)
+
+    def when_keys_held_are_taken(self, then: Callable[[], object]) -> None:
+        """Call ``then`` once the keys typed so far, the held ones included (see :meth:`hold_keys`),
+        have been handled where focus is and what they posted has gone up to the screen.
+
+        For a flow whose keys typed meanwhile mean something else than the same keys later: a
+        search hit's opening, where typed letters are text (:attr:`Transcript.typing_goes_to_composer`)."""
+        if self._keys_held is None:
+            self._after_what_focus_posted(then)
+        else:
+            self._when_keys_held_are_taken.append(then)
 
     def pop_screen(self) -> AwaitComplete:
         """Close the screen on top (a dialog), the workers it owns cancelled first: Textual cancels

@@ -695,6 +695,17 @@ async def test_a_tool_output_hit_whose_call_is_on_another_page_opens_at_the_call
         await wait_for(pilot, lambda: isinstance(transcript.selected_view, AssistantMessageView), give_up_after=3.0)
 
 
+class SlowPages(SQLiteSession):
+    """A store that takes its time over a page while ``slow``, as a busy one does."""
+
+    slow = False
+
+    async def read_page(self, session_id, *, start=None, limit=200):
+        if self.slow:
+            await asyncio.sleep(0.3)
+        return await super().read_page(session_id, start=start, limit=limit)
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.4])
 async def test_n_pressed_as_a_hit_opens_brings_the_next_match_into_view(tmp_path, delay):
     """``n`` within a second of opening a hit moved the cursor to the next match and left the view
@@ -725,15 +736,6 @@ async def test_n_pressed_before_a_hit_has_opened_steps_from_the_hit(tmp_path, si
     """``n`` while the hit picked was still opening (its page being read) stepped from where the
     cursor was before the search: from the session's end it said "No later match", or skipped the
     matches in between. The store here takes its time over a page, as a busy one does."""
-
-    class SlowPages(SQLiteSession):
-        slow = False
-
-        async def read_page(self, session_id, *, start=None, limit=200):
-            if self.slow:
-                await asyncio.sleep(0.3)
-            return await super().read_page(session_id, start=start, limit=limit)
-
     path = tmp_path / "lovia.db"
     async with SQLiteSession(path, wal=True) as session:
         for r in range(200):
@@ -760,3 +762,46 @@ async def test_n_pressed_before_a_hit_has_opened_steps_from_the_hit(tmp_path, si
         await wait_for(pilot, lambda: transcript.selected_position == 6, give_up_after=5.0)  # r = 3's
         await cursor_shown(pilot, transcript)
         assert not any("No later match" in notice.message for notice in told(app))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_message_typed_as_a_hit_opens_goes_into_the_message_box(db, size):
+    """A new user's trial: "enter great news" in one burst from the search screen started an edit of
+    the hit (``e``) with the rest of the words in it, one enter from dropping the runs after it; "the
+    result" trimmed (``t``). Keys typed while a hit opens are text, as after opening a session from
+    the sessions list; ``n`` and ``N`` typed first still step through the matches, and once the hit
+    is shown the transcript's keys are its own again."""
+    store = SlowPages(db, wal=True)
+    app = make_app(db, session=store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        chat = app.screen.chat
+        transcript = chat.transcript
+        await search(pilot, WORD)
+        store.slow = True
+        await pilot.press("down", "down", "down", "enter")  # the hit at position 6, far up the session
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await pilot.press(*"fetch the url")  # while the hit's page is read
+        store.slow = False
+        await settle(pilot)
+        await wait_for(pilot, lambda: chat.composer.text == "fetch the url",
+                       describe=lambda: f"composer {chat.composer.text!r}, focus {app.focused!r}")
+        assert app.focused is chat.composer
+        assert chat.session_id == LONG and transcript.selected_position == 6  # the cursor on the hit
+        assert chat._editing is None and not told(app)  # no edit, fork, trim or undo started
+
+        transcript.focus()
+        await pilot.press("n")  # the transcript's keys are its own again
+        await settle(pilot)
+        await wait_for(pilot, lambda: transcript.selected_position == 1001, give_up_after=5.0)
+        assert chat.composer.text == "fetch the url"
+
+        await search(pilot, WORD)
+        store.slow = True
+        await pilot.press("down", "down", "down", "enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SearchScreen))
+        await pilot.press("n")  # n first: a step, as before
+        store.slow = False
+        await settle(pilot)
+        await wait_for(pilot, lambda: transcript.selected_position == 1001, give_up_after=5.0)
+        assert transcript.has_focus and chat.composer.text == "fetch the url"

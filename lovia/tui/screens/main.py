@@ -890,12 +890,19 @@ class MainScreen(Screen):
         transcript.refresh_bindings()
         steps: list[int] = []
         self._steps_while_a_hit_opens = steps
+        transcript.typing_goes_to_composer = True  # a message typed meanwhile is not transcript keys
+
+        def typed_ahead_taken() -> None:
+            transcript.typing_goes_to_composer = False
+
         try:
             await self.show_match(results.hit.session_id, results.hit.position)
             while steps:  # in order, each from where the one before left the cursor
                 await self._step_match(steps.pop(0))
         finally:
             self._steps_while_a_hit_opens = None
+            # LoviaApp's (it imports this module): the keys typed as the hit opened are held until now.
+            getattr(self.app, "when_keys_held_are_taken", lambda then: then())(typed_ahead_taken)
 
     async def show_match(self, session_id: str, position: int | None) -> None:
         """Open ``session_id`` (unless open) with the cursor on the entry at ``position`` (``None``: at its end)."""

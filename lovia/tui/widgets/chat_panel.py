@@ -769,11 +769,16 @@ class ChatPanel(Vertical):
 
     @on(Transcript.TypedAhead)
     def _typed_ahead(self, event: Transcript.TypedAhead) -> None:
-        """Keys typed for an edit or a fork that came after it began: after what the composer holds, if
-        it is editing or the fork opened (a trim's question drops them)."""
+        """Keys typed for an edit or a fork that came after it began, or while a search hit opened: after
+        what the composer holds, if it is editing or the fork opened (a trim's question drops them)."""
         event.stop()
-        if (event.action == "edit" and self._editing is not None) or event.action == "fork":
+        if (event.action == "edit" and self._editing is not None) or event.action in ("fork", "message"):
             self._type_into_composer(event.text)
+
+    @on(Transcript.TypingForTheComposer)
+    def _typing_for_the_composer(self, event: Transcript.TypingForTheComposer) -> None:
+        event.stop()
+        self.composer.focus()
 
     def _type_into_composer(self, text: str) -> None:
         if not self.composer.text:  # "f and tell me more": the space went between the key and the text

@@ -169,6 +169,10 @@ class Transcript(SteadyScroll, can_focus=True):
             super().__init__()
             self.new_below = new_below
 
+    class TypingForTheComposer(Message):
+        """A key typed while a search hit opened was text (see :attr:`Transcript.typing_goes_to_composer`):
+        the composer is to take focus. What was typed comes as :class:`TypedAhead` once it has."""
+
     class EditRequested(Message):
         """The user wants to edit ``message`` and resend it; ``position`` is where it is stored, if known."""
 
@@ -274,6 +278,11 @@ class Transcript(SteadyScroll, can_focus=True):
         self._typed_ahead: list[str] | None = None
         self._typed_ahead_for = ""
         self.search_active = False  # a search's matches can be stepped through (n, N)
+        # While a search hit opens, and until the keys typed meanwhile are in: a letter other than n
+        # and N is text for the composer, not this widget's key (see on_key). Opening from the search
+        # screen leaves focus here, for n and N; "enter great news" in one burst started an edit
+        # (e) with the rest of the words in it, and "the result" trimmed (t).
+        self.typing_goes_to_composer = False
         self.can_trim = True  # the session store can trim tool outputs
         self.can_fork = True  # the session store can fork
         self.can_undo = True  # the session store keeps what a rewind drops
@@ -1392,8 +1401,10 @@ class Transcript(SteadyScroll, can_focus=True):
         app), and as bindings "e fix it" would fork (``f``) and trim (``t``), and a message typed
         right after a fork would edit, copy and fork again. Held (:meth:`take_typed_ahead`), an
         edit's keys go after the edited text and a fork's into the new session's composer; a trim's
-        are dropped. Backspace erases the last one held, and any other key is dropped (an ``enter``
-        in the burst would expand, arrows would move the cursor under the edit)."""
+        are dropped. So do the keys typed while a search hit opens, after a letter other than ``n``
+        and ``N`` (:attr:`typing_goes_to_composer`): all into the composer, which takes focus.
+        Backspace erases the last one held, and any other key is dropped (an ``enter`` in the burst
+        would expand, arrows would move the cursor under the edit)."""
         if self._typed_ahead is not None:
             event.stop()
             event.prevent_default()
@@ -1403,6 +1414,15 @@ class Transcript(SteadyScroll, can_focus=True):
                 self._typed_ahead.pop()
             return
         keys = keymap_of(self)
+        if (self.typing_goes_to_composer and event.is_printable and event.character is not None
+                and event.key not in (*keys.keys("transcript.next_match"), *keys.keys("transcript.previous_match"))):
+            event.stop()
+            event.prevent_default()
+            self._hold_typed_ahead("message")
+            if self._typed_ahead is not None:
+                self._typed_ahead.append(event.character)
+            self.post_message(self.TypingForTheComposer())
+            return
         action = next((action for action in HOLDS_TYPED_AHEAD
                        if event.key in keys.keys(f"transcript.{action}") and self.check_action(action, ())), None)
         if action is None:
