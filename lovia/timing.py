@@ -10,9 +10,10 @@ as plain JSON (:func:`steps_to_meta`); :func:`steps_from_meta` reads them back.
 Times are epoch seconds (``time.time()``), comparable across the processes that executed
 one run and with ``meta["timing"]``. A step that never ended (its process was killed, or the
 run is executing it now) has ``finished_at = None``; one that a stop or an error cut short
-is ended at that moment with ``cut_off = True``, and so is one a kill cut short once the run
-is resumed: at the last moment the run was known to execute (its last save or journal write),
-or with no end when even that is not known.
+is ended at that moment with ``cut_off = True`` (and ``stopped = True`` when the user stopped the
+run: escape, quit), and so is one a kill cut short once the run is resumed: at the last moment
+the run was known to execute (its last save or journal write), or with no end when even that is
+not known.
 
 Reading is lenient: a segment or head written before lovia recorded steps has none, and a
 step whose stored form this version cannot make sense of is skipped, never an error.
@@ -59,7 +60,8 @@ class ModelStep:
     endpoint ended with an error (it refused, or died mid-stream); such a turn is also
     ``cut_off``, ended when the error came. ``asked_again`` is set on such a turn whose request
     the model sent again after a wait (its own retry, on a rate limit or a server's failure):
-    the next step is that attempt of the same turn.
+    the next step is that attempt of the same turn. ``stopped`` is set on a turn ``cut_off``
+    because the user stopped the run (escape, quit), not by an error or a crash.
     """
 
     agent: str
@@ -74,6 +76,7 @@ class ModelStep:
     streamed_until: float | None = None
     error: bool = False
     asked_again: bool = False
+    stopped: bool = False
     kind: Literal["model"] = "model"
 
     @property
@@ -92,6 +95,7 @@ class ToolStep:
     """One tool call (or handoff), by its ``call_id`` and tool ``name``; ``error`` when its result is an error.
 
     ``server`` names the MCP server the call went to; ``None`` for the agent's own tools.
+    ``cut_off``: the call never ended by itself (a stop, a crash); ``stopped``: the user stopped it.
     """
 
     call_id: str
@@ -101,6 +105,7 @@ class ToolStep:
     error: bool = False
     cut_off: bool = False
     server: str | None = None
+    stopped: bool = False
     kind: Literal["tool"] = "tool"
 
     @property
@@ -157,13 +162,14 @@ def step_from_dict(data: Mapping[str, Any]) -> Step | None:
                 input_tokens=_int(data.get("input_tokens")), output_tokens=_int(data.get("output_tokens")),
                 turn=_int(data.get("turn")), cut_off=bool(data.get("cut_off", False)),
                 streamed_until=_float(data.get("streamed_until")), error=bool(data.get("error", False)),
-                asked_again=bool(data.get("asked_again", False)),
+                asked_again=bool(data.get("asked_again", False)), stopped=bool(data.get("stopped", False)),
             )
         if data.get("kind") == "tool":
             return ToolStep(
                 call_id=str(data["call_id"]), name=str(data["name"]), started_at=float(data["started_at"]),
                 finished_at=_float(data.get("finished_at")), error=bool(data.get("error", False)),
                 cut_off=bool(data.get("cut_off", False)), server=_str(data.get("server")),
+                stopped=bool(data.get("stopped", False)),
             )
     except (KeyError, TypeError, ValueError):
         pass
@@ -214,8 +220,8 @@ def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
-              "turn", "cut_off", "streamed_until", "error", "asked_again"),
-    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server"),
+              "turn", "cut_off", "streamed_until", "error", "asked_again", "stopped"),
+    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server", "stopped"),
 }
 
 

@@ -1020,7 +1020,8 @@ class _Run:
         self.head.status = status  # type: ignore[assignment]
         self.head.error = error
         self.head.cut_off_text = "".join(self._streaming) or None if self._streaming else None
-        _mark_steps_cut_off(self.head.steps, self._open_steps, finished_at=time.time())
+        _mark_steps_cut_off(self.head.steps, self._open_steps, finished_at=time.time(),
+                            stopped=status == "interrupted")
         self._open_steps.clear()
         try:
             await shielded(self._save())
@@ -1161,11 +1162,13 @@ class _Run:
                 raise GuardrailTripped(f"{kind} guardrail {name} stopped run {self.run_id!r}: {verdict}")
 
 
-def _mark_steps_cut_off(steps: list[Step], indices: Iterable[int], *, finished_at: float | None) -> None:
-    """Mark the unended steps at ``indices`` cut off: by a stop or error (ended now) or a crash (end unknown)."""
+def _mark_steps_cut_off(steps: list[Step], indices: Iterable[int], *, finished_at: float | None,
+                        stopped: bool = False) -> None:
+    """Mark the unended steps at ``indices`` cut off: by a stop (``stopped``) or error (ended now) or a
+    crash (end unknown)."""
     for index in indices:
         if steps[index].finished_at is None and not steps[index].cut_off:
-            steps[index] = replace(steps[index], finished_at=finished_at, cut_off=True)
+            steps[index] = replace(steps[index], finished_at=finished_at, cut_off=True, stopped=stopped)
 
 
 def _already_exists(run_id: str, head: RunHead) -> UserError:

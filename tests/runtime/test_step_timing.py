@@ -101,6 +101,7 @@ async def test_a_resumed_run_keeps_the_steps_it_had_and_marks_the_one_a_stop_cut
         turn, cut = stopped.steps
         assert isinstance(turn, ModelStep) and turn.finished_at is not None and not turn.cut_off
         assert isinstance(cut, ToolStep) and cut.cut_off and cut.finished_at is not None  # ended by the stop
+        assert cut.stopped  # by the user, which the timeline says (it said "cut off", as for a crash)
 
         await Runner.run(agent, [], session=session, session_id="s",
                          checkpoint=CheckpointOptions(checkpointer, "r1", if_run_exists="resume_only"))
@@ -121,16 +122,19 @@ async def test_a_turn_the_model_endpoint_ended_with_an_error_is_marked_failed_no
         head = (await checkpointer.load("r1")).head
     (turn,) = head.steps
     assert isinstance(turn, ModelStep) and turn.error and turn.cut_off and turn.finished_at is not None
+    assert not turn.stopped  # nobody stopped it
     assert steps_from_meta({"steps": steps_to_meta(head.steps)}) == [turn]
 
 
 def test_steps_round_trip_and_what_cannot_be_read_is_skipped():
-    steps = [ModelStep("a", None, 1.0), ToolStep("c", "t", 2.0, 3.5, error=True, cut_off=True)]
+    steps = [ModelStep("a", None, 1.0), ToolStep("c", "t", 2.0, 3.5, error=True, cut_off=True),
+             ModelStep("a", "m", 4.0, None, 4.5, cut_off=True, stopped=True)]
     assert steps_from_meta({"steps": steps_to_meta(steps)}) == steps
     assert steps_from_meta({}) == [] and steps_from_meta(None) == []
     assert steps_from_meta({"steps": "nonsense"}) == []
     assert steps_from_meta({"steps": [{"kind": "model"}, {"kind": "future"}, 7, steps_to_meta(steps)[1]]}) == [
         steps[1]]
+    assert "stopped" not in steps_to_meta(steps)[1] and steps_to_meta(steps)[2]["stopped"] is True
     assert step_from_dict({"kind": "model", "agent": "a", "started_at": "x"}) is None
     assert steps[0].duration is None and steps[0].time_to_first_token is None
     assert tokens_per_second(ModelStep("a", "m", 0.0, 1.0, 3.0, output_tokens=10)) == 5.0

@@ -134,6 +134,9 @@ def test_a_turn_that_came_at_once_has_no_rate_in_the_timeline_and_adds_none_to_t
     burst = ModelStep("assistant", "demo", T0, T0 + 0.00001, T0 + 0.00004, 50, 1, turn=1)
     streamed = ModelStep("assistant", "demo", T0 + 0.1, T0 + 0.2, T0 + 1.2, 60, 50, turn=2)
     assert step_figures(burst, "completed") == "ttft 0ms · 50→1 tok"
+    # A step the user stopped says so; one a crash cut off says that (a new user's trial: both read "cut off").
+    assert step_figures(ToolStep("c1", "wait", T0, T0 + 6, cut_off=True, stopped=True), "completed") == "stopped"
+    assert step_figures(ToolStep("c1", "wait", T0, T0 + 6, cut_off=True), "completed") == "cut off"
     assert "50 tok/s" in step_figures(streamed, "completed")
     assert StepSummary.of([burst, streamed]).tokens_per_second == pytest.approx(50.0)
     assert StepSummary.of([burst]).tokens_per_second is None

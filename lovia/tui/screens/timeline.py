@@ -178,7 +178,7 @@ def step_figures(step: Step, state: str) -> str:
     elif step.error:
         parts.append("error")  # says more than "cut off", which an error's end also is
     elif step.cut_off:
-        parts.append("cut off")
+        parts.append("stopped" if step.stopped else "cut off")  # by the user, or by a crash
     if step.finished_at is None:
         parts.append("running" if state in LIVE_STATES else "never ended")
     return " · ".join(parts)
@@ -265,7 +265,7 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     name = step_name(step)
     if step.cut_off and not columns.figures:  # said among the figures when they are shown
         mark = " · asked again" if isinstance(step, ModelStep) and step.asked_again else \
-            " · error" if step.error else " · cut off"
+            " · error" if step.error else " · stopped" if step.stopped else " · cut off"
         if isinstance(step, ModelStep) and cell_len(name + mark) > columns.name:
             # The mark over the model's name: cut to the column, the name hid that the turn ended there.
             name = step_name(step, model=False)
