@@ -335,6 +335,43 @@ def _fences_closed(text: str) -> str:
     return closed if _fence_left_open(closed) is None else text  # a shape it cannot close: left as written
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
+def code_span_closer(text: str) -> str:
+    """The backticks that close the code span ``text`` leaves open at its end, or "" when it leaves none.
+
+    For an answer cut off while it wrote inline code (a stop, a crash, the token limit): CommonMark
+    shows a code span never closed as its literal backticks, and the answer's last line read
+    ``• `calculate (12 + 30) *``. Shown (and exported) with the closer, it reads as the code it
+    was; the stored text is left as the model wrote it. Only the text's last block is looked at,
+    as the parser of :func:`_fences_closed` finds it (a span never crosses blocks), by CommonMark's
+    rule: a run of backticks opens a span that the next run of exactly as many closes, and a
+    backslash before a run makes its first backtick a plain one.
+    """
+    if "`" not in text:
+        return ""
+    tokens = _commonmark().parse(text)
+    last = max((i for i, token in enumerate(tokens) if token.type == "inline"), default=None)
+    if last is None or any(not token.type.endswith("_close") for token in tokens[last + 1:]):
+        return ""  # the text ends in a code block (or another block without inline text)
+    inline = tokens[last].content
+    at = 0
+    while (opener := _BACKTICKS.search(inline, at)) is not None:
+        run, start = opener.group(), opener.start()
+        backslashes = len(inline[:start]) - len(inline[:start].rstrip("\\"))
+        if backslashes % 2:  # an escaped backtick: plain, and the rest of the run may still open
+            run, start = run[1:], start + 1
+            if not run:
+                at = opener.end()
+                continue
+        closer = re.compile(rf"(?<!`){run}(?!`)").search(inline, start + len(run))
+        if closer is None:
+            return run
+        at = closer.end()
+    return ""
+
+
 @functools.cache
 def _commonmark() -> MarkdownIt:
     """The one CommonMark parser every message of every export is asked of, for its blocks only.
@@ -403,7 +440,8 @@ class _Markdown:
             note = finish_note(entry.finish_reason, stopped=self._stopped)  # as the transcript says it under the answer
             ended = f" · {note}" if note else ""
             who = entry.agent or "assistant"
-            self.write(f"\n**{who}** · {_utc(entry.created_at)}{ended}\n\n{_fences_closed(entry.text)}\n")
+            text = entry.text + code_span_closer(entry.text) if note else entry.text  # as the transcript shows it
+            self.write(f"\n**{who}** · {_utc(entry.created_at)}{ended}\n\n{_fences_closed(text)}\n")
         elif isinstance(entry, ToolCall):
             self.write(f"\n**Tool call** `{entry.name}` (`{entry.call_id}`)\n\n" + _fence(_pretty(entry.arguments),
                                                                                           "json"))

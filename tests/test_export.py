@@ -29,7 +29,7 @@ from lovia import (
     UserError,
     UserMessage,
 )
-from lovia.export import export_session, format_for, resolve_session_id, write_export
+from lovia.export import code_span_closer, export_session, format_for, resolve_session_id, write_export
 
 STEPS = [
     {"kind": "model", "agent": "bot", "model": "demo-1", "started_at": 1000.0, "first_token_at": 1000.5,
@@ -315,6 +315,34 @@ async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(ses
     assert "**bot** · 1970-01-01 00:16:40 UTC · cut off: the run ended while this streamed\n\nOnce upon a" in text
     assert "**bot** · 1970-01-01 00:33:21 UTC · cut off: the model hit its token limit\n\nThere was" in text
     assert "cut_off" not in text and "(cut off: length)" not in text
+
+
+@pytest.mark.parametrize(("text", "closer"), [
+    ("• `calculate (12 + 30) *", "`"),  # a new user's trial: the export kept the stray backtick
+    ("a `b` c", ""),
+    ("x ``y` z", "``"),  # a run is closed by one of exactly as many
+    ("no code", ""),
+    ("an escaped \\`x", ""),
+    ("a backslash, then \\\\`code", "`"),  # the backslash is escaped, not the backtick
+    ("```py\nprint(1", ""),  # a code block left open: its fence is closed elsewhere (_fences_closed)
+    ("para `x`\n\nnext `open", "`"),
+    ("para `open\n\nnext ok", ""),  # a span never crosses blocks
+    ("list\n\n- item `open", "`"),
+])
+def test_the_code_span_a_cut_off_answer_leaves_open_is_found(text, closer):
+    assert code_span_closer(text) == closer
+
+
+async def test_an_answer_cut_off_inside_inline_code_is_written_with_the_span_closed(session):
+    await session.append("s-export-1", [
+        UserMessage(text="what do I run?", created_at=999.0),
+        AssistantMessage(text="Run `calculate (12 + 30) *", agent="bot", finish_reason="cut_off", created_at=1000.0),
+        UserMessage(text="and then?", created_at=1001.0),
+        AssistantMessage(text="A lone ` stays as written", agent="bot", created_at=1002.0),  # ended as it meant to
+    ])
+    text = await export_text(session, "md")
+    assert "\n\nRun `calculate (12 + 30) *`\n" in text
+    assert "\n\nA lone ` stays as written\n" in text
 
 
 async def test_an_answer_the_user_stopped_says_so_as_in_the_transcript(session):

@@ -33,6 +33,7 @@ from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.run_header import RunHeader
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
+from tests.tui.test_streaming_speed import painted
 
 
 def plain(renderable) -> str:
@@ -439,6 +440,37 @@ async def test_a_stopped_answer_shows_cut_off_live_and_reopened_and_a_resume_sho
         assert [v.text for v in chat.transcript.query(AssistantMessageView)] == ["Whole answer."]
         [segment] = await segments_of(db, chat.session_id)
         assert [e.text for e in segment.entries] == ["tell me", "Whole answer."]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_an_answer_stopped_inside_inline_code_shows_the_code_without_a_stray_backtick(tmp_path, size):
+    """A new user's trial: an answer cut off while it wrote inline code ended on its opening
+    backtick, shown as text (``• `calculate (12 + 30) *``), live, reopened and in the export."""
+    answer = "Run `calculate_the_total(12, 30, 8)` and then the rest of a long answer."
+    model = ScriptedModel([ScriptedTurn(text=answer, chunk_chars=4, delay=0.1)])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    async with app.run_test(size=size) as pilot:
+        from lovia.tui.widgets.assistant_message import AssistantMessageView
+
+        chat = app.screen.chat
+        await type_and_send_no_settle(pilot, "tell me")
+        await wait_for(pilot, lambda: any("calculate" in v.text for v in chat.transcript.query(AssistantMessageView)))
+        await pilot.press("escape")
+        await settle(pilot)
+        [live] = chat.transcript.query(AssistantMessageView)
+        assert "`calculate" in live.text and not live.text.endswith("`") and live.finish_reason == "cut_off"
+
+        def conversation() -> str:  # what the transcript shows (the runs pane quotes the answer's start as text)
+            return "\n".join("".join(text for text, _ in row) for row in painted(app, chat.transcript.region))
+
+        await wait_for(pilot, lambda: "calculate" in conversation())
+        assert "`calculate" not in conversation()  # the code, as code
+        await chat.open_session(chat.session_id)  # reopened: from the stopped run's checkpoint
+        await settle(pilot)
+        await wait_for(pilot, lambda: "calculate" in conversation())
+        assert "`calculate" not in conversation()
+        [view] = chat.transcript.query(AssistantMessageView)
+        assert view.text == live.text and view.copy_text() == live.text  # kept and copied as the model wrote it
 
 
 async def test_sending_with_two_runs_not_finished_asks_about_them_all_and_says_resume_takes_the_oldest(tmp_path):

@@ -12,6 +12,7 @@ from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
+from lovia.export import code_span_closer
 from lovia.stores._search import SearchQuery, match_text
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
@@ -69,8 +70,11 @@ class AssistantMessageView(MessageView):
 
     def compose(self) -> ComposeResult:
         yield Static(self.agent, classes="who", markup=False)
-        yield StoredMarkdown(self.text) if self.text else StreamingMarkdown()
-        if note := finish_note(self.finish_reason, stopped=self.stopped):
+        note = finish_note(self.finish_reason, stopped=self.stopped)
+        # Cut off while it wrote inline code: shown closed (see code_span_closer), stored as written.
+        shown = self.text + code_span_closer(self.text) if note else self.text
+        yield StoredMarkdown(shown) if shown else StreamingMarkdown()
+        if note:
             yield Static(note, classes="finish", markup=False)
 
     async def write(self, fragment: str) -> None:
@@ -134,7 +138,10 @@ class AssistantMessageView(MessageView):
             self._arrived.set()
             await self._feeder.wait()
             self._feeder = None
+        note = "" if message is None or self.finish_reason else finish_note(message.finish_reason, stopped=stopped)
         for markdown in self.query(StreamingMarkdown):
+            if note and (closer := code_span_closer(self.text)):
+                await markdown.append(closer)  # cut off while it wrote inline code: shown closed, as when stored
             await markdown.flush()
             markdown.stop_growing()
             if markdown.folded:  # shown as Textual shows a stored message: the mouse selects and follows links again
@@ -143,8 +150,7 @@ class AssistantMessageView(MessageView):
             for fence in markdown.fences:
                 if not fence.exact:
                     fence.exact_soon()
-        if message is not None and not self.finish_reason and (
-                note := finish_note(message.finish_reason, stopped=stopped)):
+        if message is not None and note:
             self.finish_reason, self.stopped = message.finish_reason, stopped
             await self.mount(Static(note, classes="finish", markup=False))
 
