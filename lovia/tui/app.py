@@ -168,6 +168,7 @@ class LoviaApp(App[None]):
         self._terminal_fds: tuple[int, ...] | None = tuple(fd for fd in (1, 2) if os.isatty(fd))
         self._alarm_set = False  # the watchdog of a closed terminal (see _terminal_gone)
         self._tune_collector = tune_collector_for_startup
+        self._keys_from_start_handled = False  # the keys read before the first paint (see on_event)
         self._notices_shown: dict[tuple[str, str, str], float] = {}
         """Each notice on screen (message, title, severity) and when it goes (see :meth:`notify`)."""
         self._keys_held: list[events.Key] | None = None  # see hold_keys
@@ -199,8 +200,14 @@ class LoviaApp(App[None]):
     def first_paint_done(self) -> None:
         """Called by the main screen once it is first painted: if start-up paused the collector, it runs
         again :data:`COLLECTOR_RESUMES_AFTER` seconds later, past the work that follows the first paint."""
+        self.call_later(self._after_keys_typed_while_starting)
         if self._tune_collector:
             self.set_timer(COLLECTOR_RESUMES_AFTER, COLLECTOR.resume_after_start, name="resume collector")
+
+    def _after_keys_typed_while_starting(self) -> None:
+        # From the app's queue: the keys read before the first paint wait in it, and are handled
+        # before this (see on_event).
+        self._keys_from_start_handled = True
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -346,6 +353,13 @@ class LoviaApp(App[None]):
         if isinstance(event, (events.Key, events.MouseDown)):
             IDLE_WORK.input_seen()
         if isinstance(event, events.Key) and not event.is_forwarded:
+            if event.key == "ctrl+j" and not self._keys_from_start_handled:
+                # An enter typed while lovia started, before Textual took the terminal over: the
+                # terminal's line discipline made it a line feed, the byte of ctrl+j (a new line),
+                # and "hello enter" typed at once waited in the composer unsent. Such keys wait in
+                # the app's queue until the first paint; a real ctrl+j among them, typed before
+                # anything showed, is taken for an enter too.
+                event = events.Key("enter", "\r")
             if self._keys_held is not None:
                 self._keys_held.append(event)  # see hold_keys
             else:

@@ -118,3 +118,34 @@ async def test_the_main_screen_is_not_restyled_whole_when_first_shown(lovia_comm
         await settle(pilot)
         assert app.screen is app.main
 
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_an_enter_typed_while_the_app_starts_sends(tmp_path, size):
+    """A new user's trial: "probe 1" and enter typed half a second after ``lovia`` stayed in the
+    composer with an empty line under it. Typed before the app has the terminal, an enter reaches
+    it through the terminal's line discipline as a line feed, the byte of ctrl+j (a new line); the
+    keys wait in the app's queue until the first paint. Those keys are posted here as the terminal
+    reading posts them, before the first paint; a ctrl+j typed after it still makes a new line."""
+    from textual import events
+
+    app = make_app(tmp_path / "lovia.db")
+    painted = app.first_paint_done
+
+    def keys_typed_while_starting() -> None:
+        for character in "hello":
+            app.post_message(events.Key(character, character))
+        app.post_message(events.Key("ctrl+j", "\n"))
+        painted()
+
+    app.first_paint_done = keys_typed_while_starting
+    async with app.run_test(size=size) as pilot:
+        chat = app.screen.chat
+        await wait_for(pilot, lambda: chat.session_id is not None and not chat.running and chat.composer.text == ""
+                       and len(chat.transcript.query("UserMessageView")) == 1,
+                       describe=lambda: f"composer {chat.composer.text!r}, session {chat.session_id!r}")
+        await settle(pilot)
+        assert [view.message.text for view in chat.transcript.query("UserMessageView")] == ["hello"]
+        await pilot.press(*"two", "ctrl+j", *"lines")
+        await settle(pilot)
+        assert chat.composer.text == "two\nlines"
