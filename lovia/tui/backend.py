@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lovia._async import shielded
+from lovia._wording import count
 from lovia.agent import Agent, agent_graph
 from lovia.checkpoint import (
     DEFAULT_LEASE_SECONDS,
@@ -136,6 +137,19 @@ RESUME_WITH_AGENT = ("To resume it, start lovia on that agent: lovia --agent MOD
                      "myproject.agents:support).")
 
 """How a run whose agent the app lacks is resumed (see :class:`AgentNotHere`)."""
+
+
+class EditOutgrown(UserError):
+    """An edit's resend was refused before anything changed: runs were added after the message since
+    the edit began (another window went on with the session), which resending would drop unannounced.
+    ``target`` is the message as it stands now, with what resending it drops."""
+
+    def __init__(self, target: EditTarget, added: int) -> None:
+        self.target = target
+        super().__init__(f"{count(added, 'run')} joined the session after this message since you began the "
+                         "edit (another window went on with it), and resending drops "
+                         f"{'it' if added == 1 else 'them'} too: the editing line now says so. Press enter to "
+                         "resend all the same, or escape to keep everything")
 
 
 class RunsNeedDecision(UserError):
@@ -1402,14 +1416,17 @@ class ChatBackend:
                                         position=last.position)
 
     async def resend_edited(self, session_id: str, original: UserMessage, text: str, *,
-                            settle: Settle | None = None, position: int | None = None) -> StartedRun:
+                            settle: Settle | None = None, position: int | None = None,
+                            said: EditTarget | None = None) -> StartedRun:
         """Edit-and-resend: drop ``original`` and everything after it, then send ``text``.
 
         A stored message is rewound to (its later runs go, stored or not); a message of a run
         not stored yet discards that run and the later ones. Runs before it that are not
         stored yet are settled as :meth:`send` does (``settle``). Everything that refuses
         (a run executing elsewhere, a decision needed) is checked before anything changes.
-        ``position`` is where the caller found it stored (see :meth:`locate`).
+        ``position`` is where the caller found it stored (see :meth:`locate`). ``said``: the
+        message as the user was told what resending drops; should more runs follow it now,
+        :class:`EditOutgrown` is raised, and nothing changes.
         """
         _check_text(text)
         target = await self.locate(session_id, original, position=position)
@@ -1418,6 +1435,8 @@ class ChatBackend:
         if target is None or (target.run_id is not None and target.run_id not in ids):
             raise UserError("that message is not in this session any more (it was rewound, or its run was "
                             "discarded or finalized meanwhile): pick it again")
+        if said is not None and target.later_runs > said.later_runs:
+            raise EditOutgrown(target, target.later_runs - said.later_runs)
         cut = ids.index(target.run_id) if target.run_id is not None else 0
         before, dropped = in_flight[:cut], in_flight[cut:]
         for summary in dropped:

@@ -197,6 +197,44 @@ async def test_the_open_transcript_waits_while_a_message_is_being_edited(tmp_pat
         assert chat.transcript.run_ids == {"first", "run-elsewhere"}
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+async def test_a_resend_after_another_window_went_on_with_the_session_says_what_it_drops_first(tmp_path, size):
+    """A new user's trial: editing in one window ("dropping its answer"), a message sent and answered
+    in another, then enter: the resend dropped the other window's run too, unannounced (undo brought
+    it back). The first enter is now refused, saying so, and the editing line says what enter drops
+    now; the next enter resends."""
+    db = tmp_path / "lovia.db"
+    await stored_session(db, "s-shared")
+    app = make_app(db)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        chat = screen.chat
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: chat.has_class("-editing"))
+        line = str(chat.query_one("#editing").render())
+        assert "dropping its answer;" in line
+        await pilot.press(*" edited")
+
+        await run_in_another_process(db, "s-shared", "run-elsewhere", "from another window")
+        await pilot.press("enter")
+        await settle(pilot)
+        said = [n.message for n in told(app)]
+        assert any("1 run joined the session after this message since you began the edit" in m for m in said), said
+        assert chat.has_class("-editing") and chat.composer.text == "hello edited"
+        assert "dropping its answer and the 1 run after it" in str(chat.query_one("#editing").render())
+        async with SQLiteSession(db, wal=True) as session:  # nothing changed
+            assert [s.run_id for s in await session.segments("s-shared")] == ["first", "run-elsewhere"]
+
+        await pilot.press("enter")  # told, the user resends all the same
+        await settle(pilot)
+        await wait_for(pilot, lambda: not chat.running and not chat.has_class("-editing"))
+    async with SQLiteSession(db, wal=True) as session:
+        segments = await session.segments("s-shared")
+    assert [entry.text for s in segments for entry in s.entries][:1] == ["hello edited"]
+    assert "run-elsewhere" not in [s.run_id for s in segments]
+
+
 async def test_the_open_transcript_waits_for_a_reader_who_scrolled_up(tmp_path):
     db = tmp_path / "lovia.db"
     async with SQLiteSession(db, wal=True) as session, SQLiteCheckpointer(db, wal=True):

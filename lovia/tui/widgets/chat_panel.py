@@ -45,6 +45,7 @@ from lovia.tui.backend import (
     STATE_LABELS,
     TRIM_KEEP_CHARS,
     ChatBackend,
+    EditOutgrown,
     EditTarget,
     RunsNeedDecision,
     RunState,
@@ -244,8 +245,8 @@ class ChatPanel(Vertical):
             self.session_id = self._shown_session = self.backend.new_session_id()
         session_id, text, editing = self.session_id, event.text, self._editing
         if editing is not None:
-            self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text,
-                                                                      settle=settle, position=editing.position),
+            self._start_run(lambda settle: self.backend.resend_edited(session_id, editing.message, text, settle=settle,
+                                                                      position=editing.position, said=editing),
                             composer="draft", sent=text,
                             not_started=lambda error: self._resend_refused(error, editing, text))
         else:
@@ -309,6 +310,12 @@ class ChatPanel(Vertical):
                     return
                 status.saving_message()
                 started = await begin(settle)
+        except EditOutgrown as exc:  # another window went on with the session: the edit says what enter drops now
+            if self._editing is not None:
+                self._editing = exc.target
+                self._say_what_resending_drops(exc.target)
+            self.notify(str(exc), severity="warning", timeout=15)
+            return
         except LoviaError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -833,17 +840,21 @@ class ChatPanel(Vertical):
         if self._editing is None:
             self._draft = held
         self._editing = target
+        self._say_what_resending_drops(target)
+        set_class_sparing(self, True, "-editing", spared=self.transcript)
+        self.composer.add_class("-editing")
+        self._put_in_composer(target.message.text + typed)
+        self.composer.focus()
+        self._bindings_changed()
+
+    def _say_what_resending_drops(self, target: EditTarget) -> None:
+        """The editing line: what enter drops, and what undoes it."""
         dropped = _dropped_by_resending(target)
         drops = f", dropping {dropped}" if dropped else ""
         undo = keymap_of(self).sure_key_text("transcript.undo_rewind") if self.backend.can_undo_rewind else None
         if target.later_runs and undo:
             drops += f" ({undo} in the conversation undoes that)"
         self.query_one("#editing", Static).update(f"Editing: enter resends it{drops}; escape gives your draft back.")
-        set_class_sparing(self, True, "-editing", spared=self.transcript)
-        self.composer.add_class("-editing")
-        self._put_in_composer(target.message.text + typed)
-        self.composer.focus()
-        self._bindings_changed()
 
     def action_cancel_edit(self) -> None:
         """Leave the edit: nothing is sent, and the composer gets back what it held before."""
