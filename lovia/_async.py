@@ -15,7 +15,9 @@ async def shielded(awaitable: Awaitable[T]) -> T:
     Some work must not be abandoned half-way: a transaction on a worker thread, the write that
     marks a run interrupted, a widget's removal (Textual's awaitable removal gathers the removed
     widgets' own message loops, so cancelling its awaiter cancelled those loops, and the app's
-    close then failed on their ``CancelledError``). If the caller was cancelled while waiting, ``CancelledError`` is
+    close then failed on their ``CancelledError``). ``awaitable`` runs in a task of its own: a
+    removal awaited so from a handler of a widget being removed would wait for that widget's
+    own loop, and never end (no caller does that). If the caller was cancelled while waiting, ``CancelledError`` is
     raised only once the work has really ended (its own error, if any, is then dropped: the
     caller asked to stop). Otherwise the result or error is the work's own.
     """

@@ -344,7 +344,8 @@ def code_span_closer(text: str) -> str:
     For an answer cut off while it wrote inline code (a stop, a crash, the token limit): CommonMark
     shows a code span never closed as its literal backticks, and the answer's last line read
     ``• `calculate (12 + 30) *``. Shown (and exported) with the closer, it reads as the code it
-    was; the stored text is left as the model wrote it. Only the text's last block is looked at,
+    was; the stored text is left as the model wrote it. A span with nothing in it yet is left as
+    it is (closed, it would read as two backticks). Only the text's last block is looked at,
     as the parser of :func:`_fences_closed` finds it (a span never crosses blocks), by CommonMark's
     rule: a run of backticks opens a span that the next run of exactly as many closes, and a
     backslash before a run makes its first backtick a plain one.
@@ -367,9 +368,14 @@ def code_span_closer(text: str) -> str:
                 continue
         closer = re.compile(rf"(?<!`){run}(?!`)").search(inline, start + len(run))
         if closer is None:
-            return run
+            if not inline[start + len(run):].strip() or _ENDS_WITH_BLANK_LINE.search(text):
+                return ""  # nothing in it yet to show as code; or a closer would begin a block of its own
+            return f" {run}" if text.endswith("`") else run  # a closer right after a backtick would join its run
         at = closer.end()
     return ""
+
+
+_ENDS_WITH_BLANK_LINE = re.compile(r"\n[ \t]*\n\s*\Z")
 
 
 @functools.cache

@@ -328,6 +328,10 @@ async def test_an_answer_that_ended_early_says_why_in_the_transcript_s_words(ses
     ("para `x`\n\nnext `open", "`"),
     ("para `open\n\nnext ok", ""),  # a span never crosses blocks
     ("list\n\n- item `open", "`"),
+    # A review: cut right after the backticks, or after a blank line, or inside a span ending in a backtick.
+    ("Run `x` and `", ""),
+    ("x `abc\n\n", ""),
+    ("Use ``foo`", " ``"),
 ])
 def test_the_code_span_a_cut_off_answer_leaves_open_is_found(text, closer):
     assert code_span_closer(text) == closer

@@ -144,12 +144,12 @@ class EditOutgrown(UserError):
     the edit began (another window went on with the session), which resending would drop unannounced.
     ``target`` is the message as it stands now, with what resending it drops."""
 
-    def __init__(self, target: EditTarget, added: int) -> None:
+    def __init__(self, target: EditTarget, added: int, *, undoable: bool) -> None:
         self.target = target
+        drops = f"drops {'it' if added == 1 else 'them'} too" + ("" if undoable else ", for good")
         super().__init__(f"{count(added, 'run')} joined the session after this message since you began the "
-                         "edit (another window went on with it), and resending drops "
-                         f"{'it' if added == 1 else 'them'} too: the editing line now says so. Press enter to "
-                         "resend all the same, or escape to keep everything")
+                         f"edit (another window went on with it), and resending {drops}: the editing line now "
+                         "says so. Press enter to resend all the same, or escape to keep everything")
 
 
 class RunsNeedDecision(UserError):
@@ -1436,7 +1436,7 @@ class ChatBackend:
             raise UserError("that message is not in this session any more (it was rewound, or its run was "
                             "discarded or finalized meanwhile): pick it again")
         if said is not None and target.later_runs > said.later_runs:
-            raise EditOutgrown(target, target.later_runs - said.later_runs)
+            raise EditOutgrown(target, target.later_runs - said.later_runs, undoable=self.can_undo_rewind)
         cut = ids.index(target.run_id) if target.run_id is not None else 0
         before, dropped = in_flight[:cut], in_flight[cut:]
         for summary in dropped:

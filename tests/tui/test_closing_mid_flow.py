@@ -120,3 +120,34 @@ async def test_a_flow_cancelled_while_it_removes_widgets_leaves_their_removal_to
         await wait_for(pilot, lambda: not going.is_attached, give_up_after=5)
         assert app.is_running
     # Leaving the block closes the app: run_test raises the error that ended it (CancelledError before the fix).
+
+
+async def test_an_answer_whose_feeder_is_cancelled_as_a_heading_is_replaced_leaves_the_close_clean(tmp_path):
+    # The same cause inside a streaming answer: Textual's Markdown.append replaces a heading by
+    # awaiting its removal. The app's close cancels the answer's feeder; cancelled there, it
+    # cancelled the heading's message loop, and the close failed on its CancelledError.
+    from textual.widgets.markdown import MarkdownBlock
+
+    from lovia import Agent
+    from lovia.models import ScriptedModel, ScriptedTurn
+    from lovia.tui.widgets.assistant_message import AssistantMessageView
+
+    text = "# A title\n\nThe words after the title, and more of them, streamed slowly."
+    model = ScriptedModel([ScriptedTurn(text=text, chunk_chars=3, delay=0.05)])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
+    cancelled = asyncio.Event()
+
+    def note(message) -> None:
+        sender = getattr(message, "_sender", None)
+        if cancelled.is_set() or not isinstance(message, events.Unmount) or not isinstance(sender, MarkdownBlock):
+            return
+        view = next((node for node in sender.ancestors if isinstance(node, AssistantMessageView)), None)
+        if view is not None and view._feeder is not None:
+            view._feeder.cancel()  # as the app's close cancels it, while the heading is being removed
+            cancelled.set()
+            app.exit()
+
+    async with app.run_test(size=(80, 24), message_hook=note) as pilot:
+        await pilot.press(*"tell me", "enter")
+        await wait_for(pilot, cancelled.is_set)
+    # Leaving the block closes the app: run_test raises the error that ended it (CancelledError before the fix).

@@ -33,6 +33,7 @@ from lovia.tui.screens.choice import ChoiceScreen
 from lovia.tui.widgets.footer import LoviaFooter
 from lovia.tui.widgets.run_header import RunHeader
 from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
+from lovia.export import code_span_closer
 from tests.tui.test_streaming_speed import painted
 
 
@@ -446,7 +447,8 @@ async def test_a_stopped_answer_shows_cut_off_live_and_reopened_and_a_resume_sho
 async def test_an_answer_stopped_inside_inline_code_shows_the_code_without_a_stray_backtick(tmp_path, size):
     """A new user's trial: an answer cut off while it wrote inline code ended on its opening
     backtick, shown as text (``• `calculate (12 + 30) *``), live, reopened and in the export."""
-    answer = "Run `calculate_the_total(12, 30, 8)` and then the rest of a long answer."
+    # The span is long: the stop lands inside it (two seconds of it stream after "calculate").
+    answer = "Run `calculate_the_total_of_every_invoice_in_the_archive_since_the_year_began(12, 30, 8)` and more."
     model = ScriptedModel([ScriptedTurn(text=answer, chunk_chars=4, delay=0.1)])
     app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model))
     async with app.run_test(size=size) as pilot:
@@ -458,7 +460,7 @@ async def test_an_answer_stopped_inside_inline_code_shows_the_code_without_a_str
         await pilot.press("escape")
         await settle(pilot)
         [live] = chat.transcript.query(AssistantMessageView)
-        assert "`calculate" in live.text and not live.text.endswith("`") and live.finish_reason == "cut_off"
+        assert code_span_closer(live.text) == "`" and live.finish_reason == "cut_off"  # stopped inside the span
 
         def conversation() -> str:  # what the transcript shows (the runs pane quotes the answer's start as text)
             return "\n".join("".join(text for text, _ in row) for row in painted(app, chat.transcript.region))

@@ -178,7 +178,7 @@ def step_figures(step: Step, state: str) -> str:
     elif step.error:
         parts.append("error")  # says more than "cut off", which an error's end also is
     elif step.cut_off:
-        parts.append("stopped" if step.stopped else "cut off")  # by the user, or by a crash
+        parts.append("stopped" if step.stopped else "cut off")  # by the user; or by a crash or a failed run
     if step.finished_at is None:
         parts.append("running" if state in LIVE_STATES else "never ended")
     return " · ".join(parts)

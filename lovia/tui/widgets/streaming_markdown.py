@@ -497,7 +497,9 @@ class StreamingMarkdown(Markdown, FoldsSettled):
                 await shielded(self.blocks[-1].remove())
                 self._last_parsed_line = joined.source_range[0]
             last = self.blocks[-1] if self.blocks else None
-            await super().append(markdown)
+            # Shielded: Textual's append replaces blocks (a heading, a table) by awaiting their
+            # removal, and a cancelled feeder would cancel the removed blocks' own message loops.
+            await shielded(super().append(markdown))
             await self._follow_html_blocks(last)
         self._open = self._open_fence()
         if closing is not None and (self._open is None or self._open.fence is not closing.fence):
