@@ -1,4 +1,4 @@
-"""How lovia words durations and a turn's unusual ending, in plain text, wherever they are shown.
+"""How lovia words durations, a turn's unusual ending and a config value's kind, in plain text, wherever shown.
 
 One definition for the terminal UI (:mod:`lovia.tui.format` re-exports :func:`duration` and
 :func:`finish_note` for its widgets) and for ``lovia export``. Nothing here imports Textual or
@@ -7,7 +7,7 @@ draws anything, so the export, run from the shell, loads none of the UI.
 
 from __future__ import annotations
 
-__all__ = ["NOT_TIMED", "count", "duration", "finish_note", "step_duration"]
+__all__ = ["NOT_TIMED", "count", "duration", "finish_note", "step_duration", "toml_kind"]
 
 NOT_TIMED = "time not recorded"
 """What a run stored without the spec's ``timing`` (appended by other code) says in place of its times."""
@@ -71,3 +71,18 @@ def finish_note(reason: str | None, *, stopped: bool = False) -> str:
     if stopped and reason == "cut_off":
         return STOPPED_NOTE
     return _FINISH_NOTES.get(reason, f"the model stopped early ({reason})")
+
+
+def toml_kind(value: object) -> str:
+    """What a TOML value is, in the words of the file (not Python's): for an error naming a wrong kind."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date or time"

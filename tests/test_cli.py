@@ -112,6 +112,11 @@ def test_an_unwritable_place_is_a_clear_error(tmp_path):
     ([], "max_turns = 0", "max_turns in {config} must be how many model turns a run may take, from 1 to 10,000"),
     ([], "max_turns = 2.5", "max_turns in {config} must be how many model turns"),
     ([], "model = [1", "is not valid TOML"),
+    # The kind a value is, as the file names it, and an example of the form wanted (it said "got int").
+    ([], "base_url = 8080", 'base_url in {config} must be text in quotes, e.g. base_url = "http://127.0.0.1:8080/v1"; '
+                            "it is a number"),
+    ([], "theme = true", "theme in {config} must be text in quotes, e.g. theme = \"lovia-light\"; it is true or false"),
+    ([], "db = { path = 'x' }", 'db in {config} must be text in quotes, e.g. db = "~/team.db"; it is a table'),
     ([], 'colour = "red"', "has an unknown key colour; lovia reads base_url, db"),
     ([], 'colour = "red"\nsize = 2', "has unknown keys colour, size; lovia reads"),
     # Refused, but not said where a key goes instead.

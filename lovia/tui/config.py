@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 
 from lovia._files import make_private_dirs, replace_file_privately, safe_file_name
+from lovia._wording import toml_kind
 from lovia.db_location import DbLocation, parse_db_location
 from lovia.errors import UserError
 from lovia.models.base import DEFAULT_MODEL_TIMEOUT
@@ -51,6 +52,17 @@ ENVIRONMENT_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def data_dir() -> Path:
     return Path(os.environ.get("LOVIA_DATA_DIR") or platformdirs.user_data_dir(APP_NAME))
+
+
+_TEXT_EXAMPLES = {"model": '"ollama:qwen2.5"', "base_url": '"http://127.0.0.1:8080/v1"', "theme": '"lovia-light"',
+                  "db": '"~/team.db"'}
+"""The config file's text settings, each with an example of its form for an error that names it."""
+
+
+def _not_text(key: str, value: object, path: Path) -> UserError:
+    """The error for a text setting given another kind of value (the value is not quoted: it may be a secret)."""
+    return UserError(f"{key} in {path} must be text in quotes, e.g. {key} = {_TEXT_EXAMPLES[key]}; "
+                     f"it is {toml_kind(value)}")
 
 
 def config_path() -> Path:
@@ -113,7 +125,7 @@ class Config:
                             f"(e.g. max_turns = 50), got {max_turns!r}")
         for key, value in data.items():
             if not isinstance(value, str):
-                raise UserError(f"{key} in {path} must be a string, got {type(value).__name__}")
+                raise _not_text(key, value, path)
         location = _db_in(data.pop("db", None), path)
         return cls(trash_days=float(trash_days), model_timeout=float(model_timeout), max_turns=max_turns, **data,
                    keys=keys, db=location, mcp_servers=mcp_servers)
@@ -144,7 +156,7 @@ def _db_in(db: object, path: Path) -> DbLocation | None:
     if db is None:
         return None
     if not isinstance(db, str):
-        raise UserError(f"db in {path} must be a string, got {type(db).__name__}")
+        raise _not_text("db", db, path)
     return parse_db_location(db, source=f"db in {path}", relative_to=path.parent)
 
 

@@ -53,6 +53,7 @@ from textual.dom import DOMNode
 from textual.keys import KEY_NAME_REPLACEMENTS, REPLACED_KEYS, Keys, key_to_character
 from textual.screen import ModalScreen, Screen
 
+from lovia._wording import toml_kind
 from lovia.errors import UserError
 
 WHERE_TO_FIND_NAMES = "`lovia keys` lists every action's name"
@@ -349,6 +350,13 @@ def _scope_of(cls: type[DOMNode]) -> str | None:
 # -- the [keys] table ---------------------------------------------------------------------------
 
 
+def _kind_of_keys(value: object) -> str:
+    """What a ``[keys]`` value that is no key or list of keys is, for the error that refuses it."""
+    if isinstance(value, list):
+        return f"a list holding {toml_kind(next(k for k in value if not isinstance(k, str)))}"
+    return toml_kind(value)
+
+
 def parse_keys(table: object, source: str) -> dict[str, tuple[str, ...]]:
     """The ``[keys]`` table of ``source`` (the config file), validated: action name -> its keys.
 
@@ -368,7 +376,7 @@ def parse_keys(table: object, source: str) -> dict[str, tuple[str, ...]]:
         raw = value.split(",") if isinstance(value, str) else value
         if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
             raise UserError(f"{name} in [keys] of {source} must be a key or a list of keys, "
-                            f"e.g. \"ctrl+y\", got {type(value).__name__}")
+                            f"e.g. \"ctrl+y\" or [\"ctrl+y\", \"f6\"]; it is {_kind_of_keys(value)}")
         keys: list[str] = []
         for key in raw:
             problem = check_key(key.strip())

@@ -124,7 +124,9 @@ def test_no_keys_table_is_the_defaults(tmp_path):
     ('transcript.copy = "bogus"', ["'bogus' is not a key Textual knows"]),
     ('transcript.copy = "ctrl+y,"', ["'' is empty"]),
     ('transcript.copy = []', ["has no key"]),
-    ('transcript.copy = 3', ["must be a key or a list of keys", "got int"]),
+    # Named as the file names them, not as Python does ("got int").
+    ('transcript.copy = 3', ["must be a key or a list of keys", "it is a number"]),
+    ('transcript.copy = ["ctrl+y", 3]', ["must be a key or a list of keys", "it is a list holding a number"]),
 ])
 def test_a_wrong_keys_table_is_a_clear_error(tmp_path, table, says):
     text = table if table.startswith("[keys.") else f"[keys]\n{table}\n"
