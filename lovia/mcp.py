@@ -407,6 +407,11 @@ class MCPServer:
         if isinstance(exc, FileNotFoundError) and self.command is not None:
             return self._failed_to_start(f"could not start: no program {self.command!r} was found",
                                          "; check its command (a program on PATH, or a full path)")
+        if self.url is not None and _unreachable(exc):
+            # httpx says only "ConnectError: All connection attempts failed": say where, and what it means.
+            reason = first_line(str(exc)) or type(exc).__name__
+            return self._failed_to_start(f"could not be reached at {self.where} ({reason[:200]})",
+                                         "; check its url and that the server is up and listening there")
         detail = (exc.strerror or str(exc)) if isinstance(exc, OSError) else _short(exc)
         return self._failed_to_start(f"could not start: {detail}", f"{self._see_log()}; {self._fix()}")
 
@@ -444,6 +449,15 @@ def result_text(content: Sequence[Any], structured: Mapping[str, Any] | None = N
 
 def _not_called(*args: Any, **kwargs: Any) -> Any:  # MCPTool.invoke sends the call to its server instead
     raise AssertionError("an MCP tool is called through its server")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether an HTTP server's start failed before any answer: no connection, or none in time.
+
+    Told by the class names of the SDK's HTTP client (``httpx`` for its 1.x, ``httpx2`` for 2.x),
+    which are the same in both, so lovia imports neither.
+    """
+    return any(kind.__name__ in ("ConnectError", "ConnectTimeout") for kind in type(exc).__mro__)
 
 
 def _short(exc: BaseException) -> str:

@@ -211,6 +211,21 @@ async def test_a_server_that_cannot_start_is_told_and_the_run_goes_on_without_it
     assert result.final_output == "Done."
 
 
+async def test_an_http_server_nobody_answers_at_is_said_to_be_unreachable_there(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = MCPServer("web", url=f"http://bob:{SECRET}@127.0.0.1:{port}/mcp?token={SECRET}")
+    with pytest.raises(MCPServerError) as refused:
+        await server.start()
+    # It said "could not start: ConnectError: All connection attempts failed".
+    assert str(refused.value).startswith(f"MCP server 'web' could not be reached at http://127.0.0.1:{port}/mcp (")
+    assert "check its url and that the server is up and listening there" in str(refused.value)
+    assert server.state == "failed" and SECRET not in str(refused.value) and SECRET not in (server.error or "")
+
+
 async def test_a_server_that_does_not_speak_mcp_fails_to_start_within_its_timeout(tmp_path):
     server = MCPServer("mute", command="sleep", args=["60"], start_timeout=1.0, log=tmp_path / "mute.log")
     agent = Agent("assistant", mcp_servers=[server], model=model_calling())
