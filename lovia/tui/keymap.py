@@ -466,6 +466,29 @@ class Keymap:
             return None
         return self.key_text(name)
 
+    def keys_in_force(self, name: str) -> tuple[str, ...]:
+        """The keys of ``name`` no clash gives to another action (see :meth:`clashes`).
+
+        What a widget that reads keys itself, ahead of Textual's bindings (its ``on_key``), acts on:
+        with ``transcript.fork = "e"`` the transcript's ``e`` forks, as its binding does, not edits."""
+        lost = self._lost_keys.get(name, set())
+        return tuple(k for k in self.keys(name) if k not in lost)
+
+    def lost_key_text(self, name: str) -> str | None:
+        """The keys of ``name`` a clash gives to another, as shown (the help's note), or ``None``."""
+        lost = [k for k in self.keys(name) if k in self._lost_keys.get(name, set())]
+        return " / ".join(display_key(k) for k in lost) or None
+
+    @cached_property
+    def _lost_keys(self) -> dict[str, set[str]]:
+        """Action name -> its keys another action surely takes where both apply (``Meeting.loses``)."""
+        lost: dict[str, set[str]] = {}
+        for key, meetings in self._meetings.items() if self.rebound else ():
+            for meeting in meetings:
+                if meeting.loses is not None:
+                    lost.setdefault(meeting.loses, set()).add(key)
+        return lost
+
     def _hinted_keys(self, name: str) -> tuple[str, ...]:
         keys = self.keys(name)
         doubtful = self._clashed_keys.get(name, set())
@@ -508,6 +531,22 @@ class Keymap:
     @cached_property
     def _clashes(self) -> tuple[Clash, ...]:
         known = actions()
+        clashes = [self._clash(key, meetings) for key, meetings in self._meetings.items()]
+        lost: dict[str, set[str]] = {}  # action -> its keys a clash takes from it (or may)
+        for clash in clashes:
+            for name in clash.names if clash.loses is None else (clash.loses,):
+                lost.setdefault(name, set()).add(clash.key)
+        palette_keys = [k for k in self.keys("app.command_palette") if k not in lost.get("app.command_palette", ())]
+        palette = display_key(palette_keys[0]) if palette_keys else None
+        return tuple(clash if clash.loses not in known else replace(
+            clash, left=tuple(display_key(k) for k in self.keys(clash.loses) if k not in lost[clash.loses]),
+            reach=f"the palette ({palette}) runs {clash.loses} meanwhile"
+            if palette and clash.loses in IN_PALETTE else None) for clash in clashes)
+
+    @cached_property
+    def _meetings(self) -> dict[str, list[Meeting]]:
+        """Key -> every pair of actions (or an action and a built-in) that would take it in one place."""
+        known = actions()
         slots = [(key, a) for a in known.values() for key in self.keys(a.name)]
         by_key: dict[str, list[Meeting]] = {}
         for key, first in slots:
@@ -546,17 +585,7 @@ class Keymap:
                     else:
                         continue
                     by_key.setdefault(builtin.key, []).append(found)
-        clashes = [self._clash(key, meetings) for key, meetings in by_key.items()]
-        lost: dict[str, set[str]] = {}  # action -> its keys a clash takes from it (or may)
-        for clash in clashes:
-            for name in clash.names if clash.loses is None else (clash.loses,):
-                lost.setdefault(name, set()).add(clash.key)
-        palette_keys = [k for k in self.keys("app.command_palette") if k not in lost.get("app.command_palette", ())]
-        palette = display_key(palette_keys[0]) if palette_keys else None
-        return tuple(clash if clash.loses not in known else replace(
-            clash, left=tuple(display_key(k) for k in self.keys(clash.loses) if k not in lost[clash.loses]),
-            reach=f"the palette ({palette}) runs {clash.loses} meanwhile"
-            if palette and clash.loses in IN_PALETTE else None) for clash in clashes)
+        return by_key
 
     @staticmethod
     def _clash(key: str, meetings: list[Meeting]) -> Clash:

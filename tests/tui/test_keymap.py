@@ -31,7 +31,7 @@ from lovia.tui.screens.help import HelpScreen, key_table
 from lovia.tui.screens.main import MainScreen
 from lovia.tui.screens.trash import TrashScreen
 from lovia.tui.widgets.footer import LoviaFooter
-from tests.tui.conftest import make_app, settle, told, wait_for
+from tests.tui.conftest import make_app, settle, told, type_and_send, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(80, 24), (160, 45)]
@@ -268,6 +268,43 @@ async def test_a_moved_key_in_a_pane_and_in_the_composer(tmp_path, size):
         actions_shown = [entry.action for entry in app.screen.query_one(LoviaFooter).entries]
         # (expand, declared before it, does nothing for a message, and the footer leaves it out)
         assert actions_shown.index("copy") == 0 and actions_shown.index("edit") == 1
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("rebound", ["transcript.fork", "transcript.copy"])
+async def test_a_key_given_in_keys_to_another_transcript_action_runs_that_action_not_edit(tmp_path, size, rebound):
+    # The clash notice said "transcript.fork takes it", the footer showed "e Fork", and e edited (the
+    # transcript reads e, f and t itself, before the bindings, and asked for edit's default keys).
+    app = make_app(tmp_path / "lovia.db", keys={rebound: ("e",)})
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert f"e: {rebound} takes it in the transcript, so transcript.edit has no key" in told(app)[0].message
+        await type_and_send(pilot, "hello there")
+        chat = app.screen.chat
+        chat.transcript.focus()
+        await pilot.press("up")
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        assert not chat.composer.has_class("-editing")
+        if rebound == "transcript.fork":
+            assert any(n.message.startswith("Forked:") for n in told(app))
+        else:
+            assert app.clipboard == "hello there"
+    rows = {row.name: row for _, group in key_table(Keymap({rebound: ("e",)})) for row in group}
+    assert rows["transcript.edit"].lost == "e" and rows[rebound].lost is None  # the help says so on its row
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_enter_given_to_a_new_line_in_keys_makes_a_new_line_and_does_not_send(tmp_path, size):
+    app = make_app(tmp_path / "lovia.db", keys={"composer.newline": ("enter",)})
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        composer = app.screen.chat.composer
+        composer.focus()
+        await pilot.press("h", "i", "enter", "y", "o")
+        await settle(pilot)
+        assert composer.text == "hi\nyo" and not app.screen.chat.has_history
 
 
 async def test_the_help_and_the_palette_show_the_keys_in_force(tmp_path):

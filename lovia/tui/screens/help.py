@@ -47,6 +47,8 @@ class KeyRow:
     name: str
     what: str
     default: str | None = None
+    lost: str | None = None
+    """Its keys a clash in ``[keys]`` gives to another action (they do not run it), as shown."""
 
 
 def key_table(keymap: Keymap = DEFAULT_KEYMAP) -> list[tuple[str, list[KeyRow]]]:
@@ -56,12 +58,13 @@ def key_table(keymap: Keymap = DEFAULT_KEYMAP) -> list[tuple[str, list[KeyRow]]]
     for action in known.values():
         default = DEFAULT_KEYMAP.configured_key_text(action.name) if keymap.is_rebound(action.name) else None
         groups.setdefault(action.title, []).append(
-            KeyRow(keymap.configured_key_text(action.name), action.name, action.description, default))
+            KeyRow(keymap.configured_key_text(action.name), action.name, action.description, default,
+                   keymap.lost_key_text(action.name)))
     for title, rows in (*BUILTIN_KEYS.items(), *HANDLED_KEYS.items()):
         groups.setdefault(title, []).extend(KeyRow(keys, "", what) for keys, what in rows)
     for title, names in ALSO_IN.items():
-        groups.setdefault(title, []).extend(KeyRow(keymap.configured_key_text(name), name, known[name].description)
-                                            for name in names)
+        groups.setdefault(title, []).extend(KeyRow(keymap.configured_key_text(name), name, known[name].description,
+                                                   lost=keymap.lost_key_text(name)) for name in names)
     return list(groups.items())
 
 
@@ -103,6 +106,8 @@ class HelpScreen(ModalScreen[None]):
                     if row.default is not None:
                         keys.stylize(moved)
                         what.append(f" (default {row.default})", style="italic")
+                    if row.lost is not None:  # the clash above says to which action
+                        what.append(f" ({row.lost} lost to a clash)", style="italic")
                     table.add_row(keys, row.name, what)
                 yield Static(Text(title, style="bold underline"), classes="group-title")
                 yield Static(table)

@@ -621,7 +621,7 @@ class ChatPanel(Vertical):
             return
         keys = keymap_of(self)
         action = next((action for action in ("resume", "regenerate", "edit_last")
-                       if event.key in keys.keys(f"chat.{action}")), None)
+                       if event.key in keys.keys_in_force(f"chat.{action}")), None)
         if action is not None:
             event.stop()
             event.prevent_default()

@@ -99,7 +99,7 @@ class Composer(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         keymap = keymap_of(self)
-        send, newline = keymap.keys("composer.send"), keymap.keys("composer.newline")
+        send, newline = keymap.keys_in_force("composer.send"), keymap.keys_in_force("composer.newline")
         if event.key in send or event.key in newline:
             event.stop()
             event.prevent_default()

@@ -1415,7 +1415,8 @@ class Transcript(SteadyScroll, can_focus=True):
             return
         keys = keymap_of(self)
         if (self.typing_goes_to_composer and event.is_printable and event.character is not None
-                and event.key not in (*keys.keys("transcript.next_match"), *keys.keys("transcript.previous_match"))):
+                and event.key not in (*keys.keys_in_force("transcript.next_match"),
+                                      *keys.keys_in_force("transcript.previous_match"))):
             event.stop()
             event.prevent_default()
             self._hold_typed_ahead("message")
@@ -1424,7 +1425,8 @@ class Transcript(SteadyScroll, can_focus=True):
             self.post_message(self.TypingForTheComposer())
             return
         action = next((action for action in HOLDS_TYPED_AHEAD
-                       if event.key in keys.keys(f"transcript.{action}") and self.check_action(action, ())), None)
+                       if event.key in keys.keys_in_force(f"transcript.{action}") and self.check_action(action, ())),
+                      None)
         if action is None:
             return
         event.stop()
