@@ -81,7 +81,7 @@ from lovia.session import (
     SessionInfo,
     TrashingSession,
 )
-from lovia.timing import ModelStep, steps_from_meta, steps_to_meta, tokens_per_second
+from lovia.timing import ModelStep, step_ending, steps_from_meta, steps_to_meta, tokens_per_second
 
 __all__ = ["EXPORT_PAGE", "FORMATS", "JSONL_VERSION", "ExportFormat", "ExportSummary", "export_session",
            "main", "resolve_session_id", "write_export"]
@@ -464,14 +464,23 @@ class _Markdown:
 
 
 def _step(step: Any) -> str:
+    """A step as the export's steps line says it: ``demo 2.1s (first token 59ms, 40 tok/s)``, ``wait 2s (cut off)``."""
+    notes = []
     if isinstance(step, ModelStep):
-        text = f"{step.model or step.agent} {step_duration(step.duration)}"
+        name = step.model or step.agent
         if step.time_to_first_token is not None:
-            text += f" (first token {step_duration(step.time_to_first_token)}"
+            notes.append(f"first token {step_duration(step.time_to_first_token)}")
             rate = tokens_per_second(step)
-            text += f", {rate:.0f} tok/s)" if rate is not None else ")"
-        return text
-    return f"{step.name} {step_duration(step.duration)}" + (" (error)" if step.error else "")
+            if rate is not None:
+                notes.append(f"{rate:.0f} tok/s")
+        if step.asked_again:
+            notes.append("failed, asked again")  # as the timeline says it
+    else:
+        name = step.name
+    # How it ended when not by itself, as the timeline says it (a crash's cut-off steps read as whole ones).
+    if (ending := step_ending(step)) and not (isinstance(step, ModelStep) and step.asked_again):
+        notes.append(ending)
+    return f"{name} {step_duration(step.duration)}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _one_line(text: str) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "ModelStep",
     "Step",
     "ToolStep",
+    "step_ending",
     "step_from_dict",
     "step_to_dict",
     "steps_from_list",
@@ -140,6 +141,16 @@ def tokens_per_second(step: ModelStep) -> float | None:
     if step.output_tokens is None or streaming is None:
         return None
     return step.output_tokens / streaming
+
+
+def step_ending(step: Step) -> str:
+    """How a step ended when it did not end by itself, in the words the timeline and the export use:
+    ``"error"``, ``"stopped"`` (by the user), ``"cut off"`` (a crash, a failed run); ``""`` otherwise."""
+    if step.error:
+        return "error"  # says more than "cut off", which an error's end also is
+    if step.cut_off:
+        return "stopped" if step.stopped else "cut off"
+    return ""
 
 
 def step_to_dict(step: Step) -> dict[str, Any]:

@@ -405,6 +405,27 @@ async def test_a_turn_that_came_all_at_once_shows_no_tokens_per_second(session):
     run = json.loads((await export_text(session, "jsonl")).splitlines()[1])
     assert run["steps"] == steps
 
+async def test_steps_that_did_not_end_by_themselves_say_how_they_ended_as_the_timeline_does(session):
+    """A crash's cut-off turn read as a whole one ("demo 503ms"); so did a stopped tool call."""
+    steps = [
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1000.0, "first_token_at": 1000.05,
+         "finished_at": 1000.5, "turn": 1, "cut_off": True},
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1001.0, "finished_at": 1001.2, "turn": 2,
+         "error": "HTTP 503", "cut_off": True, "asked_again": True},
+        {"kind": "tool", "call_id": "c1", "name": "wait", "started_at": 1002.0, "finished_at": 1004.0,
+         "cut_off": True, "stopped": True},
+        {"kind": "tool", "call_id": "c2", "name": "calculate", "started_at": 1005.0, "finished_at": 1005.1,
+         "error": True},
+        {"kind": "model", "agent": "bot", "model": "demo", "started_at": 1006.0, "first_token_at": 1006.1,
+         "finished_at": 1006.6, "turn": 3},
+    ]
+    await session.append("s-export-1", [UserMessage(text="wait 20", created_at=999.0)], run_id="r1",
+                         meta={"steps": steps})
+    [steps_line] = [line for line in (await export_text(session, "md")).splitlines() if "steps: " in line]
+    assert steps_line.endswith("steps: demo 500ms (first token 50ms, cut off), demo 200ms (failed, asked again), "
+                               "wait 2.0s (stopped), calculate 100ms (error), demo 600ms (first token 100ms)_")
+
+
 async def test_page_by_page_gives_what_a_whole_read_gives(session):
     await fill(session)
     for fmt in ("md", "jsonl"):

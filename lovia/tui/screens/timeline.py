@@ -33,7 +33,7 @@ from textual.widgets import Static
 
 from lovia._async import shielded
 from lovia._wording import step_duration
-from lovia.timing import ModelStep, Step, tokens_per_second
+from lovia.timing import ModelStep, Step, step_ending, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import LIVE_STATES, ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
@@ -175,10 +175,8 @@ def step_figures(step: Step, state: str) -> str:
             parts.append(f"{_tokens(step.input_tokens)}→{_tokens(step.output_tokens)} tok")
     if isinstance(step, ModelStep) and step.asked_again:
         parts.append("failed, asked again")  # a rate limit or a server's failure, then the wait (the gap)
-    elif step.error:
-        parts.append("error")  # says more than "cut off", which an error's end also is
-    elif step.cut_off:
-        parts.append("stopped" if step.stopped else "cut off")  # by the user; or by a crash or a failed run
+    elif ending := step_ending(step):
+        parts.append(ending)
     if step.finished_at is None:
         parts.append("running" if state in LIVE_STATES else "never ended")
     return " · ".join(parts)
@@ -264,8 +262,7 @@ def _step_line(step: Step, axis: Axis, columns: Columns, state: str) -> Content:
     start = f"+{format.duration(step.started_at - axis.start)}"
     name = step_name(step)
     if step.cut_off and not columns.figures:  # said among the figures when they are shown
-        mark = " · asked again" if isinstance(step, ModelStep) and step.asked_again else \
-            " · error" if step.error else " · stopped" if step.stopped else " · cut off"
+        mark = f" · {'asked again' if isinstance(step, ModelStep) and step.asked_again else step_ending(step)}"
         if isinstance(step, ModelStep) and cell_len(name + mark) > columns.name:
             # The mark over the model's name: cut to the column, the name hid that the turn ended there.
             name = step_name(step, model=False)
