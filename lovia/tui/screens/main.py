@@ -1138,10 +1138,10 @@ class MainScreen(Screen):
             if snapshot is not None and snapshot.head.is_held():
                 raise claim_refused(run_id, snapshot.head)  # said at once, not after asking
             named = _run_named(snapshot)
+            may_have_run = len(dangling_tool_calls(snapshot.entries)) if snapshot is not None else 0
+            calls = f"{format.count(may_have_run, 'tool call')} without a result may have run already"
             if action == "discard":
-                may_have_run = len(dangling_tool_calls(snapshot.entries)) if snapshot is not None else 0
-                undone = (f" {format.count(may_have_run, 'tool call')} without a result may have run already: "
-                          "discarding the run does not undo what a tool did.") if may_have_run else ""
+                undone = f" {calls}: discarding the run does not undo what a tool did." if may_have_run else ""
                 if await self.app.push_screen_wait(ConfirmScreen(
                         f"Discard {named}? Its checkpoint is deleted; nothing of it reaches the session.{undone}",
                         confirm="Discard")):
@@ -1152,8 +1152,12 @@ class MainScreen(Screen):
                         await self.chat.open_session(self.chat.session_id)  # its entries are gone
                     await self._inspect_in_place_of(run_id)
             elif action == "finalize" and await self.app.push_screen_wait(ConfirmScreen(
-                    f"Finalize {named} into its session as it stands? Tool calls without results are "
-                    "dropped so the transcript stays consistent; the checkpoint is then deleted.",
+                    f"Finalize {named} into its session as it stands? " + (
+                        f"{calls}: finalizing drops {'it' if may_have_run == 1 else 'them'} from the transcript, "
+                        f"so the model will not know what {'it' if may_have_run == 1 else 'they'} did, and it stays "
+                        "done."
+                        if may_have_run else "Tool calls without results are dropped so the transcript stays "
+                                             "consistent.") + " The checkpoint is then deleted.",
                     confirm="Finalize")):
                 session_id, kept = await self.backend.finalize(run_id)
                 acted = True
