@@ -354,3 +354,39 @@ async def test_discard_and_finalize_name_the_run_and_say_a_call_may_have_run(tmp
     assert executions == []
     entries, _ = await stored(db)
     assert entries  # nothing was discarded
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_inspectors_keys_say_why_they_do_nothing_for_a_run_that_cannot_be_resumed(tmp_path, size):
+    """r, o and e in the inspector of a completed run did nothing visible; r is left out of the footer there."""
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, _ = counting_agent()
+    app = make_app(db, agent=agent)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await pilot.pause()
+        await open_runs(pilot, SIZES[size])
+        inspector = app.screen.query_one("CheckpointInspector")
+        # A lease its killed owner took a moment ago has not run out: it holds nothing all the same.
+        [lease] = [line for line in plain(inspector.shown).splitlines() if line.startswith("lease")]
+        assert lease.endswith(", but its owner is gone"), lease
+        await pilot.press("f6")
+        await pilot.pause()
+        await give(pilot, "o", "waited")
+        assert app.focused is inspector and inspector.resumable
+        await pilot.press("r")  # resumed: the run completes here
+        await settle(pilot)
+        await app.screen.inspect("run-crashed")
+        await settle(pilot)
+        assert "completed" in plain(inspector.shown)
+        inspector.focus()
+        await pilot.pause()
+        assert inspector.hidden_in_footer("resume")
+        for key, said in (("r", "This run has completed: there is nothing to resume."),
+                          ("o", "The run shown has no tool call waiting for a result"),
+                          ("e", "The run shown has no tool call waiting for a result")):
+            before = len(told(app))
+            await pilot.press(key)
+            await settle(pilot)
+            assert any(n.message.startswith(said) for n in told(app)[before:]), (key, told(app)[before:])
+            assert not isinstance(app.screen, PromptScreen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -21,6 +22,7 @@ from lovia.timing import Step, ToolStep
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, STATE_LABELS, TranscriptRun, run_state
+from lovia.tui.keymap import keymap_of
 from lovia.tui.widgets.lists import StoppingOptionList
 from lovia.tui.widgets.run_header import header_parts, partial_label
 from lovia.tui.widgets.runs_pane import RunsPane, copy_run_id
@@ -74,6 +76,15 @@ class DanglingCallList(StoppingOptionList):
             self.screen.set_focus(chain[chain.index(inspector) - 1])
 
 
+NOT_RESUMABLE = {
+    "completed": "This run has completed: there is nothing to resume.",
+    "stored": "This run is stored in its session and has no checkpoint: there is nothing to resume.",
+    "running": "This run is running in this window: escape stops it, then it can be resumed.",
+    "elsewhere": "This run is running in another window or process: it can be resumed once that stops.",
+}
+"""What the resume key says of a run shown that cannot be resumed, by how it stands."""
+
+
 class CheckpointInspector(SteadyScroll, can_focus=True):
     """Shows a :class:`RunSnapshot`, or a stored run without one (:meth:`show_run`);
     ``show(None)`` explains how to pick one. ``c`` copies the shown run's id; ``r`` resumes it when
@@ -118,6 +129,9 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
     """The shown run's calls a user may decide before resuming it (listed under its entries)."""
     resumable = False
     """Whether the shown run is one a user may resume (stopped, crashed or failed; not held)."""
+    _state = ""
+    """How the shown run stands (:func:`~lovia.run_state.run_state`), ``"stored"`` for a run with no
+    checkpoint: what the resume key says when there is nothing to resume."""
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint", classes="pane-title")
@@ -132,9 +146,9 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
             self.call_after_refresh(self.scroll_end, animate=False)  # they come last: below the fold
 
     def _show(self, run_id: str | None, renderable: RenderableType, dangling: Sequence[ToolCall] = (),
-              servers: Mapping[str, str] | None = None, *, resumable: bool = False) -> None:
+              servers: Mapping[str, str] | None = None, *, resumable: bool = False, state: str = "") -> None:
         another = run_id != self.run_id
-        self.run_id = run_id
+        self.run_id, self._state = run_id, state
         if resumable != self.resumable:
             self.resumable = resumable
             self.refresh_bindings()
@@ -186,10 +200,13 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
             ("session", head.session_id or "—"),
             ("owner", f"pid {head.owner.pid} on {head.owner.host}" if head.owner else "—"),
         ]
+        state = run_state(head)
         if head.lease_until is not None:
             # This process renews it without a snapshot to show: the time last read would look lapsed.
-            rows.append(("lease", "renewed while it runs here" if run_state(head) == "running"
-                         else f"until {format.when(head.lease_until)}"))
+            # A crashed run's lease may not have run out: its owner is gone, so it holds nothing.
+            rows.append(("lease", "renewed while it runs here" if state == "running" else
+                         f"until {format.when(head.lease_until)}" + (", but its owner is gone" if state == "crashed"
+                                                                     and head.lease_until > time.time() else "")))
         if head.error:
             rows.append(("error", head.error))
         dangling = dangling_tool_calls(snapshot.entries)
@@ -207,7 +224,7 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
         self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids, servers), note),
-                   decidable, servers, resumable=run_state(head) in RESUMABLE_STATES)
+                   decidable, servers, resumable=state in RESUMABLE_STATES, state=state)
 
     def show_run(self, run: TranscriptRun) -> None:
         """A run with no checkpoint (a stored segment): what its session records of it."""
@@ -220,16 +237,32 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
             ("ran", format.duration(run.active_seconds) if run.active_seconds else "not recorded"),
         ]
         note = Text("\nIn the session; no checkpoint is kept for this run.", style="dim")
-        self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set(), servers_of_calls(run.steps)), note))
+        self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set(), servers_of_calls(run.steps)), note),
+                   state="stored")
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "resume":
-            return self.resumable
-        return True
+    def on_key(self, event: events.Key) -> None:
+        """The keys that give a call's result (the dangling calls' list's) pressed here, where the run
+        shown has no call waiting for one (the list is there only while it has): they say so."""
+        keys = keymap_of(self)
+        giving = (*keys.keys_in_force("inspector.give_output"), *keys.keys_in_force("inspector.give_error"))
+        if self.has_focus and event.key in giving:
+            event.stop()
+            event.prevent_default()
+            self.notify("The run shown has no tool call waiting for a result: there is none to give."
+                        if self.run_id else "No run is shown: select one in the runs list first.", severity="warning")
+
+    def hidden_in_footer(self, action: str) -> bool:
+        """Resume while the run shown cannot be resumed: the footer leaves it out (see
+        :class:`~lovia.tui.widgets.footer.HidesInFooter`); pressed, it says why."""
+        return action == "resume" and not self.resumable
 
     def action_resume(self) -> None:
         if self.resumable and self.run_id is not None:
             self.post_message(RunsPane.Action("resume", self.run_id))
+            return
+        why = NOT_RESUMABLE.get(self._state, "There is nothing to resume here.") if self.run_id else \
+            "No run is shown: select one in the runs list first."
+        self.notify(why, severity="warning")
 
     def action_copy_run_id(self) -> None:
         if self.run_id is None:
