@@ -521,3 +521,29 @@ async def test_the_question_before_sending_names_a_stopped_run_that_sending_keep
     segments = await segments_of(db, "s-atlas")
     assert [(s.run_id, s.meta.get("ended")) for s in segments[-2:]][0] == ("run-demo-interrupted", "stopped")
     assert "run-demo-tools" not in {s.run_id for s in segments}  # discarded
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+async def test_a_run_stopped_from_the_runs_list_comes_under_its_cursor(tmp_path, size):
+    """Focused while its run ran here, the list said "Nothing to resume."; once escape stopped the run,
+    it was listed with no cursor: the footer lost the list's keys, as if nothing had focus."""
+    slow, gate = blocking_tool()
+    model = ScriptedModel([ScriptedTurn(text="Let me check.", tool_calls=[call("slow", {"seconds": 1}, call_id="c1")]),
+                           "the answer"])
+    app = make_app(tmp_path / "lovia.db", agent=Agent(name="assistant", model=model, tools=[slow]))
+    async with app.run_test(size=size) as pilot:
+        await type_and_send_no_settle(pilot, "go slow")
+        await wait_for(pilot, gate.is_set)
+        run_list = app.screen.query_one("#run-list")
+        if size == (80, 24):
+            await pilot.press("ctrl+o")
+        else:
+            run_list.focus()
+        await pilot.pause()
+        assert app.focused is run_list and run_list.highlighted is None  # nothing to resume while it runs
+        await pilot.press("escape")
+        await settle(pilot)
+        await wait_for(pilot, lambda: run_list.option_count == 1 and run_list.get_option_at_index(0).id)
+        assert app.focused is run_list and run_list.highlighted == 0
+        shown = [entry.action for entry in app.screen.query_one(LoviaFooter).entries]
+        assert "act('resume')" in shown, shown

@@ -169,6 +169,11 @@ class RunsPane(Vertical):
                 options.highlighted = ids.index(highlighted_id)
             elif before is not None:
                 options.highlighted = min(before, len(runs) - 1)
+            elif options.has_focus:
+                # Focused while it listed nothing (or a run of this window's only starting): the cursor
+                # comes to the first run, as on entering the list, else its keys are gone from the footer
+                # and the list seems to have no focus.
+                options.highlighted = 0
 
     @property
     def highlighted_run_id(self) -> str | None:
