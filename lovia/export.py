@@ -146,6 +146,8 @@ async def resolve_session_id(session: Session, wanted: str) -> str:
     Part of an id needs :data:`MIN_PREFIX` characters and a store that lists sessions. A
     :class:`~lovia.errors.UserError` when no session, or more than one, matches.
     """
+    if not wanted.strip():
+        raise UserError(f"no session id was given: give a session's id, or {MIN_PREFIX} or more characters of it")
     if isinstance(session, DescribableSession):
         if await session.session_info(wanted) is not None:
             return wanted
@@ -167,7 +169,7 @@ async def resolve_session_id(session: Session, wanted: str) -> str:
     hint = "" if len(wanted) >= MIN_PREFIX else f" (part of an id needs {MIN_PREFIX} characters or more)"
     raise UserError(f"no session {wanted!r} in this store{hint}: check the id (the sessions filter finds a "
                     "session by its title or id). A session whose runs never completed has nothing stored "
-                    "yet: resume or finalize its run in the app first")
+                    "yet: resume or finalize its run in the app first.")
 
 
 # -- writing ---------------------------------------------------------------------------------

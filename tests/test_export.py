@@ -482,6 +482,9 @@ async def test_a_prefix_names_a_session_when_only_one_starts_with_it(session):
         await resolve_session_id(session, "port")
     with pytest.raises(UserError, match="no session 'zzzz'"):
         await resolve_session_id(session, "zzzz")
+    for blank in ("", "   "):  # it said "no session '' in this store ... (part of an id needs 4 characters)"
+        with pytest.raises(UserError, match="^no session id was given: give a session's id, or 4 or more"):
+            await resolve_session_id(session, blank)
     # One in the trash is not a typo: it says so, and what to do.
     await session.trash_session("s-other")
     with pytest.raises(UserError, match="'s-other' is in the trash: restore it"):
