@@ -22,7 +22,9 @@ process or under another process's live lease) is refused, never raced.
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
+from dataclasses import replace
 
 from lovia.checkpoint import (
     DEFAULT_LEASE_SECONDS,
@@ -36,6 +38,7 @@ from lovia.checkpoint import (
 )
 from lovia.entries import ToolResult
 from lovia.errors import UserError
+from lovia.timing import Step, ToolStep
 from lovia.transcript import dangling_tool_calls, pair_tool_calls
 
 __all__ = ["complete_dangling_call"]
@@ -59,7 +62,9 @@ async def complete_dangling_call(
     answered and executes only the calls still without a result (then asks the model, as
     after any tool results). The model sees the text given here as the tool's output: no
     context policy processes it (a long output is not archived), and a handoff call given a
-    result this way does not transfer.
+    result this way does not transfer. The call's step in the run's timing is marked ``given``
+    (:class:`~lovia.timing.ToolStep`), so a transcript and an export can tell such a result
+    from one the tool returned.
 
     The run is taken for the change as a resume takes it (with a
     :class:`~lovia.checkpoint.ClaimingCheckpointer`, in one atomic step, under a lease of
@@ -93,12 +98,25 @@ async def complete_dangling_call(
         found = released_as_found(snapshot, token)
         try:
             result = _result_for(snapshot, call_id, output, error)
-            await checkpointer.save(RunSnapshot(run_id, found, [*snapshot.entries, result]))
+            given = replace(found, steps=_marked_given(found.steps, result))
+            await checkpointer.save(RunSnapshot(run_id, given, [*snapshot.entries, result]))
         except BaseException:
             with contextlib.suppress(Exception):  # the refusal or the failed save is the error to report
                 await checkpointer.save(RunSnapshot(run_id, found, snapshot.entries))
             raise
         return result
+
+
+def _marked_given(steps: list[Step], result: ToolResult) -> list[Step]:
+    """The run's steps with the call's last step marked ``given`` (its result did not come from the tool):
+    what the transcript, the timeline and the export say of it. A call that never started its tool has
+    no step: it gets one now, taking no time, at the moment its result was given."""
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
+        if isinstance(step, ToolStep) and step.call_id == result.call_id:
+            return [*steps[:index], replace(step, given=True, error=result.is_error), *steps[index + 1:]]
+    now = time.time()
+    return [*steps, ToolStep(result.call_id, result.name or "", now, now, error=result.is_error, given=True)]
 
 
 def _result_for(snapshot: RunSnapshot, call_id: str, output: str | None, error: str | None) -> ToolResult:

@@ -38,7 +38,9 @@ archive lacks is written as stored, its trim marker included.
 * ``entry``: ``position`` (from 0 over the session, as rewind and fork count), ``run_id``,
   ``created_at`` and ``entry`` (the entry as :func:`lovia.entries.entry_to_dict` writes it); a
   trimmed tool output written whole from the archive has ``"output_from_archive": true`` beside
-  them, and its ``entry`` holds the whole output with ``trimmed_chars`` 0.
+  them, and its ``entry`` holds the whole output with ``trimmed_chars`` 0; a tool result that was
+  given (:func:`lovia.complete_dangling_call`, the app's ``o`` / ``e``) rather than received from
+  the tool has ``"given": true``.
 
 Times are epoch seconds; durations seconds. Fields are only ever added, never renamed: a
 reader should ignore what it does not know.
@@ -81,7 +83,15 @@ from lovia.session import (
     SessionInfo,
     TrashingSession,
 )
-from lovia.timing import ModelStep, step_ending, steps_from_meta, steps_to_meta, tokens_per_second
+from lovia.timing import (
+    ModelStep,
+    ToolStep,
+    given_results,
+    step_ending,
+    steps_from_meta,
+    steps_to_meta,
+    tokens_per_second,
+)
 
 __all__ = ["EXPORT_PAGE", "FORMATS", "JSONL_VERSION", "ExportFormat", "ExportSummary", "export_session",
            "main", "resolve_session_id", "write_export"]
@@ -409,6 +419,7 @@ class _Markdown:
     def __init__(self, out: TextIO) -> None:
         self.write: Callable[[str], Any] = out.write
         self._stopped = False  # the run being written was stopped by the user (a partial that ended so)
+        self._given: set[str] = set()  # the run's calls whose result was given, not received from the tool
 
     def session(self, session_id: str, info: SessionInfo | None, origin: ForkOrigin | None, now: float) -> None:
         title = (info.title if info is not None else "") or "Untitled session"
@@ -434,6 +445,7 @@ class _Markdown:
         notes = [f"run `{span.run_id}`"]
         # A partial the user stopped: its cut-off answer says so, as the transcript does.
         self._stopped = bool(span.meta.get("partial")) and span.meta.get("ended") in PARTIAL_ENDS_STOPPED
+        self._given = given_results(steps_from_meta(span.meta))
         if span.meta.get("partial"):
             notes.append(f"did not complete ({span.meta.get('ended') or 'partial'})")
         steps = steps_from_meta(span.meta)
@@ -456,7 +468,8 @@ class _Markdown:
         elif isinstance(entry, ToolResult):
             error = " (error)" if entry.is_error else ""
             whole = " · whole, from the tool-output archive" if from_archive else ""
-            self.write(f"\n**Result** of `{entry.name or entry.call_id}`{error}{whole}\n\n"
+            given = " · given, not received from the tool" if entry.call_id in self._given else ""
+            self.write(f"\n**Result** of `{entry.name or entry.call_id}`{error}{given}{whole}\n\n"
                        + _fence(entry.output, "text"))
         elif isinstance(entry, Handoff):
             self.write(f"\n> ⇢ handed from **{entry.from_agent}** to **{entry.to_agent}**\n")
@@ -482,6 +495,8 @@ def _step(step: Any) -> str:
     # How it ended when not by itself, as the timeline says it (a crash's cut-off steps read as whole ones).
     if (ending := step_ending(step)) and not (isinstance(step, ModelStep) and step.asked_again):
         notes.append(ending)
+    if isinstance(step, ToolStep) and step.given:
+        notes.append("result given")
     return f"{name} {step_duration(step.duration)}" + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -499,6 +514,7 @@ def _pretty(arguments: str) -> str:
 class _JsonLines:
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self._given: set[str] = set()  # the run's calls whose result was given, not received from the tool
 
     def _line(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -524,12 +540,15 @@ class _JsonLines:
             "active_seconds": active if isinstance(active, (int, float)) and not isinstance(active, bool) else None,
             "steps": steps_to_meta(steps_from_meta(span.meta)), "meta": span.meta,
         })
+        self._given = given_results(steps_from_meta(span.meta))
 
     def entry(self, position: int, run_id: str, entry: Entry, *, from_archive: bool = False) -> None:
         record = {"record": "entry", "position": position, "run_id": run_id, "created_at": entry.created_at,
                   "entry": entry_to_dict(entry)}
         if from_archive:
             record["output_from_archive"] = True
+        if isinstance(entry, ToolResult) and entry.call_id in self._given:
+            record["given"] = True
         self._line(record)
 
     def end(self) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "ModelStep",
     "Step",
     "ToolStep",
+    "given_results",
     "step_ending",
     "step_from_dict",
     "step_to_dict",
@@ -97,6 +98,8 @@ class ToolStep:
 
     ``server`` names the MCP server the call went to; ``None`` for the agent's own tools.
     ``cut_off``: the call never ended by itself (a stop, a crash); ``stopped``: the user stopped it.
+    ``given``: its result was given by :func:`lovia.complete_dangling_call` (by a user, or a
+    program), not received from the tool; a call with no step of its own gets one then, taking no time.
     """
 
     call_id: str
@@ -107,6 +110,7 @@ class ToolStep:
     cut_off: bool = False
     server: str | None = None
     stopped: bool = False
+    given: bool = False
     kind: Literal["tool"] = "tool"
 
     @property
@@ -153,6 +157,11 @@ def step_ending(step: Step) -> str:
     return ""
 
 
+def given_results(steps: Iterable[Step]) -> set[str]:
+    """The ids of the calls whose result was given rather than received from the tool (``ToolStep.given``)."""
+    return {step.call_id for step in steps if isinstance(step, ToolStep) and step.given}
+
+
 def step_to_dict(step: Step) -> dict[str, Any]:
     """A JSON-ready dict of ``step``; ``None`` and false fields are left out, to keep heads small."""
     data: dict[str, Any] = {"kind": step.kind}
@@ -180,7 +189,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step | None:
                 call_id=str(data["call_id"]), name=str(data["name"]), started_at=float(data["started_at"]),
                 finished_at=_float(data.get("finished_at")), error=bool(data.get("error", False)),
                 cut_off=bool(data.get("cut_off", False)), server=_str(data.get("server")),
-                stopped=bool(data.get("stopped", False)),
+                stopped=bool(data.get("stopped", False)), given=bool(data.get("given", False)),
             )
     except (KeyError, TypeError, ValueError):
         pass
@@ -232,7 +241,7 @@ def steps_from_meta(meta: Mapping[str, Any] | None) -> list[Step]:
 _FIELDS: dict[str, tuple[str, ...]] = {
     "model": ("agent", "model", "started_at", "first_token_at", "finished_at", "input_tokens", "output_tokens",
               "turn", "cut_off", "streamed_until", "error", "asked_again", "stopped"),
-    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server", "stopped"),
+    "tool": ("call_id", "name", "started_at", "finished_at", "error", "cut_off", "server", "stopped", "given"),
 }
 
 

@@ -34,6 +34,7 @@ from lovia import (
 )
 from lovia.models import ScriptedModel, ScriptedTurn, call
 from lovia.models.base import ModelRequest
+from lovia.timing import ToolStep, given_results, steps_from_meta
 
 RUN = "run-charge"
 
@@ -126,11 +127,17 @@ async def test_a_call_completed_with_its_output_never_runs_again(stores):
     assert after.entries[-1] == stored
     assert after.head.status == "interrupted" and after.head.lease_until is None and not after.head.is_held()
     assert (after.head.turn, after.head.usage, after.head.started_at) == (before.turn, before.usage, before.started_at)
+    # The call's step says the result was given, not received from the tool (it read as the tool's own).
+    [step] = [s for s in after.head.steps if isinstance(s, ToolStep)]
+    assert step.call_id == "c-charge" and step.given and step.cut_off and not step.error
+    assert given_results(after.head.steps) == {"c-charge"}
     result = await resume(agent, session, checkpointer)
     assert charges.executions == 1
     assert result.final_output == "saw charged 5 (seen in the bank)"
     entries = await session.load("s-shop")
     assert [e.type for e in entries] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
+    [segment] = await session.segments("s-shop")
+    assert given_results(steps_from_meta(segment.meta)) == {"c-charge"}  # kept in the session
 
 
 async def test_a_call_completed_with_an_error_reaches_the_model_as_the_tools_failure(stores):
@@ -157,9 +164,15 @@ async def test_only_the_calls_completed_are_skipped(tmp_path):
     await checkpointer.save(RunSnapshot(RUN, head, entries))
     await complete_dangling_call(checkpointer, RUN, "c-1", output="charged 1 earlier")
     agent = Agent(name="shop", tools=[charges.tool], model=ScriptedModel([saw_results]))
+    # c-1 never started its tool: it has a step now, taking no time, given; c-2 ran and is not
+    snapshot = await checkpointer.load(RUN)
+    [given] = snapshot.head.steps
+    assert (given.call_id, given.given, given.duration) == ("c-1", True, 0.0)
     result = await resume(agent, session, checkpointer)
     assert charges.executions == 1  # c-2 only
     assert result.final_output == "saw charged 1 earlier; charged 2"
+    [segment] = await session.segments("s-shop")
+    assert given_results(steps_from_meta(segment.meta)) == {"c-1"}
 
 
 async def test_a_crashed_run_stays_crashed_and_resumable(tmp_path):

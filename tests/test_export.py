@@ -426,6 +426,25 @@ async def test_steps_that_did_not_end_by_themselves_say_how_they_ended_as_the_ti
                                "wait 2.0s (stopped), calculate 100ms (error), demo 600ms (first token 100ms)_")
 
 
+async def test_a_result_given_rather_than_received_from_its_tool_says_so(session):
+    """complete_dangling_call's result (the app's o / e) read as the tool's own in both formats."""
+    steps = [{"kind": "tool", "call_id": "c1", "name": "charge", "started_at": 1000.0, "finished_at": 1002.0,
+              "cut_off": True, "given": True},
+             {"kind": "tool", "call_id": "c2", "name": "charge", "started_at": 1003.0, "finished_at": 1003.5}]
+    await session.append("s-export-1", [
+        UserMessage(text="charge twice", created_at=999.0),
+        ToolCall(call_id="c1", name="charge", arguments="{}"), ToolResult(call_id="c1", name="charge", output="done"),
+        ToolCall(call_id="c2", name="charge", arguments="{}"), ToolResult(call_id="c2", name="charge", output="ok"),
+    ], run_id="r1", meta={"steps": steps})
+    text = await export_text(session, "md")
+    assert text.count("given, not received from the tool") == 1
+    assert "**Result** of `charge` · given, not received from the tool\n\n```text\ndone" in text
+    assert "steps: charge 2.0s (cut off, result given), charge 500ms_" in text
+    records = [json.loads(line) for line in (await export_text(session, "jsonl")).splitlines()]
+    results = [r for r in records if r["record"] == "entry" and r["entry"]["type"] == "tool_result"]
+    assert [r.get("given") for r in results] == [True, None]
+
+
 async def test_page_by_page_gives_what_a_whole_read_gives(session):
     await fill(session)
     for fmt in ("md", "jsonl"):

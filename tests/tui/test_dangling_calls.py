@@ -9,17 +9,20 @@ its executions.
 from __future__ import annotations
 
 import asyncio
+import io
 
 import pytest
 from rich.console import Console
 
 from lovia import Agent, SQLiteCheckpointer, SQLiteSession, ToolResult, tool
 from lovia.builtin_tools import calculate, current_time
+from lovia.export import export_session
 from lovia.models import DemoModel
 from lovia.tui import format
 from lovia.tui.screens.confirm import ConfirmScreen
 from lovia.tui.screens.prompt import PromptScreen
 from lovia.tui.widgets.inspector import DanglingCallList
+from lovia.tui.widgets.tool_call_view import ToolCallView
 from screenshots.demo_data import BASE_TIME, build, build_stopped_runs
 from tests.tui.conftest import make_app, settle, told, wait_for
 from tests.tui.test_crash_resume import crash_a_run
@@ -114,10 +117,17 @@ async def test_a_dangling_call_given_its_output_is_never_run_again(tmp_path, siz
         await pilot.press("r")
         await settle(pilot)
         assert app.screen.chat.session_id == "s-crash"
+        # The result typed in reads as given, not as the tool's own (it looked exactly like one).
+        [view] = app.screen.chat.transcript.query(ToolCallView)
+        assert "→ [given] waited 60 seconds before the crash" in view._title()
     assert executions == []  # the side effect was not run a second time
     _, session = await stored(db)
     assert [e.type for e in session] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
     assert [e.output for e in session if isinstance(e, ToolResult)] == ["waited 60 seconds before the crash"]
+    async with SQLiteSession(db, wal=True) as store:
+        out = io.StringIO()
+        await export_session(store, "s-crash", out)
+    assert "**Result** of `wait` · given, not received from the tool" in out.getvalue()
 
 
 @pytest.mark.parametrize("size", SIZES)

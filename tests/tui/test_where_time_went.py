@@ -137,6 +137,9 @@ def test_a_turn_that_came_at_once_has_no_rate_in_the_timeline_and_adds_none_to_t
     # A step the user stopped says so; one a crash cut off says that (a new user's trial: both read "cut off").
     assert step_figures(ToolStep("c1", "wait", T0, T0 + 6, cut_off=True, stopped=True), "completed") == "stopped"
     assert step_figures(ToolStep("c1", "wait", T0, T0 + 6, cut_off=True), "completed") == "cut off"
+    # Its result given by hand (the inspector's o), not returned by the tool
+    assert step_figures(ToolStep("c1", "wait", T0, T0 + 6, cut_off=True, given=True), "completed") == \
+        "cut off · result given"
     assert "50 tok/s" in step_figures(streamed, "completed")
     assert StepSummary.of([burst, streamed]).tokens_per_second == pytest.approx(50.0)
     assert StepSummary.of([burst]).tokens_per_second is None

@@ -33,7 +33,7 @@ from textual.widgets import Static
 
 from lovia._async import shielded
 from lovia._wording import step_duration
-from lovia.timing import ModelStep, Step, step_ending, tokens_per_second
+from lovia.timing import ModelStep, Step, ToolStep, step_ending, tokens_per_second
 from lovia.tui import format
 from lovia.tui.backend import LIVE_STATES, ChatBackend, TranscriptRun
 from lovia.tui.keymap import keymap_of
@@ -177,6 +177,8 @@ def step_figures(step: Step, state: str) -> str:
         parts.append("failed, asked again")  # a rate limit or a server's failure, then the wait (the gap)
     elif ending := step_ending(step):
         parts.append(ending)
+    if isinstance(step, ToolStep) and step.given:
+        parts.append("result given")  # by the inspector's o / e: the tool did not return it
     if step.finished_at is None:
         parts.append("running" if state in LIVE_STATES else "never ended")
     return " · ".join(parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from lovia.checkpoint import RunSnapshot
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult
-from lovia.timing import Step, ToolStep
+from lovia.timing import Step, ToolStep, given_results
 from lovia.transcript import dangling_tool_calls
 from lovia.tui import format
 from lovia.tui.backend import RESUMABLE_STATES, STATE_LABELS, TranscriptRun, run_state
@@ -27,6 +27,7 @@ from lovia.tui.widgets.lists import StoppingOptionList
 from lovia.tui.widgets.run_header import header_parts, partial_label
 from lovia.tui.widgets.runs_pane import RunsPane, copy_run_id
 from lovia.tui.widgets.steady_scroll import SteadyScroll
+from lovia.tui.widgets.tool_call_view import GIVEN
 
 SUMMARY_CHARS = 200
 """How much of an entry's text the inspector shows (wrapped under its column)."""
@@ -223,8 +224,9 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
                                   "bold"), calls)
         else:
             note = Text("\nNo dangling tool calls.", style="dim")
-        self._show(snapshot.run_id, Group(_facts(rows), _entries(snapshot.entries, dangling_ids, servers), note),
-                   decidable, servers, resumable=state in RESUMABLE_STATES, state=state)
+        entries = _entries(snapshot.entries, dangling_ids, servers, given_results(head.steps))
+        self._show(snapshot.run_id, Group(_facts(rows), entries, note), decidable, servers,
+                   resumable=state in RESUMABLE_STATES, state=state)
 
     def show_run(self, run: TranscriptRun) -> None:
         """A run with no checkpoint (a stored segment): what its session records of it."""
@@ -237,8 +239,8 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
             ("ran", format.duration(run.active_seconds) if run.active_seconds else "not recorded"),
         ]
         note = Text("\nIn the session; no checkpoint is kept for this run.", style="dim")
-        self._show(run.run_id, Group(_facts(rows), _entries(run.entries, set(), servers_of_calls(run.steps)), note),
-                   state="stored")
+        entries = _entries(run.entries, set(), servers_of_calls(run.steps), given_results(run.steps))
+        self._show(run.run_id, Group(_facts(rows), entries, note), state="stored")
 
     def on_key(self, event: events.Key) -> None:
         """The keys that give a call's result (the dangling calls' list's) pressed here, where the run
@@ -297,8 +299,10 @@ def _facts(rows: Sequence[tuple[str, str]]) -> Table:
     return table
 
 
-def _entries(entries: Sequence[Entry], dangling_ids: set[str], servers: Mapping[str, str]) -> Table:
-    """One row an entry: position, type, and its summary wrapped under its own column."""
+def _entries(entries: Sequence[Entry], dangling_ids: set[str], servers: Mapping[str, str],
+             given: Set[str] = frozenset()) -> Table:
+    """One row an entry: position, type, and its summary wrapped under its own column; a result
+    given rather than received from its tool (``given``, by call id) says so."""
     table = Table(title=format.count(len(entries), "entry", "entries"), title_justify="left", title_style="bold",
                   box=None, show_header=False, padding=(0, 1, 0, 0), expand=True)
     table.add_column(justify="right", style="dim", no_wrap=True)
@@ -309,6 +313,8 @@ def _entries(entries: Sequence[Entry], dangling_ids: set[str], servers: Mapping[
         summary = _summary(entry)
         if isinstance(entry, ToolCall) and entry.call_id in servers:
             summary = f"{summary} → {servers[entry.call_id]}"
+        elif isinstance(entry, ToolResult) and entry.call_id in given:
+            summary = f"{GIVEN} {summary}"
         table.add_row(str(position), Text(entry.type, style=style), Text(summary, style=style))
     return table
 

@@ -21,6 +21,8 @@ RUNNING_AGAIN = "running again…"
 STOPPED = "stopped — will run again on resume"
 WILL_RUN_AGAIN = "will run again on resume"
 RUNNING_ELSEWHERE = "running elsewhere…"
+GIVEN = "[given]"
+"""Said before a result that was given (the inspector's ``o`` / ``e``) rather than received from the tool."""
 PENDING_BY_RUN_STATE = {"running": RUNNING, "elsewhere": RUNNING_ELSEWHERE}
 """What a call without a result says in a reopened run, by the run's state; else :data:`WILL_RUN_AGAIN`."""
 
@@ -38,7 +40,8 @@ class ToolCallView(MessageView):
     token limit] ✗ …``. A call without a result says what becomes of it: ``running…`` while
     it executes, ``stopped — will run again on resume`` after a stop, ``will run again on
     resume`` in a run reopened from its checkpoint, ``running again…`` while a resume re-runs
-    it. Expanding a trimmed output asks (:class:`ArchiveRequested`) for the archived whole.
+    it. A result given in its place (the inspector's ``o`` / ``e``) says so: ``→ [given] sent``.
+    Expanding a trimmed output asks (:class:`ArchiveRequested`) for the archived whole.
     """
 
     class ArchiveRequested(Message):
@@ -58,11 +61,13 @@ class ToolCallView(MessageView):
     """
 
     def __init__(self, call: ToolCall, result: ToolResult | None = None, *,
-                 dangling_state: str = RUNNING) -> None:
+                 dangling_state: str = RUNNING, given: bool = False) -> None:
         super().__init__()
         self.call = call
         self.result = result
         self.dangling_state = dangling_state
+        self.given = given
+        """Whether the result was given (the inspector's ``o`` / ``e``), not received from the tool."""
         self.archived: str | None = None  # the full output, once fetched from the archive
 
     def compose(self) -> ComposeResult:
@@ -117,6 +122,8 @@ class ToolCallView(MessageView):
         if self.result is None:
             return f"{head} … {self.dangling_state}"
         mark = "✗" if self.result.is_error else "→"
+        if self.given:  # before the output, which a narrow title cuts: typed in, it read as the tool's own
+            mark += f" {GIVEN}"
         trimmed = f" [trimmed {size(self.result.trimmed_chars)}]" if self.result.trimmed_chars else ""
         return f"{head} {mark} {one_line(self.result.output, output)}{trimmed}"
 

@@ -36,6 +36,7 @@ from lovia._wording import PARTIAL_ENDS_STOPPED
 from lovia.entries import AssistantMessage, Entry, Handoff, ToolCall, ToolResult, UserMessage
 from lovia.errors import LoviaError
 from lovia.stores._search import SearchQuery
+from lovia.timing import given_results
 from lovia.transcript import call_pairs
 from lovia.tui.backend import (
     CUT_OFF,
@@ -806,7 +807,9 @@ class Transcript(SteadyScroll, can_focus=True):
             return AssistantMessageView(entry.text, entry.agent, entry.finish_reason, stopped=_stopped(item.of_run))
         if isinstance(entry, ToolCall):
             state = item.of_run.state if item.of_run is not None else "interrupted"
-            view = ToolCallView(entry, item.result, dangling_state=PENDING_BY_RUN_STATE.get(state, WILL_RUN_AGAIN))
+            given = item.of_run is not None and entry.call_id in given_results(item.of_run.steps)
+            view = ToolCallView(entry, item.result, dangling_state=PENDING_BY_RUN_STATE.get(state, WILL_RUN_AGAIN),
+                                given=given)
             self._tool_views[entry.call_id] = view
             return view
         if isinstance(entry, Handoff):
