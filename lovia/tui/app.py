@@ -18,6 +18,7 @@ from textual import events, work
 from textual.app import App, SystemCommand
 from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.dom import DOMNode, NoScreen
 from textual.notifications import Notification, SeverityLevel
 from textual.screen import ModalScreen, Screen
@@ -100,6 +101,8 @@ a crash would (its run then reads as crashed, and resumes as one)."""
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
 QUIT_AFTER_ANSWER = "The answer has ended meanwhile. Quit now?"
+UNSENT_KEY = "unsent"
+"""In ``state.json``: what was typed and not sent when lovia quit, by session id (``""``: a new session)."""
 """The quit question once the answer it asked about has ended while it was shown."""
 
 
@@ -175,6 +178,7 @@ class LoviaApp(App[None]):
         self._when_keys_held_are_taken: list[Callable[[], object]] = []  # see when_keys_held_are_taken
         self._held_key_handled = False  # whether the key that holds them has run its binding
         self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
+        self._unsent_taken: set[str] = set()  # the sessions whose unsent text this window took at start
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -196,6 +200,35 @@ class LoviaApp(App[None]):
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
         if self._tune_collector:
             COLLECTOR.pause_for_start()
+
+    def unsent_at_last_quit(self) -> dict[str | None, str]:
+        """What was typed and not sent when lovia last quit, by session (see :meth:`exit`)."""
+        stored = self.state.load().get(UNSENT_KEY) if self.state is not None else None
+        if not isinstance(stored, dict):
+            return {}
+        self._unsent_taken = set(stored)
+        return {key or None: text for key, text in stored.items() if isinstance(text, str) and text.strip()}
+
+    def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None:
+        """Textual's, and what was typed and not sent is remembered, to come back in its session's
+        composer the next time lovia starts: a message typed, then a quit while a question was up
+        (the session's crashed run), was lost. Each window keeps its own: one quitting takes out of
+        the file only what it took in at start, and puts in what it holds."""
+        self._remember_unsent()
+        super().exit(result, return_code, message)
+
+    def _remember_unsent(self) -> None:
+        main = self.main_screen
+        if self.state is None or main is None:
+            return
+        with contextlib.suppress(NoMatches):  # quit before the conversation was mounted: nothing typed
+            unsent = {key or "": text for key, text in main.chat.unsent().items()}
+            stored = self.state.load().get(UNSENT_KEY)
+            stored = dict(stored) if isinstance(stored, dict) else {}
+            kept = {key: text for key, text in stored.items() if key not in self._unsent_taken}
+            kept.update(unsent)
+            if kept != stored:
+                self.state.remember(**{UNSENT_KEY: kept})
 
     def first_paint_done(self) -> None:
         """Called by the main screen once it is first painted: if start-up paused the collector, it runs

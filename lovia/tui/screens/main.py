@@ -233,6 +233,9 @@ class MainScreen(Screen):
             first_page = await self.backend.sessions(limit=PAGE)
         try:
             await self.open_session(first_page[0].session_id if first_page else None, sessions=first_page)
+            unsent_at_last_quit = getattr(self.app, "unsent_at_last_quit", None)  # LoviaApp's, as first_paint_done
+            if unsent_at_last_quit is not None:
+                self.chat.take_unsent(unsent_at_last_quit())
             self.query_one("#composer").focus()
         finally:
             footer.release()

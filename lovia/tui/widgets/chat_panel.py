@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import ClassVar, Literal
 
 from textual import events, on, work
@@ -117,6 +117,7 @@ class ChatPanel(Vertical):
         self.stream: RunStream | None = None
         self._editing: EditTarget | None = None  # the message being edited
         self._draft = ""  # what the composer held when the edit began: it comes back when the edit ends
+        self._being_sent = ""  # a message taken out of the composer, its run not started (a question may be up)
         # What was typed and not sent in each session left, back when it is opened again (None: a new
         # session's); and the session whose text the composer holds (see _composer_to).
         self._unsent: dict[str | None, str] = {}
@@ -295,6 +296,8 @@ class ChatPanel(Vertical):
         """The rest of :meth:`_start_run`, from a worker; ``taken``: what it took out of the composer."""
         status = self.query_one(RunStatus)
         started: StartedRun | None = None
+        if composer == "clear":
+            self._being_sent = taken  # a quit meanwhile remembers it (see unsent)
         try:
             try:
                 started = await begin(None)
@@ -321,6 +324,7 @@ class ChatPanel(Vertical):
             return
         finally:
             self._starting = False
+            self._being_sent = ""
             if started is None and self.is_attached:  # not sent
                 self._give_back(taken)
                 if not self.running:  # (a resumed run has the line)
@@ -889,9 +893,7 @@ class ChatPanel(Vertical):
         """
         if session_id == self._composer_for and not new:
             return  # the same session again (a reload): the text stays where it is
-        leaving = self._composer_for
-        if leaving == self._shown_session and not self.has_history:
-            leaving = None
+        leaving = self._composer_key
         coming = None if new else session_id
         self._composer_for = session_id
         if leaving == coming:
@@ -901,6 +903,41 @@ class ChatPanel(Vertical):
         else:
             self._unsent.pop(leaving, None)
         self._put_in_composer(self._unsent.pop(coming, ""))
+
+    @property
+    def _composer_key(self) -> str | None:
+        """Under which session the composer's text is kept: ``None`` for a new session with nothing
+        stored (its id is not opened again once it is left)."""
+        if self._composer_for == self._shown_session and not self.has_history:
+            return None
+        return self._composer_for
+
+    def unsent(self) -> dict[str | None, str]:
+        """What was typed here and not sent, by session (``None``: a new session's): the composer's
+        text, or during an edit the draft it put aside (the edit is not a message of its own), and
+        what is kept for each session left. Remembered when the app quits (see :meth:`take_unsent`)."""
+        unsent = dict(self._unsent)
+        here = self._composer_key
+        text = self._draft if self._editing is not None else self.composer.text
+        if self._being_sent:  # as it would come back should it not go: before what was typed since
+            text = f"{self._being_sent}\n{text}" if text else self._being_sent
+        if text.strip():
+            unsent[here] = text
+        else:
+            unsent.pop(here, None)
+        return unsent
+
+    def take_unsent(self, unsent: Mapping[str | None, str]) -> None:
+        """Texts typed and not sent when lovia last quit (:meth:`unsent`): each goes back to its
+        session's composer, at once for the session open now, else when it is opened. Text typed
+        here meanwhile stays first."""
+        here = self._composer_key
+        for session_id, text in unsent.items():
+            if session_id == here:
+                if not self.composer.text:
+                    self._put_in_composer(text)
+            else:
+                self._unsent.setdefault(session_id, text)
 
     def _put_in_composer(self, text: str) -> None:
         self.composer.text = text
