@@ -445,10 +445,10 @@ class _Markdown:
         notes = [f"run `{span.run_id}`"]
         # A partial the user stopped: its cut-off answer says so, as the transcript does.
         self._stopped = bool(span.meta.get("partial")) and span.meta.get("ended") in PARTIAL_ENDS_STOPPED
-        self._given = given_results(steps_from_meta(span.meta))
+        steps = steps_from_meta(span.meta)
+        self._given = given_results(steps)
         if span.meta.get("partial"):
             notes.append(f"did not complete ({span.meta.get('ended') or 'partial'})")
-        steps = steps_from_meta(span.meta)
         if steps:
             notes.append("steps: " + ", ".join(_step(step) for step in steps))
         self.write(f"_{'; '.join(notes)}_\n")
@@ -533,14 +533,15 @@ class _JsonLines:
 
     def run(self, span: RunSpan, index: int) -> None:
         segment = Segment(span.run_id, (), span.meta)
+        steps = steps_from_meta(span.meta)
         active = span.meta.get("active_seconds")
         self._line({
             "record": "run", "run_id": span.run_id, "index": index, "start": span.start, "count": span.count,
             "started_at": segment.started_at, "finished_at": segment.finished_at, "duration": segment.duration,
             "active_seconds": active if isinstance(active, (int, float)) and not isinstance(active, bool) else None,
-            "steps": steps_to_meta(steps_from_meta(span.meta)), "meta": span.meta,
+            "steps": steps_to_meta(steps), "meta": span.meta,
         })
-        self._given = given_results(steps_from_meta(span.meta))
+        self._given = given_results(steps)
 
     def entry(self, position: int, run_id: str, entry: Entry, *, from_archive: bool = False) -> None:
         record = {"record": "entry", "position": position, "run_id": run_id, "created_at": entry.created_at,

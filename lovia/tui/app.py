@@ -101,9 +101,9 @@ a crash would (its run then reads as crashed, and resumes as one)."""
 QUIT_QUESTION = ("An answer is still running. Stop it and quit?\n"
                  "The run is kept: {resume} resumes it the next time you open this session.")
 QUIT_AFTER_ANSWER = "The answer has ended meanwhile. Quit now?"
+"""The quit question once the answer it asked about has ended while it was shown."""
 UNSENT_KEY = "unsent"
 """In ``state.json``: what was typed and not sent when lovia quit, by session id (``""``: a new session)."""
-"""The quit question once the answer it asked about has ended while it was shown."""
 
 
 class LoviaApp(App[None]):
@@ -178,7 +178,7 @@ class LoviaApp(App[None]):
         self._when_keys_held_are_taken: list[Callable[[], object]] = []  # see when_keys_held_are_taken
         self._held_key_handled = False  # whether the key that holds them has run its binding
         self._keys_held_by_work = 0  # blocks of keys_held_meanwhile under way
-        self._unsent_taken: set[str] = set()  # the sessions whose unsent text this window took at start
+        self._unsent_taken: dict[str, str] = {}  # the unsent texts this window took from state.json at start
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Textual's, and then the closed terminal's watchdog is called off: the app has ended, and code
@@ -206,15 +206,17 @@ class LoviaApp(App[None]):
         stored = self.state.load().get(UNSENT_KEY) if self.state is not None else None
         if not isinstance(stored, dict):
             return {}
-        self._unsent_taken = set(stored)
-        return {key or None: text for key, text in stored.items() if isinstance(text, str) and text.strip()}
+        self._unsent_taken = {key: text for key, text in stored.items() if isinstance(text, str)}
+        return {key or None: text for key, text in self._unsent_taken.items() if text.strip()}
 
     def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None:
         """Textual's, and what was typed and not sent is remembered, to come back in its session's
         composer the next time lovia starts: a message typed, then a quit while a question was up
         (the session's crashed run), was lost. Each window keeps its own: one quitting takes out of
-        the file only what it took in at start, and puts in what it holds."""
-        self._remember_unsent()
+        the file only the texts it took in at start (or wrote at an earlier exit) that are still as
+        it found them, and puts in what it holds."""
+        with contextlib.suppress(Exception):  # remembering is a convenience: the quit goes on whatever happens
+            self._remember_unsent()
         super().exit(result, return_code, message)
 
     def _remember_unsent(self) -> None:
@@ -225,10 +227,12 @@ class LoviaApp(App[None]):
             unsent = {key or "": text for key, text in main.chat.unsent().items()}
             stored = self.state.load().get(UNSENT_KEY)
             stored = dict(stored) if isinstance(stored, dict) else {}
-            kept = {key: text for key, text in stored.items() if key not in self._unsent_taken}
+            # Another window's text, or one it changed since this window took it, stays.
+            kept = {key: text for key, text in stored.items() if self._unsent_taken.get(key) != text}
             kept.update(unsent)
             if kept != stored:
                 self.state.remember(**{UNSENT_KEY: kept})
+            self._unsent_taken = unsent  # what this window holds in the file now (an exit asked twice)
 
     def first_paint_done(self) -> None:
         """Called by the main screen once it is first painted: if start-up paused the collector, it runs

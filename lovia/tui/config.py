@@ -61,8 +61,8 @@ _TEXT_EXAMPLES = {"model": '"ollama:qwen2.5"', "base_url": '"http://127.0.0.1:80
 
 def _not_text(key: str, value: object, path: Path) -> UserError:
     """The error for a text setting given another kind of value (the value is not quoted: it may be a secret)."""
-    return UserError(f"{key} in {path} must be text in quotes, e.g. {key} = {_TEXT_EXAMPLES[key]}; "
-                     f"it is {toml_kind(value)}")
+    example = _TEXT_EXAMPLES.get(key, '"..."')
+    return UserError(f"{key} in {path} must be text in quotes, e.g. {key} = {example}; it is {toml_kind(value)}")
 
 
 def config_path() -> Path:

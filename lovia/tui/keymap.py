@@ -481,11 +481,12 @@ class Keymap:
 
     @cached_property
     def _lost_keys(self) -> dict[str, set[str]]:
-        """Action name -> its keys another action surely takes where both apply (``Meeting.loses``)."""
+        """Action name -> its keys another action surely takes wherever it applies (``Meeting.loses``
+        with no ``there``: a key lost only in one place, "in the composer", still works elsewhere)."""
         lost: dict[str, set[str]] = {}
         for key, meetings in self._meetings.items() if self.rebound else ():
             for meeting in meetings:
-                if meeting.loses is not None:
+                if meeting.loses is not None and not meeting.there:
                     lost.setdefault(meeting.loses, set()).add(key)
         return lost
 

@@ -295,6 +295,14 @@ async def test_a_key_given_in_keys_to_another_transcript_action_runs_that_action
     assert rows["transcript.edit"].lost == "e" and rows[rebound].lost is None  # the help says so on its row
 
 
+def test_a_key_lost_in_one_place_only_is_still_in_force_elsewhere():
+    # ctrl+j is the composer's new line: chat.resume loses it there only, and keeps it in the transcript.
+    keymap = Keymap({"chat.resume": ("ctrl+j",)})
+    assert "chat.resume has no key in the composer" in str(keymap.clashes()[0])
+    assert keymap.keys_in_force("chat.resume") == ("ctrl+j",) and keymap.lost_key_text("chat.resume") is None
+    assert keymap.keys_in_force("composer.newline") == ("ctrl+j",)
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_enter_given_to_a_new_line_in_keys_makes_a_new_line_and_does_not_send(tmp_path, size):
     app = make_app(tmp_path / "lovia.db", keys={"composer.newline": ("enter",)})

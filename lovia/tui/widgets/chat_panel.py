@@ -307,7 +307,7 @@ class ChatPanel(Vertical):
                 if settle is None or settle == "resume":
                     # Back at once, before the keys typed after the answer reach the composer.
                     self._give_back(taken)
-                    taken = ""
+                    taken = self._being_sent = ""
                     if settle == "resume" and await self.resume(exc.runs[0].run_id, asked_while_sending=True):
                         self.notify("Your message stays in the composer: send it when the run is done.")
                     return
@@ -934,10 +934,11 @@ class ChatPanel(Vertical):
         here = self._composer_key
         for session_id, text in unsent.items():
             if session_id == here:
-                if not self.composer.text:
-                    self._put_in_composer(text)
+                self._give_back(text, before=False)
+            elif session_id in self._unsent:
+                self._unsent[session_id] = f"{self._unsent[session_id]}\n{text}"
             else:
-                self._unsent.setdefault(session_id, text)
+                self._unsent[session_id] = text
 
     def _put_in_composer(self, text: str) -> None:
         self.composer.text = text

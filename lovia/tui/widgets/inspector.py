@@ -84,6 +84,7 @@ NOT_RESUMABLE = {
     "elsewhere": "This run is running in another window or process: it can be resumed once that stops.",
 }
 """What the resume key says of a run shown that cannot be resumed, by how it stands."""
+NO_RUN_SHOWN = "No run is shown: select one in the runs list first."
 
 
 class CheckpointInspector(SteadyScroll, can_focus=True):
@@ -247,11 +248,18 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
         shown has no call waiting for one (the list is there only while it has): they say so."""
         keys = keymap_of(self)
         giving = (*keys.keys_in_force("inspector.give_output"), *keys.keys_in_force("inspector.give_error"))
-        if self.has_focus and event.key in giving:
-            event.stop()
-            event.prevent_default()
+        # Not a key another binding in force takes here (the config file may have given it one).
+        if not self.has_focus or event.key not in giving or event.key in self.screen.active_bindings:
+            return
+        event.stop()
+        event.prevent_default()
+        calls = self.query_one(DanglingCallList)
+        if self.dangling and calls.display:  # listed while focus stayed here (the run shown was stopped)
+            calls.focus()
+            calls.action_complete(event.key in keys.keys_in_force("inspector.give_error"))
+        else:
             self.notify("The run shown has no tool call waiting for a result: there is none to give."
-                        if self.run_id else "No run is shown: select one in the runs list first.", severity="warning")
+                        if self.run_id else NO_RUN_SHOWN, severity="warning")
 
     def hidden_in_footer(self, action: str) -> bool:
         """Resume while the run shown cannot be resumed: the footer leaves it out (see
@@ -262,13 +270,12 @@ class CheckpointInspector(SteadyScroll, can_focus=True):
         if self.resumable and self.run_id is not None:
             self.post_message(RunsPane.Action("resume", self.run_id))
             return
-        why = NOT_RESUMABLE.get(self._state, "There is nothing to resume here.") if self.run_id else \
-            "No run is shown: select one in the runs list first."
+        why = NOT_RESUMABLE.get(self._state, "There is nothing to resume here.") if self.run_id else NO_RUN_SHOWN
         self.notify(why, severity="warning")
 
     def action_copy_run_id(self) -> None:
         if self.run_id is None:
-            self.notify("No run is shown: select one first.", severity="warning")
+            self.notify(NO_RUN_SHOWN, severity="warning")
         else:
             copy_run_id(self, self.run_id)
 
