@@ -400,3 +400,30 @@ async def test_the_inspectors_keys_say_why_they_do_nothing_for_a_run_that_cannot
             await settle(pilot)
             assert any(n.message.startswith(said) for n in told(app)[before:]), (key, told(app)[before:])
             assert not isinstance(app.screen, PromptScreen)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_resume_key_pressed_outside_the_conversation_says_where_it_works(tmp_path, size):
+    """ctrl+r in the sessions list, the runs list or the inspector did nothing visible."""
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    app = make_app(db)
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await settle(pilot)
+        if size == "80x24":
+            await pilot.press("ctrl+b")  # the sessions pane over the conversation, focus in its list
+        else:
+            app.screen.query_one("#session-list").focus()
+        await pilot.pause()
+        assert app.focused is app.screen.query_one("#session-list")
+        before = len(told(app))
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        said = [n.message for n in told(app)[before:]]
+        assert said == ["ctrl+r resumes the open session's run from the conversation; in the runs list, r / enter "
+                        "resumes the run under the cursor."], said
+        assert app.screen.chat.stream is None  # nothing resumed from here
+        app.screen.chat.composer.focus()
+        await pilot.pause()
+        await pilot.press("ctrl+r")  # from the conversation it resumes, as ever
+        await wait_for(pilot, lambda: app.screen.chat.stream is not None or app.screen.chat.running)

@@ -820,6 +820,19 @@ class MainScreen(Screen):
             return any(self.has_class(f"-{name}-open") for name in SIDE_PANES)
         return True
 
+    def on_key(self, event: events.Key) -> None:
+        """The conversation's resume key pressed in another pane (the sessions list, the runs list,
+        the inspector), where it is not bound: it said nothing. It says where it works instead."""
+        keys = keymap_of(self)
+        focused = self.focused
+        if (event.key not in keys.keys_in_force("chat.resume") or focused is None
+                or self.chat in focused.ancestors_with_self or event.key in self.active_bindings):
+            return
+        event.stop()
+        event.prevent_default()
+        self.notify(f"{keys.key_text('chat.resume')} resumes the open session's run from the conversation; in the "
+                    f"runs list, {keys.key_text('runs.resume')} resumes the run under the cursor.", timeout=6)
+
     def on_screen_suspend(self) -> None:
         self._set_screen_class(True, "-covered")
         withdraw_notices = getattr(self.app, "withdraw_notices", None)  # LoviaApp's, as first_paint_done
