@@ -339,3 +339,23 @@ async def test_a_message_waiting_on_a_busy_database_says_so_until_its_run_starts
         session_id = app.screen.chat.session_id
     stored = await SQLiteSession(db).load(session_id)
     assert [type(entry).__name__ for entry in stored][:2] == ["UserMessage", "AssistantMessage"]
+
+
+async def test_the_seconds_count_from_the_step_not_from_the_step_before(tmp_path):
+    """After a resume the line read "Running wait…" at 1.5 s and "· 1s" at 2 s: its ticks kept the
+    phase of the step before, so the seconds shown lagged by up to one."""
+    from tests.tui.test_streaming_speed import painted
+
+    app = make_app(tmp_path / "lovia.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        status = app.screen.query_one(RunStatus)
+        status.waiting_for_model("slow-model")  # the ticks start here
+        await pilot.pause(0.5)
+        status.running_tools("c1", "wait")  # half a tick later, the step restarts
+        started = asyncio.get_running_loop().time()
+        await pilot.pause(1.3)
+        assert asyncio.get_running_loop().time() - started < 1.5  # before a tick of the old phase could come
+        shown = "".join(text for text, _ in painted(app, status.region)[0])
+        assert "Running wait · 1s" in shown, shown
+        status.clear()

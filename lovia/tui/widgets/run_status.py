@@ -115,16 +115,26 @@ class RunStatus(Widget):
         self._stop_countdown()  # the run moved on
         if restart:
             self._since = time.monotonic()
+            if self._ticker is not None:
+                # Ticks keeping the phase of the step before lagged the seconds shown by up to one.
+                self._tick_from_now()
         self.step = step
         self.refresh()  # the same step restarted: the time shown starts again
 
     def watch_step(self, step: str) -> None:
         self.set_class(bool(step or self.new_below), "-shown")
         if step and self._ticker is None:
-            self._ticker = self.set_interval(TICK_SECONDS, self.refresh, name="run status")
+            self._tick_from_now()
         elif not step and self._ticker is not None:
             self._ticker.stop()
             self._ticker = None
+
+    def _tick_from_now(self) -> None:
+        """Redraw the line every whole second from now on (the time it shows counts from now).
+        Started anew, not ``Timer.reset``, which takes effect only at the tick under way."""
+        if self._ticker is not None:
+            self._ticker.stop()
+        self._ticker = self.set_interval(TICK_SECONDS, self.refresh, name="run status")
 
     def watch_new_below(self, new_below: bool) -> None:
         self.set_class(bool(self.step or new_below), "-shown")
