@@ -427,3 +427,27 @@ async def test_the_resume_key_pressed_outside_the_conversation_says_where_it_wor
         await pilot.pause()
         await pilot.press("ctrl+r")  # from the conversation it resumes, as ever
         await wait_for(pilot, lambda: app.screen.chat.stream is not None or app.screen.chat.running)
+
+
+async def test_a_key_given_elsewhere_in_keys_is_left_to_its_binding_in_the_inspector(tmp_path):
+    """The inspector answers o and e itself (no call waiting: it says so); one [keys] gave to the
+    screen's export still exports from there."""
+    db = tmp_path / "lovia.db"
+    crash_a_run(db)
+    agent, _ = counting_agent()
+    app = make_app(db, agent=agent, keys={"main.export": ("o",)})
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        await open_runs(pilot, (160, 45))
+        await pilot.press("f6")
+        await pilot.pause()
+        await give(pilot, "e", "declined")  # the list goes: focus stays on the inspector
+        inspector = app.screen.query_one("CheckpointInspector")
+        assert app.focused is inspector
+        before = len(told(app))
+        await pilot.press("o")
+        await settle(pilot)
+        said = [n.message for n in told(app)[before:]]
+        # The export ran (this session has nothing stored to export yet, and it says so).
+        assert any(m.startswith("Nothing to export yet") for m in said), said
+        assert not any("no tool call waiting" in m for m in said), said
