@@ -163,6 +163,26 @@ def match_text(text: str, query: SearchQuery) -> list[tuple[int, int]] | None:
     return [(spans[at][0], spans[at][1]) for at in sorted(hits)]
 
 
+def match_to_show(text: str, query: SearchQuery) -> tuple[int, int] | None:
+    """The match a reader is taken to first: the first on the line where the most of the query's
+    matched words stand together, so a word that recurs on every line of a long text ("line" in a
+    2,000-line listing) does not take the view to its top while the words sought stand together
+    further down; ``None`` when ``text`` does not match."""
+    matches = match_text(text, query)
+    if not matches:
+        return None
+    lines, line, searched = [], 0, 0
+    for start, _ in matches:  # in order: one pass over the text
+        line += text.count("\n", searched, start)
+        searched = start
+        lines.append(line)
+    words: dict[int, set[str]] = {}
+    for at, (start, end) in zip(lines, matches, strict=True):
+        words.setdefault(at, set()).add(fold(text[start:end]))
+    best = max(words, key=lambda found: (len(words[found]), -found))
+    return matches[lines.index(best)]
+
+
 def snippet_of(text: str, matches: list[tuple[int, int]]) -> tuple[str, tuple[tuple[int, int], ...], tuple[int, ...]]:
     """A one-line excerpt of ``text`` around its first match, about :data:`SNIPPET_WORDS` words, the
     matches' offsets in it and its :func:`line_breaks` (the in-memory store's answer to FTS5's ``snippet``)."""

@@ -605,6 +605,12 @@ DEEP = {
         text="Here it is:\n\n```python\n" + "\n".join(f"value_{i} = {i}" + ("  # cormorant" if i == 300 else "")
                                                    for i in range(400)) + "\n```\n\nThat is all.",
         agent="assistant")]),
+    # A word on every line ("value") with one found once: the view goes where they stand together,
+    # not to the first line ("line 1500 of the big block" opened a 2,000-line listing at its top).
+    "s-code-common": ("value shearwater", [UserMessage(text="another listing"), AssistantMessage(
+        text="Here:\n\n```python\n" + "\n".join(f"value_{i} = {i}" + ("  # shearwater" if i == 300 else "")
+                                                for i in range(400)) + "\n```\n\nDone.",
+        agent="assistant")]),
     "s-paste": ("puffin", [UserMessage(text="\n".join(f"log line {i}: nothing to see" + (" but a puffin" if i == 250
                                                                                            else "")
                                                       for i in range(300))),
@@ -640,7 +646,8 @@ async def test_a_hit_deep_inside_a_long_message_is_scrolled_into_view(tmp_path, 
         # A result is shown inside its call, the entry before it here.
         assert transcript.selected_position == (position - 1 if isinstance(entries[position], ToolResult) else position)
         # What the terminal shows: the matched line (the word appears nowhere else in the message).
-        await wait_for(pilot, lambda: word in app.export_screenshot(), give_up_after=3.0)
+        rare = word.split()[-1]
+        await wait_for(pilot, lambda: rare in app.export_screenshot(), give_up_after=3.0)
 
 
 async def chatted_with_a_tool(pilot) -> None:

@@ -13,7 +13,7 @@ from textual.worker import Worker
 
 from lovia.entries import AssistantMessage
 from lovia.export import code_span_closer
-from lovia.stores._search import SearchQuery, match_text
+from lovia.stores._search import SearchQuery, match_to_show
 from lovia.tui.collector import COLLECTOR
 from lovia.tui.format import finish_note
 from lovia.tui.widgets.message_view import MessageView, code_blocks, holds_code
@@ -187,14 +187,15 @@ class AssistantMessageView(MessageView):
         return moved if wide else None
 
     def match_row(self, query: SearchQuery) -> int | None:
-        """The first match's block, found by its source line; in a code block, the match's own line
+        """The block of the match shown first (:func:`~lovia.stores._search.match_to_show`), found by its
+        source line; in a code block, the match's own line
         (code is not wrapped). ``None`` while the answer is folded into its drawn rows (streamed here,
         not yet shown as stored): those rows keep no blocks to look in."""
-        matches = match_text(self.text, query)
+        match = match_to_show(self.text, query)
         markdown = next(iter(self.query(Markdown)), None)
-        if not matches or markdown is None or (isinstance(markdown, StreamingMarkdown) and markdown.folded):
+        if not match or markdown is None or (isinstance(markdown, StreamingMarkdown) and markdown.folded):
             return None
-        line = self.text.count("\n", 0, matches[0][0])
+        line = self.text.count("\n", 0, match[0])
         # Depth first, a block before what it holds: the last that holds the line is the innermost.
         holding = [block for block in markdown.query(MarkdownBlock)
                    if block.source_range[0] <= line < block.source_range[1]]

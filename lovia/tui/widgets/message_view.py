@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
-from lovia.stores._search import SearchQuery, match_text
+from lovia.stores._search import SearchQuery, match_to_show
 from lovia.tui.restyle import set_class_sparing
 
 
@@ -68,12 +68,13 @@ class MessageView(Widget):
 
 def wrapped_match_row(view: Widget, shown: Static, text: str, query: SearchQuery) -> int | None:
     """Rows from ``view``'s top to the row of ``shown`` (drawing ``text`` wrapped, as a ``Static``
-    wraps it) that ends the first match of ``query`` in ``text``; ``None``: no match, or not laid out."""
-    matches = match_text(text, query)
-    if not matches or not shown.content_region.width:
+    wraps it) that ends the match of ``query`` in ``text`` shown first (:func:`match_to_show`);
+    ``None``: no match, or not laid out."""
+    match = match_to_show(text, query)
+    if not match or not shown.content_region.width:
         return None
     # The rows of the text up to the end of the match's first word: that word ends on the last.
-    rows = Content(text[:matches[0][1]]).wrap(shown.content_region.width)
+    rows = Content(text[:match[1]]).wrap(shown.content_region.width)
     return shown.content_region.y - view.region.y + len(rows) - 1
 
 
