@@ -1224,6 +1224,16 @@ class Transcript(SteadyScroll, can_focus=True):
         if not view.display:  # a kept page's rest, shown only after the jump's first frame
             for page in self._window:
                 self._show_page(page, True)
+        if not view.display:
+            # Its page is kept but out of the window (under load, paging moved the window while this
+            # waited): the index of a hidden view raised, ending the app. The window moves to it.
+            await self._jump_to(position)
+            view = await self._view_at(position)
+            if view is not None and not view.display:
+                for page in self._window:
+                    self._show_page(page, True)
+            if view is None or not view.display:
+                return False
         self.selected = self.views.index(view)
         # Once laid out: the page was just mounted, and its widgets have no place yet; what reveal
         # unfolds is styled in that refresh and laid out in the next.
